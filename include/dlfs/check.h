@@ -1,0 +1,48 @@
+/*
+ * Whole-dataset operations for dlfs-inspect: verify and extract.
+ *
+ * Both read every container front to back in large sequential reads, and
+ * walk the files in inode order, which is layout order.
+ *
+ * Thread-safety: each call uses its own transaction and buffers; several
+ * may run at once on one dlfs_ds.
+ */
+#ifndef DLFS_CHECK_H
+#define DLFS_CHECK_H
+
+#include <stdint.h>
+
+#include "dlfs/dataset.h"
+
+struct dlfs_verify_report {
+	uint64_t containers, chunks, files, bytes;
+	uint64_t bad_containers; /* missing, truncated, bad header/trailer */
+	uint64_t bad_chunks;
+	uint64_t bad_files;
+};
+
+/*
+ * Called once for each problem found. path is the damaged file's path (or
+ * the container's file name for damage outside any file); msg explains.
+ */
+typedef void (*dlfs_verify_cb)(void *arg, const char *path, const char *msg);
+
+/*
+ * Check every container (header, footer, trailer, size), every chunk
+ * checksum and every file checksum. Damage is reported through cb, not as
+ * an error. @return 0 when the walk completed (look at the report), or a
+ * negative errno if it could not run (index unreadable, out of memory).
+ */
+int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
+		struct dlfs_verify_report *rep, struct dlfs_err *err);
+
+/*
+ * Recreate the tree under dir, which must not exist or be an empty
+ * directory: directories, files, symlinks, with modes and mtimes. File
+ * contents are checked against their checksums as they are written.
+ * @return 0, -EEXIST (dir not empty), -EUCLEAN (a file's checksum fails;
+ * err names it), -errno.
+ */
+int dlfs_extract(struct dlfs_ds *ds, const char *dir, struct dlfs_err *err);
+
+#endif

@@ -1,0 +1,156 @@
+/*
+ * Reading a packed dataset: the index and its containers.
+ *
+ * Ownership: dlfs_ds_open returns a handle that owns the LMDB environment
+ * and the container file descriptors; dlfs_ds_close releases them.
+ * Pointers handed out by lookups (names, symlink targets) point into the
+ * read-only index map and stay valid until dlfs_ds_close.
+ *
+ * Thread-safety: a dlfs_ds may be shared by any number of threads once
+ * opened. Index lookups go through a struct dlfs_txn, which belongs to one
+ * thread at a time; give each worker thread its own. Container reads
+ * (dlfs_ds_pread) are plain pread calls and need no lock.
+ *
+ * Opening is O(1) in the number of files: the index is mapped, never read
+ * whole. Containers are opened lazily on first use, so a missing one
+ * affects only the files inside it.
+ */
+#ifndef DLFS_DATASET_H
+#define DLFS_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dlfs/err.h"
+#include "dlfs/format.h"
+
+struct dlfs_ds;
+struct dlfs_txn;
+
+/* A decoded inode. For a symlink, target points to size bytes (no NUL). */
+struct dlfs_inode {
+	uint64_t ino;
+	uint32_t mode;
+	uint32_t mtime_nsec;
+	int64_t mtime_sec;
+	uint64_t size;
+	uint32_t container;
+	uint64_t offset; /* of the first byte inside the container file */
+	uint64_t xxh3;
+	const char *target;
+};
+
+/* Metadata of an opened dataset (decoded superblock plus strings). */
+struct dlfs_info {
+	struct dlfs_super_rec super;
+	char dataset_id_hex[2 * DLFS_ID_SIZE + 1];
+	char creator[128];
+	char order[64];
+	uint64_t index_bytes; /* size of the index file */
+};
+
+/*
+ * Open the dataset directory at path. Checks the index's format version
+ * (refusing an unknown major with a message naming the file) and reads the
+ * superblock. @return 0, or -ENOENT / -ENOTDIR (no such dataset),
+ * -EPROTONOSUPPORT (unknown major version), -EUCLEAN (not a dlfs index, or
+ * damaged), or another -errno.
+ */
+int dlfs_ds_open(const char *path, struct dlfs_ds **out, struct dlfs_err *err);
+void dlfs_ds_close(struct dlfs_ds *ds);
+
+const struct dlfs_info *dlfs_ds_info(const struct dlfs_ds *ds);
+const char *dlfs_ds_path(const struct dlfs_ds *ds);
+
+/*
+ * Begin a read transaction. @return 0, or -ENOMEM / -EIO. A txn is cheap
+ * to keep for a thread's lifetime: the index never changes.
+ */
+int dlfs_txn_begin(struct dlfs_ds *ds, struct dlfs_txn **out,
+		   struct dlfs_err *err);
+void dlfs_txn_end(struct dlfs_txn *txn);
+
+/* @return 0, -ENOENT if ino is out of range, -EUCLEAN if damaged. */
+int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
+	      struct dlfs_err *err);
+
+/*
+ * Look up name (len bytes, not NUL-terminated) in directory parent.
+ * @return 0 with *ino set, -ENOENT, -ENOTDIR if parent is not a directory
+ * (only detected when it has no such entry), -ENAMETOOLONG, -EUCLEAN.
+ */
+int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
+		size_t len, uint64_t *ino, struct dlfs_err *err);
+
+/*
+ * Resolve a '/'-separated path relative to the root ("" and "/" are the
+ * root; "." components are skipped, ".." is refused with -EINVAL). Symlinks
+ * are not followed. @return as dlfs_lookup.
+ */
+int dlfs_resolve(struct dlfs_txn *txn, const char *path, uint64_t *ino,
+		 struct dlfs_err *err);
+
+/*
+ * Directory iteration in name (byte) order. The cookie is the entry's
+ * position (1 for the first): pass 0 to start, and the cookie a callback
+ * saw to resume after that entry (it is what FUSE readdir offsets carry).
+ * Resuming where a recent call stopped costs one seek; any other cookie
+ * costs a skip from the start. The callback returns 0 to go on, 1 to stop
+ * before consuming this entry (resume will deliver it again), or a
+ * negative errno to abort with that code.
+ */
+struct dlfs_dirent {
+	uint64_t ino;
+	uint32_t type; /* st_mode & S_IFMT */
+	const char *name; /* not NUL-terminated */
+	size_t name_len;
+	uint64_t cookie; /* resume point after this entry */
+};
+typedef int (*dlfs_dir_cb)(void *arg, const struct dlfs_dirent *d);
+/* @return 0 at the end or when the callback stopped, or a negative errno. */
+int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
+		 dlfs_dir_cb cb, void *arg, struct dlfs_err *err);
+
+/* Chunk record of chunk k of container c. @return 0, -ENOENT, -EUCLEAN. */
+int dlfs_chunk_get(struct dlfs_txn *txn, uint32_t c, uint64_t k,
+		   struct dlfs_chunk_rec *out, struct dlfs_err *err);
+int dlfs_container_get(struct dlfs_txn *txn, uint32_t c,
+		       struct dlfs_container_rec *out, struct dlfs_err *err);
+
+/*
+ * Return a read-only file descriptor for container c, opening it on first
+ * use and checking its header and footer against the index (magic,
+ * version, dataset id, size). The fd belongs to ds. @return 0, or -ENOENT
+ * (missing), -EUCLEAN (wrong magic/id/version, truncated), -errno.
+ * A failure is remembered: later calls fail the same way at no cost.
+ */
+int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
+			 struct dlfs_err *err);
+
+/*
+ * Read len bytes of container c at offset off into buf, retrying short
+ * reads. @return 0, -EUCLEAN if the container ends early, -errno.
+ */
+int dlfs_ds_pread(struct dlfs_ds *ds, uint32_t c, void *buf, size_t len,
+		  uint64_t off, struct dlfs_err *err);
+
+/*
+ * Read up to len bytes of regular file ino at file offset off, straight
+ * from its container (no cache, no checksum: the daemon's read path and
+ * dlfs_file_check do that). *got is set to the bytes read, 0 at or past
+ * EOF. @return 0, -EISDIR/-EINVAL for non-files, -errno.
+ */
+int dlfs_file_pread(struct dlfs_ds *ds, const struct dlfs_inode *in,
+		    void *buf, size_t len, uint64_t off, size_t *got,
+		    struct dlfs_err *err);
+
+/*
+ * The path of inode ino relative to the root, found by one scan of the
+ * directory entries (slow: for error messages and tools, not hot paths).
+ * Writes a NUL-terminated path to buf. @return 0, -ENOENT, -ENAMETOOLONG.
+ */
+int dlfs_path_of(struct dlfs_txn *txn, uint64_t ino, char *buf, size_t len,
+		 struct dlfs_err *err);
+
+#endif

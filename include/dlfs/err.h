@@ -1,0 +1,54 @@
+/*
+ * The one error convention of libdlfs.
+ *
+ * Every function that can fail returns int: 0 on success or a negative
+ * errno. A corrupt index or container is -EUCLEAN (DLFS_ECORRUPT). Foreign
+ * codes (LMDB, libarchive) are translated where they are met, once.
+ *
+ * Such functions also take a `struct dlfs_err *err`, which may be NULL. On
+ * failure they fill it with the code and a message that carries context:
+ * the path, the offset where it matters, and the errno text. The message
+ * never ends with a newline. A caller that adds context of its own uses
+ * dlfs_err_prefix. No function keeps a pointer to err after it returns.
+ *
+ * Thread-safety: a dlfs_err is owned by one caller; there is no global
+ * error state anywhere in the library.
+ */
+#ifndef DLFS_ERR_H
+#define DLFS_ERR_H
+
+#include <errno.h>
+
+#define DLFS_ECORRUPT EUCLEAN
+#define DLFS_ERR_MSG_MAX 1024
+
+struct dlfs_err {
+	int code; /* negative errno, 0 if unset */
+	char msg[DLFS_ERR_MSG_MAX];
+};
+
+/*
+ * Set err (if not NULL) to code and a printf-style message. code may be
+ * given positive or negative. @return the code, negative, so a function can
+ * `return dlfs_err_set(err, -ENOENT, "...")`.
+ */
+int dlfs_err_set(struct dlfs_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Like dlfs_err_set, and append ": <strerror(code)>" to the message.
+ */
+int dlfs_err_sys(struct dlfs_err *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Prepend "<prefix>: " to err's message. @return err->code (or 0). */
+int dlfs_err_prefix(struct dlfs_err *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Reset err to "no error". */
+void dlfs_err_clear(struct dlfs_err *err);
+
+/* strerror_r into buf, with EUCLEAN named as corruption. @return buf. */
+const char *dlfs_strerror(int code, char *buf, unsigned len);
+
+#endif

@@ -1,0 +1,221 @@
+/*
+ * dlfs on-disk format, version 1. This header is the public contract that
+ * man/dlfs-format.5 describes in prose; keep the two in step.
+ *
+ * A dataset is a directory NAME.dlfs/ holding:
+ *   index         one LMDB environment in a single file (MDB_NOSUBDIR);
+ *   NNNNNN.dlc    containers: header, file bytes, trailer, footer.
+ *
+ * Every integer on disk is little-endian, except LMDB keys, which are
+ * big-endian so that LMDB's byte order is numeric order. Records are read
+ * and written through the dlfs_*_encode/decode helpers in format.c, never by
+ * casting a pointer into a mapped page, so alignment and host byte order do
+ * not matter.
+ */
+#ifndef DLFS_FORMAT_H
+#define DLFS_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DLFS_FORMAT_MAJOR 1
+#define DLFS_FORMAT_MINOR 0
+
+#define DLFS_INDEX_NAME "index"
+#define DLFS_CONTAINER_SUFFIX ".dlc"
+/* Container file names are six decimal digits: 000000.dlc */
+#define DLFS_CONTAINER_NAME_MAX 16
+
+#define DLFS_ROOT_INO 1
+#define DLFS_NAME_MAX 255
+#define DLFS_ID_SIZE 16
+
+/* Named LMDB databases inside the index. */
+#define DLFS_DB_META "meta"       /* string key -> value                  */
+#define DLFS_DB_INODES "inodes"   /* be64 ino -> dlfs_inode_rec [+ target] */
+#define DLFS_DB_DIRENTS "dirents" /* be64 parent || name -> le64 dirent    */
+#define DLFS_DB_CHUNKS "chunks"   /* be32 container || be32 chunk -> rec   */
+#define DLFS_DB_CONTAINERS "containers" /* be32 container -> rec           */
+
+/* Keys of the meta database. */
+#define DLFS_META_SUPER "super"     /* dlfs_super_rec                    */
+#define DLFS_META_CREATOR "creator" /* free text, e.g. "dlfs-pack 0.1.0" */
+#define DLFS_META_ORDER "order"     /* the --order the dataset was packed with */
+
+/*
+ * The superblock. format_major comes first so that any future layout can
+ * still be told apart: a reader checks it before anything else.
+ */
+struct dlfs_super_rec {
+	uint32_t format_major;
+	uint32_t format_minor;
+	uint8_t dataset_id[DLFS_ID_SIZE];
+	uint64_t chunk_size;
+	uint64_t container_size; /* soft limit the packer used */
+	uint64_t align;
+	uint64_t n_inodes;       /* inodes are 1 .. n_inodes, root = 1 */
+	uint64_t n_dirs;         /* inodes 1 .. n_dirs are directories */
+	uint64_t n_symlinks;     /* then the symlinks */
+	uint64_t n_files;        /* then the regular files, in layout order */
+	uint64_t first_file_ino; /* = 1 + n_dirs + n_symlinks */
+	uint64_t n_containers;
+	uint64_t total_file_bytes;
+	int64_t max_mtime_sec; /* newest mtime in the tree; the root's default */
+};
+#define DLFS_SUPER_REC_SIZE 112
+_Static_assert(sizeof(struct dlfs_super_rec) == DLFS_SUPER_REC_SIZE,
+	       "dlfs_super_rec layout");
+
+/*
+ * An inode. For a regular file, container/offset/size locate its bytes and
+ * xxh3 is the XXH3-64 (seed 0) of its content. For a symlink, size is the
+ * target length and the target bytes follow the record in the same value.
+ * For a directory, size is its number of entries and the rest is zero.
+ * loc packs the container number (high 16 bits) and the offset of the
+ * file's first byte inside that container file (low 48 bits).
+ */
+struct dlfs_inode_rec {
+	uint32_t mode; /* st_mode: type and permission bits */
+	uint32_t mtime_nsec;
+	int64_t mtime_sec;
+	uint64_t size;
+	uint64_t loc;
+	uint64_t xxh3;
+};
+#define DLFS_INODE_REC_SIZE 40
+_Static_assert(sizeof(struct dlfs_inode_rec) == DLFS_INODE_REC_SIZE,
+	       "dlfs_inode_rec layout");
+#define DLFS_LOC_CONTAINER_SHIFT 48
+#define DLFS_LOC_OFFSET_MASK ((UINT64_C(1) << 48) - 1)
+#define DLFS_MAX_CONTAINERS 65536
+
+/*
+ * A directory entry's value: the child's inode number in the low 60 bits
+ * and its file type (st_mode >> 12) in the high 4, so readdir can fill
+ * d_type without touching the inode.
+ */
+#define DLFS_DIRENT_TYPE_SHIFT 60
+#define DLFS_DIRENT_INO_MASK ((UINT64_C(1) << 60) - 1)
+
+/* A chunk: the XXH3-64 of its bytes as they lie in the container. */
+struct dlfs_chunk_rec {
+	uint64_t xxh3;
+	uint32_t length; /* chunk_size, or less for a container's last chunk */
+	uint32_t reserved;
+};
+#define DLFS_CHUNK_REC_SIZE 16
+_Static_assert(sizeof(struct dlfs_chunk_rec) == DLFS_CHUNK_REC_SIZE,
+	       "dlfs_chunk_rec layout");
+
+/* A container as the index knows it, to catch truncation and swaps. */
+struct dlfs_container_rec {
+	uint64_t file_size;   /* the whole .dlc file */
+	uint64_t data_size;   /* bytes of the data region */
+	uint64_t n_chunks;
+	uint64_t n_files;
+	uint64_t first_ino;   /* files in it are first_ino .. +n_files-1 */
+	uint64_t footer_xxh3; /* XXH3-64 of the container's footer */
+};
+#define DLFS_CONTAINER_REC_SIZE 48
+_Static_assert(sizeof(struct dlfs_container_rec) == DLFS_CONTAINER_REC_SIZE,
+	       "dlfs_container_rec layout");
+
+/*
+ * Container header: the first DLFS_HEADER_SIZE bytes of a .dlc file. The
+ * data region starts at DLFS_DATA_OFFSET = one chunk size, so a chunk size
+ * that is a multiple of the PFS stripe puts every chunk on stripe
+ * boundaries, and every chunk can be read with O_DIRECT. The bytes between
+ * the header and the data region are a hole (zeros).
+ */
+#define DLFS_DATA_OFFSET(chunk_size) ((uint64_t)(chunk_size))
+#define DLFS_CONTAINER_MAGIC "DLFSCTR\0"
+#define DLFS_FOOTER_MAGIC "DLFSEND\0"
+#define DLFS_HEADER_SIZE 4096
+struct dlfs_container_header {
+	uint8_t magic[8];
+	uint32_t format_major;
+	uint32_t format_minor;
+	uint32_t header_size; /* DLFS_HEADER_SIZE */
+	uint32_t container;   /* this file's number */
+	uint8_t dataset_id[DLFS_ID_SIZE];
+	uint64_t chunk_size;
+	uint64_t data_offset; /* = DLFS_DATA_OFFSET(chunk_size) */
+	uint64_t data_size;
+	uint64_t header_xxh3; /* XXH3-64 of the bytes above */
+};
+#define DLFS_CONTAINER_HEADER_REC_SIZE 72
+_Static_assert(sizeof(struct dlfs_container_header) ==
+		       DLFS_CONTAINER_HEADER_REC_SIZE,
+	       "dlfs_container_header layout");
+
+/*
+ * The trailer follows the data region (at data_offset + data_size rounded
+ * up to 4 KiB) and lists every entry placed in this container, so the
+ * index can be rebuilt from the containers alone. Container 0 also lists
+ * every directory and symlink. Each record is a dlfs_trailer_rec followed
+ * by path_len bytes of path (relative to the root, no leading '/') and,
+ * for a symlink, size bytes of target.
+ */
+struct dlfs_trailer_rec {
+	uint32_t mode;
+	uint32_t mtime_nsec;
+	int64_t mtime_sec;
+	uint64_t size;
+	uint64_t offset; /* inside this container file */
+	uint64_t xxh3;
+	uint32_t path_len;
+	uint32_t reserved;
+};
+#define DLFS_TRAILER_REC_SIZE 48
+_Static_assert(sizeof(struct dlfs_trailer_rec) == DLFS_TRAILER_REC_SIZE,
+	       "dlfs_trailer_rec layout");
+
+/* The footer: the last DLFS_FOOTER_SIZE bytes of a .dlc file. */
+struct dlfs_container_footer {
+	uint8_t magic[8];
+	uint8_t dataset_id[DLFS_ID_SIZE];
+	uint32_t container;
+	uint32_t reserved;
+	uint64_t trailer_offset;
+	uint64_t trailer_size;
+	uint64_t n_records;
+	uint64_t trailer_xxh3;
+	uint64_t footer_xxh3; /* XXH3-64 of the bytes above */
+};
+#define DLFS_FOOTER_SIZE 72
+_Static_assert(sizeof(struct dlfs_container_footer) == DLFS_FOOTER_SIZE,
+	       "dlfs_container_footer layout");
+
+/* Encoders write exactly the record's size in bytes; decoders read it. */
+void dlfs_super_encode(const struct dlfs_super_rec *r, uint8_t *out);
+void dlfs_super_decode(const uint8_t *in, struct dlfs_super_rec *r);
+void dlfs_inode_encode(const struct dlfs_inode_rec *r, uint8_t *out);
+void dlfs_inode_decode(const uint8_t *in, struct dlfs_inode_rec *r);
+void dlfs_chunk_encode(const struct dlfs_chunk_rec *r, uint8_t *out);
+void dlfs_chunk_decode(const uint8_t *in, struct dlfs_chunk_rec *r);
+void dlfs_container_rec_encode(const struct dlfs_container_rec *r,
+			       uint8_t *out);
+void dlfs_container_rec_decode(const uint8_t *in, struct dlfs_container_rec *r);
+/* These two also compute (encode) the record's own checksum field. */
+void dlfs_header_encode(struct dlfs_container_header *r, uint8_t *out);
+void dlfs_header_decode(const uint8_t *in, struct dlfs_container_header *r);
+void dlfs_footer_encode(struct dlfs_container_footer *r, uint8_t *out);
+void dlfs_footer_decode(const uint8_t *in, struct dlfs_container_footer *r);
+void dlfs_trailer_rec_encode(const struct dlfs_trailer_rec *r, uint8_t *out);
+void dlfs_trailer_rec_decode(const uint8_t *in, struct dlfs_trailer_rec *r);
+
+/* Big-endian LMDB keys. */
+void dlfs_put_be64(uint8_t *p, uint64_t v);
+uint64_t dlfs_get_be64(const uint8_t *p);
+void dlfs_put_be32(uint8_t *p, uint32_t v);
+uint32_t dlfs_get_be32(const uint8_t *p);
+void dlfs_put_le64(uint8_t *p, uint64_t v);
+uint64_t dlfs_get_le64(const uint8_t *p);
+void dlfs_put_le32(uint8_t *p, uint32_t v);
+uint32_t dlfs_get_le32(const uint8_t *p);
+
+/* Container file name for number n: "%06u.dlc". buf holds at least
+ * DLFS_CONTAINER_NAME_MAX bytes. */
+void dlfs_container_name(uint32_t n, char *buf);
+
+#endif

@@ -1,0 +1,281 @@
+/*
+ * Writing the LMDB index in one transaction. Every database is filled in
+ * key order with MDB_APPEND, which packs pages full and makes the file a
+ * pure function of its content: the same dataset gives the same bytes.
+ */
+#include <lmdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "ds_priv.h"
+#include "pack_priv.h"
+#include "util.h"
+
+void pk_dataset_id(const struct pk_layout *l, const struct dlfs_pack_opts *o,
+		   uint8_t id[DLFS_ID_SIZE])
+{
+	XXH3_state_t *st = XXH3_createState();
+	uint8_t b[64];
+	XXH3_128bits_reset(st);
+	dlfs_put_le64(b, o->chunk_size);
+	dlfs_put_le64(b + 8, o->container_size);
+	dlfs_put_le64(b + 16, o->align);
+	dlfs_put_le32(b + 24, DLFS_FORMAT_MAJOR);
+	XXH3_128bits_update(st, b, 28);
+	uint64_t n = l->n_dirs + l->n_symlinks + l->n_files;
+	for (uint64_t i = 0; i < n; i++) {
+		const struct pk_entry *e = l->by_ino[i];
+		dlfs_put_le32(b, e->mode);
+		dlfs_put_le32(b + 4, e->mtime_nsec);
+		dlfs_put_le64(b + 8, (uint64_t)e->mtime_sec);
+		dlfs_put_le64(b + 16, e->size);
+		dlfs_put_le64(b + 24, e->xxh3);
+		dlfs_put_le32(b + 32, e->path_len);
+		XXH3_128bits_update(st, b, 36);
+		XXH3_128bits_update(st, e->path, e->path_len + 1);
+		if (e->target)
+			XXH3_128bits_update(st, e->target, e->size);
+	}
+	XXH128_canonical_t c;
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+	memcpy(id, c.digest, DLFS_ID_SIZE);
+	XXH3_freeState(st);
+}
+
+struct dirent_item {
+	uint64_t parent;
+	const struct pk_entry *e;
+};
+
+static int dirent_cmp(const void *a, const void *b)
+{
+	const struct dirent_item *x = a, *y = b;
+	if (x->parent != y->parent)
+		return x->parent < y->parent ? -1 : 1;
+	/* Names are the part after the last '/'. */
+	const char *xn = strrchr(x->e->path, '/');
+	const char *yn = strrchr(y->e->path, '/');
+	xn = xn ? xn + 1 : x->e->path;
+	yn = yn ? yn + 1 : y->e->path;
+	size_t xl = (size_t)(x->e->path + x->e->path_len - xn);
+	size_t yl = (size_t)(y->e->path + y->e->path_len - yn);
+	int c = memcmp(xn, yn, xl < yl ? xl : yl);
+	if (c)
+		return c;
+	return xl < yl ? -1 : xl > yl;
+}
+
+static int put(MDB_txn *t, MDB_dbi dbi, void *k, size_t kl, void *v,
+	       size_t vl, unsigned flags)
+{
+	MDB_val key = {kl, k}, val = {vl, v};
+	return mdb_put(t, dbi, &key, &val, flags);
+}
+
+int pk_index_write(const char *path, const struct pk_layout *l,
+		   const struct dlfs_pack_opts *o, const uint8_t *id,
+		   const struct pk_chunks *ch, const struct pk_containers *ct,
+		   struct dlfs_err *err)
+{
+	MDB_env *env = NULL;
+	MDB_txn *t = NULL;
+	MDB_dbi meta, inodes, dirents, chunks, conts;
+	struct dirent_item *di = NULL;
+	uint8_t *vbuf = NULL;
+	const char *what = "creating the index";
+	uint64_t n = l->n_dirs + l->n_symlinks + l->n_files;
+	int rc, ret = 0;
+
+	/* Generous and a pure function of the content (it is recorded). */
+	uint64_t bytes = 0;
+	for (uint64_t i = 0; i < n; i++)
+		bytes += l->by_ino[i]->path_len;
+	uint64_t mapsize = dlfs_roundup(
+		(1 << 24) + n * 512 + bytes * 4 + l->n_chunks * 128 +
+			l->n_containers * 256,
+		1 << 20);
+
+	rc = mdb_env_create(&env);
+	if (!rc)
+		rc = mdb_env_set_maxdbs(env, 8);
+	if (!rc)
+		rc = mdb_env_set_mapsize(env, mapsize);
+	if (!rc)
+		rc = mdb_env_open(env, path,
+				  MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC |
+					  MDB_NORDAHEAD,
+				  0644);
+	if (!rc)
+		rc = mdb_txn_begin(env, NULL, 0, &t);
+	if (!rc)
+		rc = mdb_dbi_open(t, DLFS_DB_META, MDB_CREATE, &meta);
+	if (!rc)
+		rc = mdb_dbi_open(t, DLFS_DB_INODES, MDB_CREATE, &inodes);
+	if (!rc)
+		rc = mdb_dbi_open(t, DLFS_DB_DIRENTS, MDB_CREATE, &dirents);
+	if (!rc)
+		rc = mdb_dbi_open(t, DLFS_DB_CHUNKS, MDB_CREATE, &chunks);
+	if (!rc)
+		rc = mdb_dbi_open(t, DLFS_DB_CONTAINERS, MDB_CREATE, &conts);
+	if (rc)
+		goto lmdb_fail;
+
+	what = "writing the superblock";
+	struct dlfs_super_rec s = {
+		.format_major = DLFS_FORMAT_MAJOR,
+		.format_minor = DLFS_FORMAT_MINOR,
+		.chunk_size = o->chunk_size,
+		.container_size = o->container_size,
+		.align = o->align,
+		.n_inodes = n,
+		.n_dirs = l->n_dirs,
+		.n_symlinks = l->n_symlinks,
+		.n_files = l->n_files,
+		.first_file_ino = 1 + l->n_dirs + l->n_symlinks,
+		.n_containers = l->n_containers,
+		.total_file_bytes = l->total_bytes,
+		.max_mtime_sec = l->max_mtime,
+	};
+	memcpy(s.dataset_id, id, DLFS_ID_SIZE);
+	uint8_t sb[DLFS_SUPER_REC_SIZE];
+	dlfs_super_encode(&s, sb);
+	static const char *orders[] = {"sorted", "input", "size", "shuffle"};
+	char order[64];
+	snprintf(order, sizeof(order), "%s", orders[o->order]);
+	if (o->order == DLFS_ORDER_SHUFFLE)
+		snprintf(order, sizeof(order), "shuffle:%llu",
+			 (unsigned long long)o->seed);
+	const char *creator = o->creator ? o->creator : "libdlfs";
+	rc = put(t, meta, DLFS_META_CREATOR, strlen(DLFS_META_CREATOR),
+		 (void *)creator, strlen(creator), 0);
+	if (!rc)
+		rc = put(t, meta, DLFS_META_ORDER, strlen(DLFS_META_ORDER),
+			 order, strlen(order), 0);
+	if (!rc)
+		rc = put(t, meta, DLFS_META_SUPER, strlen(DLFS_META_SUPER), sb,
+			 sizeof(sb), 0);
+	if (rc)
+		goto lmdb_fail;
+
+	what = "writing inodes";
+	vbuf = malloc(DLFS_INODE_REC_SIZE + 65536);
+	if (!vbuf) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		const struct pk_entry *e = l->by_ino[i];
+		struct dlfs_inode_rec r = {
+			.mode = e->mode,
+			.mtime_nsec = e->mtime_nsec,
+			.mtime_sec = e->mtime_sec,
+			.size = e->size,
+		};
+		size_t vl = DLFS_INODE_REC_SIZE;
+		if (S_ISREG(e->mode)) {
+			r.loc = ((uint64_t)e->container
+				 << DLFS_LOC_CONTAINER_SHIFT) |
+				e->offset;
+			r.xxh3 = e->xxh3;
+		} else if (S_ISLNK(e->mode)) {
+			if (e->size > 65536) {
+				ret = dlfs_err_set(err, -ENAMETOOLONG,
+						   "symlink %s: target too "
+						   "long",
+						   e->path);
+				goto out;
+			}
+			memcpy(vbuf + vl, e->target, e->size);
+			vl += e->size;
+		}
+		dlfs_inode_encode(&r, vbuf);
+		uint8_t kb[8];
+		dlfs_put_be64(kb, e->ino);
+		rc = put(t, inodes, kb, 8, vbuf, vl, MDB_APPEND);
+		if (rc)
+			goto lmdb_fail;
+	}
+
+	what = "writing directory entries";
+	di = malloc((n ? n : 1) * sizeof(*di));
+	if (!di) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint64_t i = 1; i < n; i++) {
+		di[i - 1].parent = l->by_ino[i]->parent;
+		di[i - 1].e = l->by_ino[i];
+	}
+	qsort(di, n ? n - 1 : 0, sizeof(*di), dirent_cmp);
+	for (uint64_t i = 0; i + 1 < n; i++) {
+		const struct pk_entry *e = di[i].e;
+		const char *nm = strrchr(e->path, '/');
+		nm = nm ? nm + 1 : e->path;
+		size_t nl = (size_t)(e->path + e->path_len - nm);
+		uint8_t kb[8 + DLFS_NAME_MAX], vb[8];
+		dlfs_put_be64(kb, di[i].parent);
+		memcpy(kb + 8, nm, nl);
+		dlfs_put_le64(vb, e->ino | ((uint64_t)(e->mode >> 12)
+					    << DLFS_DIRENT_TYPE_SHIFT));
+		rc = put(t, dirents, kb, 8 + nl, vb, 8, MDB_APPEND);
+		if (rc)
+			goto lmdb_fail;
+	}
+
+	what = "writing chunk checksums";
+	for (uint64_t c = 0; c < l->n_containers; c++) {
+		uint64_t nc = (l->data_size[c] + o->chunk_size - 1) /
+			      o->chunk_size;
+		for (uint64_t k = 0; k < nc; k++) {
+			uint64_t g = l->first_chunk[c] + k;
+			struct dlfs_chunk_rec r = {.xxh3 = ch->xxh3[g],
+						   .length = ch->length[g]};
+			uint8_t kb[8], vb[DLFS_CHUNK_REC_SIZE];
+			dlfs_put_be32(kb, (uint32_t)c);
+			dlfs_put_be32(kb + 4, (uint32_t)k);
+			dlfs_chunk_encode(&r, vb);
+			rc = put(t, chunks, kb, 8, vb, sizeof(vb), MDB_APPEND);
+			if (rc)
+				goto lmdb_fail;
+		}
+		struct dlfs_container_rec cr = {
+			.file_size = ct->file_size[c],
+			.data_size = l->data_size[c],
+			.n_chunks = nc,
+			.n_files = l->n_cfiles[c],
+			.first_ino = l->first_file[c] + 1,
+			.footer_xxh3 = ct->footer_xxh3[c],
+		};
+		uint8_t kb[4], vb[DLFS_CONTAINER_REC_SIZE];
+		dlfs_put_be32(kb, (uint32_t)c);
+		dlfs_container_rec_encode(&cr, vb);
+		rc = put(t, conts, kb, 4, vb, sizeof(vb), MDB_APPEND);
+		if (rc)
+			goto lmdb_fail;
+	}
+
+	what = "committing the index";
+	rc = mdb_txn_commit(t);
+	t = NULL;
+	if (!rc)
+		rc = mdb_env_sync(env, 1);
+	if (rc)
+		goto lmdb_fail;
+	goto out;
+
+lmdb_fail:
+	ret = dlfs_err_set(err, dlfs_mdb_errno(rc), "%s: %s: %s", path, what,
+			   mdb_strerror(rc));
+out:
+	free(di);
+	free(vbuf);
+	if (t)
+		mdb_txn_abort(t);
+	if (env)
+		mdb_env_close(env);
+	return ret;
+}

@@ -1,0 +1,770 @@
+/*
+ * dlfs_pack: scan, lay out, stream the data through a window of chunk
+ * buffers, write the index, publish atomically.
+ *
+ * The data pipeline: reader threads take files in layout order and read
+ * each piece of a file straight into the buffer of the chunk it belongs
+ * to. The calling thread writes chunks in order, each in one large
+ * sequential write, once every piece in it has landed. A reader waits
+ * only when its chunk is beyond the window; the window's first chunk
+ * always belongs to files already taken, so it always completes.
+ *
+ * Lock order: only pipe.mu exists.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <xxhash.h>
+
+#include "pack_priv.h"
+#include "util.h"
+
+void dlfs_pack_opts_init(struct dlfs_pack_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->chunk_size = 4u << 20;
+	o->container_size = UINT64_C(4) << 30;
+	o->align = 1;
+	o->order = DLFS_ORDER_SORTED;
+	o->threads = 8;
+}
+
+int dlfs_pack_opts_check(const struct dlfs_pack_opts *o, struct dlfs_err *err)
+{
+	if (o->chunk_size < 4096 || o->chunk_size % 4096 ||
+	    o->chunk_size > (UINT64_C(1) << 30))
+		return dlfs_err_set(err, -EINVAL,
+				    "--chunk-size %llu: must be a multiple "
+				    "of 4 KiB between 4K and 1G",
+				    (unsigned long long)o->chunk_size);
+	if (o->container_size < o->chunk_size ||
+	    o->container_size > (UINT64_C(1) << 47))
+		return dlfs_err_set(err, -EINVAL,
+				    "--container-size %llu: must be at "
+				    "least the chunk size and at most 128T",
+				    (unsigned long long)o->container_size);
+	if (!o->align || (o->align & (o->align - 1)) ||
+	    o->align > o->chunk_size)
+		return dlfs_err_set(err, -EINVAL,
+				    "--align %llu: must be a power of two "
+				    "no larger than the chunk size",
+				    (unsigned long long)o->align);
+	if (o->threads < 1 || o->threads > 1024)
+		return dlfs_err_set(err, -EINVAL,
+				    "--threads %u: must be 1 to 1024",
+				    o->threads);
+	return 0;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct pipe {
+	const struct pk_layout *l;
+	const struct dlfs_pack_opts *o;
+	const struct pk_source *src;
+	struct pk_tree *t;
+	const char *dir; /* the temporary output directory */
+	uint64_t cs, w;  /* chunk size, window in chunks */
+	uint8_t *bufs;   /* w * cs bytes */
+	_Atomic uint32_t *pieces; /* per chunk: pieces still to land */
+	uint32_t *chunk_container;
+	_Atomic uint64_t base;    /* first chunk not yet written */
+	_Atomic uint64_t next;    /* next file (index into by_ino) */
+	_Atomic uint64_t bytes_done, files_done;
+	_Atomic int stop;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_window, cv_chunk;
+	struct dlfs_err err; /* the first failure, under mu */
+	struct pk_chunks sums;
+};
+
+static void pipe_fail(struct pipe *p, const struct dlfs_err *e)
+{
+	pthread_mutex_lock(&p->mu);
+	if (!p->err.code)
+		p->err = *e;
+	atomic_store(&p->stop, 1);
+	pthread_cond_broadcast(&p->cv_window);
+	pthread_cond_broadcast(&p->cv_chunk);
+	pthread_mutex_unlock(&p->mu);
+}
+
+static uint8_t *chunk_buf(struct pipe *p, uint64_t g)
+{
+	return p->bufs + (g % p->w) * p->cs;
+}
+
+/* Read one file into its chunk buffers; hash it on the way. */
+static int read_file(struct pipe *p, struct pk_entry *e, char **pathbuf,
+		     size_t *pathcap, XXH3_state_t *hs, struct dlfs_err *err)
+{
+	const struct pk_source *s = &p->src[e->src];
+	int fd, own = 0;
+	uint64_t base_off = 0;
+	const char *where;
+	if (s->kind == PK_SRC_DIR) {
+		size_t need = strlen(s->path) + e->path_len + 2;
+		if (need > *pathcap) {
+			char *b = realloc(*pathbuf, need * 2);
+			if (!b)
+				return dlfs_err_set(err, -ENOMEM,
+						    "out of memory");
+			*pathbuf = b;
+			*pathcap = need * 2;
+		}
+		snprintf(*pathbuf, *pathcap, "%s/%s", s->path, e->path);
+		where = *pathbuf;
+		fd = open(where, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			return dlfs_err_sys(err, -errno, "%s", where);
+		own = 1;
+	} else {
+		where = s->path;
+		fd = p->t->spool_fd;
+		base_off = e->spool_off;
+	}
+
+	int ret = 0;
+	uint64_t cs = p->cs;
+	uint64_t data = e->offset - DLFS_DATA_OFFSET(cs); /* in the data region */
+	uint64_t g0 = p->l->first_chunk[e->container];
+	int single = data / cs == (data + e->size - 1) / cs;
+	if (!single)
+		XXH3_64bits_reset(hs);
+	for (uint64_t fo = 0; fo < e->size;) {
+		uint64_t at = data + fo;
+		uint64_t g = g0 + at / cs, in = at % cs;
+		size_t len = (size_t)(cs - in < e->size - fo ? cs - in
+							     : e->size - fo);
+		if (atomic_load(&p->base) + p->w <= g) {
+			pthread_mutex_lock(&p->mu);
+			while (atomic_load(&p->base) + p->w <= g &&
+			       !atomic_load(&p->stop))
+				pthread_cond_wait(&p->cv_window, &p->mu);
+			pthread_mutex_unlock(&p->mu);
+		}
+		if (atomic_load(&p->stop)) {
+			ret = -ECANCELED;
+			break;
+		}
+		uint8_t *dst = chunk_buf(p, g) + in;
+		ssize_t n = dlfs_pread_full(fd, dst, len, base_off + fo);
+		if (n < 0) {
+			ret = dlfs_err_sys(err, (int)n, "%s: read at offset %llu",
+					   where, (unsigned long long)fo);
+			break;
+		}
+		if ((size_t)n < len) {
+			ret = dlfs_err_set(err, -EIO,
+					   "%s: file shrank while packing "
+					   "(%llu bytes, expected %llu)",
+					   where,
+					   (unsigned long long)(fo + (uint64_t)n),
+					   (unsigned long long)e->size);
+			break;
+		}
+		if (single)
+			e->xxh3 = XXH3_64bits(dst, len);
+		else
+			XXH3_64bits_update(hs, dst, len);
+		fo += len;
+		atomic_fetch_add(&p->bytes_done, len);
+		if (atomic_fetch_sub(&p->pieces[g], 1) == 1) {
+			pthread_mutex_lock(&p->mu);
+			pthread_cond_broadcast(&p->cv_chunk);
+			pthread_mutex_unlock(&p->mu);
+		}
+	}
+	if (!ret && !single)
+		e->xxh3 = XXH3_64bits_digest(hs);
+	if (own)
+		close(fd);
+	return ret;
+}
+
+static void *reader(void *arg)
+{
+	struct pipe *p = arg;
+	struct dlfs_err err = {0};
+	char *pathbuf = NULL;
+	size_t pathcap = 0;
+	XXH3_state_t *hs = XXH3_createState();
+	uint64_t first = p->l->n_dirs + p->l->n_symlinks;
+	uint64_t end = first + p->l->n_files;
+	if (!hs) {
+		dlfs_err_set(&err, -ENOMEM, "out of memory");
+		pipe_fail(p, &err);
+		return NULL;
+	}
+	while (!atomic_load(&p->stop)) {
+		uint64_t i = first + atomic_fetch_add(&p->next, 1);
+		if (i >= end)
+			break;
+		struct pk_entry *e = p->l->by_ino[i];
+		int ret = 0;
+		if (e->size == 0)
+			e->xxh3 = XXH3_64bits(NULL, 0);
+		else
+			ret = read_file(p, e, &pathbuf, &pathcap, hs, &err);
+		if (ret) {
+			if (ret != -ECANCELED)
+				pipe_fail(p, &err);
+			break;
+		}
+		atomic_fetch_add(&p->files_done, 1);
+	}
+	XXH3_freeState(hs);
+	free(pathbuf);
+	return NULL;
+}
+
+static void report(struct pipe *p, const char *phase)
+{
+	if (!p->o->progress)
+		return;
+	struct dlfs_pack_progress pr = {
+		.files_done = atomic_load(&p->files_done),
+		.files_total = p->l->n_files,
+		.bytes_done = atomic_load(&p->bytes_done),
+		.bytes_total = p->l->total_bytes,
+		.phase = phase,
+	};
+	p->o->progress(p->o->cb_arg, &pr);
+}
+
+static int open_container(const char *dir, uint32_t c, int flags, int *fd,
+			  char *path, size_t plen, struct dlfs_err *err)
+{
+	char name[DLFS_CONTAINER_NAME_MAX];
+	dlfs_container_name(c, name);
+	snprintf(path, plen, "%s/%s", dir, name);
+	*fd = open(path, flags | O_WRONLY | O_CLOEXEC, 0644);
+	if (*fd < 0)
+		return dlfs_err_sys(err, -errno, "%s", path);
+	return 0;
+}
+
+/* The writer: the calling thread, in chunk order. */
+static int write_chunks(struct pipe *p, struct dlfs_err *err)
+{
+	const struct pk_layout *l = p->l;
+	int fd = -1, ret = 0;
+	uint32_t cur = UINT32_MAX;
+	char path[4096];
+	double last = now();
+
+	for (uint64_t g = 0; g < l->n_chunks; g++) {
+		pthread_mutex_lock(&p->mu);
+		while (atomic_load(&p->pieces[g]) && !atomic_load(&p->stop)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 200 * 1000 * 1000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&p->cv_chunk, &p->mu, &ts);
+			if (p->o->cancel && *p->o->cancel) {
+				pthread_mutex_unlock(&p->mu);
+				ret = dlfs_err_set(err, -ECANCELED,
+						   "cancelled");
+				goto out;
+			}
+			if (now() - last > 0.2) {
+				pthread_mutex_unlock(&p->mu);
+				report(p, "pack");
+				last = now();
+				pthread_mutex_lock(&p->mu);
+			}
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (atomic_load(&p->stop)) {
+			ret = -ECANCELED;
+			goto out;
+		}
+		if (p->o->cancel && *p->o->cancel) {
+			ret = dlfs_err_set(err, -ECANCELED, "cancelled");
+			goto out;
+		}
+		uint32_t c = p->chunk_container[g];
+		if (c != cur) {
+			if (fd >= 0 && close(fd) < 0) {
+				fd = -1;
+				ret = dlfs_err_sys(err, -errno, "%s", path);
+				goto out;
+			}
+			fd = -1;
+			ret = open_container(p->dir, c, O_CREAT | O_EXCL, &fd,
+					     path, sizeof(path), err);
+			if (ret)
+				goto out;
+			cur = c;
+		}
+		uint64_t k = g - l->first_chunk[c];
+		uint64_t len = l->data_size[c] - k * p->cs;
+		if (len > p->cs)
+			len = p->cs;
+		uint8_t *b = chunk_buf(p, g);
+		p->sums.xxh3[g] = XXH3_64bits(b, len);
+		p->sums.length[g] = (uint32_t)len;
+		/* The zeroed tail pads the last chunk to 4 KiB. */
+		ret = dlfs_pwrite_full(fd, b, dlfs_roundup(len, 4096),
+				       DLFS_DATA_OFFSET(p->cs) + k * p->cs);
+		if (ret) {
+			ret = dlfs_err_sys(err, ret, "%s: write at offset %llu",
+					   path,
+					   (unsigned long long)(DLFS_DATA_OFFSET(p->cs) +
+								k * p->cs));
+			goto out;
+		}
+		memset(b, 0, p->cs);
+		pthread_mutex_lock(&p->mu);
+		atomic_fetch_add(&p->base, 1);
+		pthread_cond_broadcast(&p->cv_window);
+		pthread_mutex_unlock(&p->mu);
+		if (now() - last > 0.2) {
+			report(p, "pack");
+			last = now();
+		}
+	}
+out:
+	if (fd >= 0 && close(fd) < 0 && !ret)
+		ret = dlfs_err_sys(err, -errno, "%s", path);
+	return ret;
+}
+
+static int run_pipeline(struct pipe *p, struct dlfs_err *err)
+{
+	const struct pk_layout *l = p->l;
+	int ret = 0;
+	uint64_t cs = p->cs;
+	p->w = 2 * (uint64_t)p->o->threads + 2;
+	if (p->w * cs > (UINT64_C(256) << 20))
+		p->w = (UINT64_C(256) << 20) / cs;
+	if (p->w < 2)
+		p->w = 2;
+	if (p->w > l->n_chunks && l->n_chunks)
+		p->w = l->n_chunks;
+	p->pieces = calloc(l->n_chunks + 1, sizeof(*p->pieces));
+	p->chunk_container = calloc(l->n_chunks + 1, sizeof(uint32_t));
+	p->sums.xxh3 = calloc(l->n_chunks + 1, sizeof(uint64_t));
+	p->sums.length = calloc(l->n_chunks + 1, sizeof(uint32_t));
+	if (!p->pieces || !p->chunk_container || !p->sums.xxh3 ||
+	    !p->sums.length ||
+	    posix_memalign((void **)&p->bufs, 4096, p->w * cs)) {
+		p->bufs = NULL;
+		return dlfs_err_set(err, -ENOMEM,
+				    "out of memory for %llu chunk buffers",
+				    (unsigned long long)p->w);
+	}
+	memset(p->bufs, 0, p->w * cs);
+	for (uint64_t c = 0; c < l->n_containers; c++) {
+		uint64_t nc = (l->data_size[c] + cs - 1) / cs;
+		for (uint64_t k = 0; k < nc; k++)
+			p->chunk_container[l->first_chunk[c] + k] = (uint32_t)c;
+	}
+	uint64_t first = l->n_dirs + l->n_symlinks;
+	for (uint64_t i = first; i < first + l->n_files; i++) {
+		const struct pk_entry *e = l->by_ino[i];
+		if (!e->size)
+			continue;
+		uint64_t d = e->offset - DLFS_DATA_OFFSET(cs);
+		uint64_t g0 = l->first_chunk[e->container];
+		for (uint64_t g = d / cs; g <= (d + e->size - 1) / cs; g++)
+			p->pieces[g0 + g]++;
+	}
+
+	pthread_t *tids = calloc(p->o->threads, sizeof(*tids));
+	if (!tids)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	unsigned started = 0;
+	for (; started < p->o->threads; started++) {
+		if (pthread_create(&tids[started], NULL, reader, p)) {
+			ret = dlfs_err_set(err, -EAGAIN,
+					   "cannot start reader threads");
+			atomic_store(&p->stop, 1);
+			break;
+		}
+	}
+	if (!ret)
+		ret = write_chunks(p, err);
+	if (ret) {
+		struct dlfs_err mine = *err;
+		pipe_fail(p, &mine);
+	}
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(tids[i], NULL);
+	free(tids);
+	if (p->err.code && (!ret || ret == -ECANCELED)) {
+		*err = p->err;
+		ret = p->err.code;
+	}
+	report(p, "pack");
+	return ret;
+}
+
+/* Trailer, footer and header of container c, once the id is known. */
+static int finish_container(struct pipe *p, uint32_t c, const uint8_t *id,
+			    struct pk_containers *ct, struct dlfs_err *err)
+{
+	const struct pk_layout *l = p->l;
+	char path[4096];
+	int fd, ret;
+	ret = open_container(p->dir, c, O_CREAT, &fd, path, sizeof(path), err);
+	if (ret)
+		return ret;
+	uint64_t trailer_off =
+		DLFS_DATA_OFFSET(p->cs) + dlfs_roundup(l->data_size[c], 4096);
+	uint64_t at = trailer_off, nrec = 0;
+	size_t cap = 1 << 20, used = 0;
+	uint8_t *buf = malloc(cap);
+	XXH3_state_t *hs = XXH3_createState();
+	if (!buf || !hs) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	XXH3_64bits_reset(hs);
+	/* Container 0 also carries the directories and symlinks. */
+	uint64_t ranges[2][2] = {
+		{c == 0 ? 0 : 0, c == 0 ? l->n_dirs + l->n_symlinks : 0},
+		{l->first_file[c], l->first_file[c] + l->n_cfiles[c]},
+	};
+	for (int r = 0; r < 2; r++) {
+		for (uint64_t i = ranges[r][0]; i < ranges[r][1]; i++) {
+			const struct pk_entry *e = l->by_ino[i];
+			size_t need = DLFS_TRAILER_REC_SIZE + e->path_len +
+				      (e->target ? e->size : 0);
+			if (used + need > cap) {
+				XXH3_64bits_update(hs, buf, used);
+				ret = dlfs_pwrite_full(fd, buf, used, at);
+				if (ret)
+					goto werr;
+				at += used;
+				used = 0;
+			}
+			if (need > cap) {
+				ret = dlfs_err_set(err, -ENAMETOOLONG,
+						   "%s: entry too large",
+						   e->path);
+				goto out;
+			}
+			struct dlfs_trailer_rec tr = {
+				.mode = e->mode,
+				.mtime_nsec = e->mtime_nsec,
+				.mtime_sec = e->mtime_sec,
+				.size = e->size,
+				.offset = S_ISREG(e->mode) ? e->offset : 0,
+				.xxh3 = S_ISREG(e->mode) ? e->xxh3 : 0,
+				.path_len = e->path_len,
+			};
+			dlfs_trailer_rec_encode(&tr, buf + used);
+			used += DLFS_TRAILER_REC_SIZE;
+			memcpy(buf + used, e->path, e->path_len);
+			used += e->path_len;
+			if (e->target) {
+				memcpy(buf + used, e->target, e->size);
+				used += e->size;
+			}
+			nrec++;
+		}
+	}
+	XXH3_64bits_update(hs, buf, used);
+	struct dlfs_container_footer f = {
+		.container = c,
+		.trailer_offset = trailer_off,
+		.trailer_size = at + used - trailer_off,
+		.n_records = nrec,
+		.trailer_xxh3 = XXH3_64bits_digest(hs),
+	};
+	memcpy(f.magic, DLFS_FOOTER_MAGIC, 8);
+	memcpy(f.dataset_id, id, DLFS_ID_SIZE);
+	dlfs_footer_encode(&f, buf + used);
+	used += DLFS_FOOTER_SIZE;
+	ret = dlfs_pwrite_full(fd, buf, used, at);
+	if (ret)
+		goto werr;
+	at += used;
+	ct->file_size[c] = at;
+	ct->footer_xxh3[c] = f.footer_xxh3;
+
+	/* The header block: the record, then zeros to 4 KiB. */
+	struct dlfs_container_header h = {
+		.format_major = DLFS_FORMAT_MAJOR,
+		.format_minor = DLFS_FORMAT_MINOR,
+		.header_size = DLFS_HEADER_SIZE,
+		.container = c,
+		.chunk_size = p->cs,
+		.data_offset = DLFS_DATA_OFFSET(p->cs),
+		.data_size = l->data_size[c],
+	};
+	memcpy(h.magic, DLFS_CONTAINER_MAGIC, 8);
+	memcpy(h.dataset_id, id, DLFS_ID_SIZE);
+	memset(buf, 0, DLFS_HEADER_SIZE);
+	dlfs_header_encode(&h, buf);
+	ret = dlfs_pwrite_full(fd, buf, DLFS_HEADER_SIZE, 0);
+	if (ret) {
+		at = 0;
+		goto werr;
+	}
+	if (fsync(fd) < 0) {
+		ret = dlfs_err_sys(err, -errno, "%s: fsync", path);
+		goto out;
+	}
+	goto out;
+werr:
+	ret = dlfs_err_sys(err, ret, "%s: write at offset %llu", path,
+			   (unsigned long long)at);
+out:
+	XXH3_freeState(hs);
+	free(buf);
+	if (close(fd) < 0 && !ret)
+		ret = dlfs_err_sys(err, -errno, "%s: close", path);
+	return ret;
+}
+
+/* Remove a flat dataset directory (ours: no subdirectories). */
+static void remove_flat_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
+	}
+	rmdir(dir);
+}
+
+/* OUT may be replaced only if it is a dataset or an empty directory. */
+static int check_replaceable(const char *out, struct dlfs_err *err)
+{
+	char ip[4096];
+	struct stat st;
+	snprintf(ip, sizeof(ip), "%s/%s", out, DLFS_INDEX_NAME);
+	if (stat(ip, &st) == 0)
+		return 0;
+	if (rmdir(out) == 0)
+		return 0; /* was an empty directory */
+	return dlfs_err_set(err, -EEXIST,
+			    "%s: exists and is not a dlfs dataset; refusing "
+			    "to replace it even with --force",
+			    out);
+}
+
+static int fsync_dir(const char *dir, struct dlfs_err *err)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return dlfs_err_sys(err, -errno, "%s", dir);
+	int ret = fsync(fd) < 0 ? dlfs_err_sys(err, -errno, "%s: fsync", dir)
+				: 0;
+	close(fd);
+	return ret;
+}
+
+int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
+	      const struct dlfs_pack_opts *o, struct dlfs_err *err)
+{
+	int ret = dlfs_pack_opts_check(o, err);
+	if (ret)
+		return ret;
+	if (!n_sources)
+		return dlfs_err_set(err, -EINVAL, "no sources given");
+
+	struct pk_source *src = calloc(n_sources, sizeof(*src));
+	struct pk_tree tree;
+	struct pk_layout lay = {0};
+	struct pk_containers ct = {0};
+	struct pipe p = {0};
+	char *tmp = NULL, *spool = NULL, *ipath = NULL, *parent = NULL;
+	pk_tree_init(&tree);
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.cv_window, NULL);
+	pthread_cond_init(&p.cv_chunk, NULL);
+	if (!src) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (unsigned i = 0; i < n_sources; i++) {
+		struct stat st;
+		src[i].path = sources[i];
+		if (stat(sources[i], &st) < 0) {
+			ret = dlfs_err_sys(err, -errno, "%s", sources[i]);
+			goto out;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			src[i].kind = PK_SRC_DIR;
+		} else if (S_ISREG(st.st_mode)) {
+			src[i].kind = PK_SRC_ARCHIVE;
+			if (access(sources[i], R_OK) < 0) {
+				ret = dlfs_err_sys(err, -errno, "%s",
+						   sources[i]);
+				goto out;
+			}
+		} else {
+			ret = dlfs_err_set(err, -EINVAL,
+					   "%s: not a directory or an archive",
+					   sources[i]);
+			goto out;
+		}
+	}
+
+	struct stat ost;
+	int exists = lstat(out, &ost) == 0;
+	if (exists && !o->force) {
+		ret = dlfs_err_set(err, -EEXIST,
+				   "%s: already exists (use --force to "
+				   "replace it)",
+				   out);
+		goto out;
+	}
+	/* The temporary directory sits beside OUT, so rename is atomic. */
+	const char *slash = strrchr(out, '/');
+	const char *base = slash ? slash + 1 : out;
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+		ret = dlfs_err_set(err, -EINVAL, "%s: not a valid output name",
+				   out);
+		goto out;
+	}
+	parent = !slash ? strdup(".")
+			: slash == out ? strdup("/")
+				       : strndup(out, (size_t)(slash - out));
+	if (!parent || asprintf(&tmp, "%.*s.%s.tmp-XXXXXX", (int)(base - out),
+				out, base) < 0) {
+		tmp = NULL;
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if (!mkdtemp(tmp)) {
+		ret = dlfs_err_sys(err, -errno, "%s: creating a temporary "
+				   "directory beside it", out);
+		free(tmp);
+		tmp = NULL;
+		goto out;
+	}
+	if (asprintf(&spool, "%s/spool", tmp) < 0 ||
+	    asprintf(&ipath, "%s/%s", tmp, DLFS_INDEX_NAME) < 0) {
+		spool = ipath = NULL;
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+
+	struct dlfs_pack_progress pr = {.phase = "scan"};
+	if (o->progress)
+		o->progress(o->cb_arg, &pr);
+	ret = pk_scan(&tree, src, n_sources, spool, o, err);
+	if (!ret && o->cancel && *o->cancel)
+		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
+	if (!ret)
+		ret = pk_layout(&tree, o, &lay, err);
+	if (ret)
+		goto out;
+
+	p.l = &lay;
+	p.o = o;
+	p.src = src;
+	p.t = &tree;
+	p.dir = tmp;
+	p.cs = o->chunk_size;
+	ret = run_pipeline(&p, err);
+	if (ret)
+		goto out;
+
+	uint8_t id[DLFS_ID_SIZE];
+	pk_dataset_id(&lay, o, id);
+	ct.file_size = calloc(lay.n_containers, sizeof(uint64_t));
+	ct.footer_xxh3 = calloc(lay.n_containers, sizeof(uint64_t));
+	if (!ct.file_size || !ct.footer_xxh3) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t c = 0; c < lay.n_containers && !ret; c++)
+		ret = finish_container(&p, c, id, &ct, err);
+	if (!ret) {
+		pr.phase = "index";
+		if (o->progress)
+			o->progress(o->cb_arg, &pr);
+		ret = pk_index_write(ipath, &lay, o, id, &p.sums, &ct, err);
+	}
+	if (!ret && o->cancel && *o->cancel)
+		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
+	if (ret)
+		goto out;
+	if (tree.spool_fd >= 0) {
+		close(tree.spool_fd);
+		tree.spool_fd = -1;
+		unlink(spool);
+	}
+	if (chmod(tmp, 0755) < 0) {
+		ret = dlfs_err_sys(err, -errno, "%s", tmp);
+		goto out;
+	}
+	ret = fsync_dir(tmp, err);
+	if (ret)
+		goto out;
+
+	/* Publish. */
+	if (exists) {
+		ret = check_replaceable(out, err);
+		if (ret)
+			goto out;
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_EXCHANGE) ==
+		    0) {
+			remove_flat_dir(tmp); /* the old dataset */
+			free(tmp);
+			tmp = NULL;
+		} else if (errno != ENOENT) {
+			ret = dlfs_err_sys(err, -errno, "%s: replacing", out);
+			goto out;
+		}
+	}
+	if (tmp) {
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_NOREPLACE) <
+		    0) {
+			ret = dlfs_err_sys(err, -errno, "%s: publishing", out);
+			goto out;
+		}
+		free(tmp);
+		tmp = NULL;
+	}
+	ret = fsync_dir(parent, err);
+out:
+	if (tmp) {
+		if (tree.spool_fd >= 0) {
+			close(tree.spool_fd);
+			tree.spool_fd = -1;
+		}
+		remove_flat_dir(tmp);
+	}
+	free(tmp);
+	free(spool);
+	free(ipath);
+	free(parent);
+	free(ct.file_size);
+	free(ct.footer_xxh3);
+	free(p.bufs);
+	free((void *)p.pieces);
+	free(p.chunk_container);
+	free(p.sums.xxh3);
+	free(p.sums.length);
+	pthread_mutex_destroy(&p.mu);
+	pthread_cond_destroy(&p.cv_window);
+	pthread_cond_destroy(&p.cv_chunk);
+	pk_layout_free(&lay);
+	pk_tree_free(&tree);
+	free(src);
+	return ret;
+}

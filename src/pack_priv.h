@@ -1,0 +1,114 @@
+/*
+ * The packer's in-memory model, shared by scan.c (sources -> entries),
+ * layout.c (order, inode numbers, placement), index_write.c (LMDB) and
+ * pack.c (the data pipeline and publishing). Not installed.
+ *
+ * Ownership: a struct pk_tree owns every entry and every string in it;
+ * pk_tree_free releases them. Nothing here is thread-safe: only pack.c's
+ * reader threads run concurrently, and they touch disjoint entries.
+ */
+#ifndef DLFS_PACK_PRIV_H
+#define DLFS_PACK_PRIV_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dlfs/err.h"
+#include "dlfs/format.h"
+#include "dlfs/pack.h"
+
+enum pk_src_kind { PK_SRC_DIR, PK_SRC_ARCHIVE };
+
+struct pk_source {
+	const char *path;
+	enum pk_src_kind kind;
+};
+
+struct pk_entry {
+	char *path;        /* relative, no leading '/'; "" is the root */
+	uint32_t path_len;
+	uint32_t mode;     /* st_mode */
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+	uint32_t src;      /* index into the sources */
+	uint64_t seq;      /* discovery order, for --order input */
+	uint64_t size;     /* file bytes, symlink target length */
+	uint64_t spool_off; /* archive members: where their bytes are spooled */
+	char *target;      /* symlink target, size bytes */
+	uint64_t ino;
+	uint64_t parent;   /* parent's inode number */
+	uint64_t n_children;
+	uint32_t container;
+	uint64_t offset;   /* in the container file */
+	uint64_t xxh3;
+	uint8_t implicit;  /* a directory only implied by archive members */
+};
+
+struct pk_tree {
+	struct pk_entry *e; /* e[0] is the root */
+	uint64_t n, cap;
+	uint32_t *map;      /* open addressing over e, by path; 0 = empty */
+	uint64_t map_cap;
+	int spool_fd;       /* -1 without archive sources */
+	uint64_t spool_size;
+	char *spool_path;
+	int root_set;       /* the root's attributes came from a source */
+};
+
+/* In ino order after layout: dirs, symlinks, then files in data order. */
+struct pk_layout {
+	struct pk_entry **by_ino; /* by_ino[i] has ino i+1 */
+	uint64_t n_dirs, n_symlinks, n_files;
+	uint64_t n_containers;
+	uint64_t *data_size;   /* per container */
+	uint64_t *first_chunk; /* per container, global chunk number */
+	uint64_t *first_file;  /* per container, index into by_ino */
+	uint64_t *n_cfiles;    /* per container */
+	uint64_t n_chunks;     /* over all containers */
+	uint64_t total_bytes;
+	int64_t max_mtime;
+};
+
+void pk_tree_init(struct pk_tree *t);
+void pk_tree_free(struct pk_tree *t);
+
+/*
+ * Read the sources into t. Archive members' bytes are copied to a spool
+ * file at spool_path (created only if an archive is met). @return 0 or a
+ * negative errno with err naming the path.
+ */
+int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
+	    const char *spool_path, const struct dlfs_pack_opts *opts,
+	    struct dlfs_err *err);
+
+/* Order, number and place every entry. @return 0 or -ENOMEM/-EFBIG. */
+int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *opts,
+	      struct pk_layout *l, struct dlfs_err *err);
+void pk_layout_free(struct pk_layout *l);
+
+/* Chunk checksums, per global chunk number, filled by pack.c. */
+struct pk_chunks {
+	uint64_t *xxh3;
+	uint32_t *length;
+};
+
+/* Footer checksums and file sizes, per container, filled by pack.c. */
+struct pk_containers {
+	uint64_t *file_size;
+	uint64_t *footer_xxh3;
+};
+
+/* XXH3-128 over every entry's metadata and content hash. */
+void pk_dataset_id(const struct pk_layout *l, const struct dlfs_pack_opts *o,
+		   uint8_t id[DLFS_ID_SIZE]);
+
+/* Write the LMDB index to path. @return 0 or a negative errno. */
+int pk_index_write(const char *path, const struct pk_layout *l,
+		   const struct dlfs_pack_opts *o, const uint8_t *id,
+		   const struct pk_chunks *ch, const struct pk_containers *ct,
+		   struct dlfs_err *err);
+
+/* Component-wise path order: '/' sorts before every other byte. */
+int pk_pathcmp(const char *a, size_t alen, const char *b, size_t blen);
+
+#endif

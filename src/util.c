@@ -1,0 +1,157 @@
+/* Private helpers: see util.h. dlfs_parse_* are public (pack.h). */
+#include "util.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "dlfs/pack.h"
+
+ssize_t dlfs_pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pread(fd, (char *)buf + done, len - done,
+				  (off_t)(off + done));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t dlfs_read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = read(fd, (char *)buf + done, len - done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+int dlfs_pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = pwrite(fd, (const char *)buf + done, len - done,
+				   (off_t)(off + done));
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int dlfs_write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)buf + done, len - done);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+void dlfs_hex(const uint8_t *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+void dlfs_quote(const char *in, size_t len, char *out, size_t outlen)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < len && o + 5 < outlen; i++) {
+		unsigned char ch = (unsigned char)in[i];
+		if (ch >= 0x20 && ch < 0x7f && ch != '\\') {
+			out[o++] = (char)ch;
+		} else {
+			snprintf(out + o, outlen - o, "\\x%02x", ch);
+			o += 4;
+		}
+	}
+	if (outlen)
+		out[o < outlen ? o : outlen - 1] = '\0';
+}
+
+int dlfs_parse_size(const char *s, uint64_t *out)
+{
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	unsigned shift = 0;
+	switch (toupper((unsigned char)*end)) {
+	case '\0': break;
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	case 'T': shift = 40; end++; break;
+	default: return -EINVAL;
+	}
+	if (shift && (!strcasecmp(end, "iB") || !strcasecmp(end, "B")))
+		end += strlen(end);
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int dlfs_parse_order(const char *s, enum dlfs_order *order, uint64_t *seed)
+{
+	*seed = 0;
+	if (!strcmp(s, "sorted"))
+		*order = DLFS_ORDER_SORTED;
+	else if (!strcmp(s, "input"))
+		*order = DLFS_ORDER_INPUT;
+	else if (!strcmp(s, "size"))
+		*order = DLFS_ORDER_SIZE;
+	else if (!strncmp(s, "shuffle", 7) && (s[7] == '\0' || s[7] == ':')) {
+		*order = DLFS_ORDER_SHUFFLE;
+		if (s[7] == ':') {
+			char *end;
+			errno = 0;
+			if (!isdigit((unsigned char)s[8]))
+				return -EINVAL;
+			*seed = strtoull(s + 8, &end, 0);
+			if (errno || *end)
+				return -EINVAL;
+		}
+	} else
+		return -EINVAL;
+	return 0;
+}

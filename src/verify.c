@@ -1,0 +1,352 @@
+/*
+ * dlfs_verify: every container front to back, every chunk and file
+ * checksum. Files are walked in inode order, which is container order, so
+ * one chunk buffer and one running hash suffice.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "ds_priv.h"
+#include "dlfs/check.h"
+#include "util.h"
+
+struct bad {
+	uint64_t ino; /* 0: damage outside any file */
+	uint32_t container;
+	uint64_t offset;
+	char *msg;
+};
+
+struct verify {
+	struct dlfs_ds *ds;
+	struct dlfs_txn *txn;
+	dlfs_verify_cb cb;
+	void *arg;
+	struct dlfs_verify_report *rep;
+	struct bad *bad;
+	size_t n_bad, cap_bad;
+};
+
+static int add_bad(struct verify *v, uint64_t ino, uint32_t c, uint64_t off,
+		   const char *msg)
+{
+	if (v->n_bad == v->cap_bad) {
+		size_t cap = v->cap_bad ? v->cap_bad * 2 : 16;
+		struct bad *b = realloc(v->bad, cap * sizeof(*b));
+		if (!b)
+			return -ENOMEM;
+		v->bad = b;
+		v->cap_bad = cap;
+	}
+	v->bad[v->n_bad] = (struct bad){ino, c, off, strdup(msg)};
+	if (!v->bad[v->n_bad].msg)
+		return -ENOMEM;
+	v->n_bad++;
+	return 0;
+}
+
+static void report(struct verify *v, const char *path, const char *msg)
+{
+	if (v->cb)
+		v->cb(v->arg, path, msg);
+}
+
+/* Read the trailer and check it against the footer's checksum. */
+static int check_trailer(struct verify *v, int fd, const char *cname,
+			 uint64_t file_size)
+{
+	uint8_t fb[DLFS_FOOTER_SIZE];
+	struct dlfs_container_footer f;
+	if (dlfs_pread_full(fd, fb, sizeof(fb), file_size - sizeof(fb)) !=
+	    (ssize_t)sizeof(fb))
+		return -EIO;
+	dlfs_footer_decode(fb, &f);
+	if (f.trailer_offset + f.trailer_size + DLFS_FOOTER_SIZE != file_size) {
+		report(v, cname, "trailer position is inconsistent");
+		return 1;
+	}
+	XXH3_state_t *hs = XXH3_createState();
+	uint8_t *buf = malloc(1 << 20);
+	int ret = 0;
+	if (!hs || !buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	XXH3_64bits_reset(hs);
+	for (uint64_t at = 0; at < f.trailer_size;) {
+		size_t len = f.trailer_size - at < (1 << 20)
+				     ? (size_t)(f.trailer_size - at)
+				     : (1 << 20);
+		ssize_t n = dlfs_pread_full(fd, buf, len, f.trailer_offset + at);
+		if (n != (ssize_t)len) {
+			ret = n < 0 ? (int)n : -EIO;
+			goto out;
+		}
+		XXH3_64bits_update(hs, buf, len);
+		at += len;
+	}
+	if (XXH3_64bits_digest(hs) != f.trailer_xxh3) {
+		report(v, cname, "trailer checksum mismatch");
+		ret = 1;
+	}
+out:
+	XXH3_freeState(hs);
+	free(buf);
+	return ret;
+}
+
+static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
+			    XXH3_state_t *hs, struct dlfs_err *err)
+{
+	struct dlfs_ds *ds = v->ds;
+	const uint64_t cs = ds->info.super.chunk_size;
+	struct dlfs_container_rec rec;
+	struct dlfs_err e = {0};
+	char cname[DLFS_CONTAINER_NAME_MAX];
+	int fd, ret;
+
+	dlfs_container_name(c, cname);
+	ret = dlfs_container_get(v->txn, c, &rec, err);
+	if (ret)
+		return ret;
+	v->rep->containers++;
+	ret = dlfs_ds_container_fd(ds, c, &fd, &e);
+	if (ret) {
+		char msg[DLFS_ERR_MSG_MAX + 64];
+		snprintf(msg, sizeof(msg), "%s (%llu files in it unchecked)",
+			 e.msg, (unsigned long long)rec.n_files);
+		report(v, cname, msg);
+		v->rep->bad_containers++;
+		v->rep->bad_files += rec.n_files;
+		return 0;
+	}
+	ret = check_trailer(v, fd, cname, rec.file_size);
+	if (ret < 0)
+		return dlfs_err_sys(err, ret, "%s/%s: reading the trailer",
+				    ds->path, cname);
+	if (ret)
+		v->rep->bad_containers++;
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+
+	uint64_t ino = rec.first_ino, end = rec.first_ino + rec.n_files;
+	struct dlfs_inode in;
+	int have = 0, open_hash = 0;
+	for (uint64_t k = 0; k < rec.n_chunks; k++) {
+		struct dlfs_chunk_rec cr;
+		ret = dlfs_chunk_get(v->txn, c, k, &cr, err);
+		if (ret)
+			return ret;
+		uint64_t cstart = DLFS_DATA_OFFSET(cs) + k * cs;
+		ret = dlfs_ds_pread(ds, c, buf, cr.length, cstart, err);
+		if (ret)
+			return ret;
+		posix_fadvise(fd, (off_t)cstart, (off_t)cr.length,
+			      POSIX_FADV_DONTNEED);
+		v->rep->chunks++;
+		v->rep->bytes += cr.length;
+		int chunk_bad = XXH3_64bits(buf, cr.length) != cr.xxh3;
+		int file_bad_here = 0;
+		uint64_t cend = cstart + cr.length;
+		while (ino < end) {
+			if (!have) {
+				ret = dlfs_stat(v->txn, ino, &in, err);
+				if (ret)
+					return ret;
+				if (in.container != c || !S_ISREG(in.mode))
+					return dlfs_err_set(
+						err, -DLFS_ECORRUPT,
+						"%s/index: inode %llu is "
+						"not in container %u",
+						ds->path,
+						(unsigned long long)ino, c);
+				have = 1;
+			}
+			if (in.size && in.offset >= cend)
+				break;
+			uint64_t fend = in.offset + in.size;
+			uint64_t from = in.offset > cstart ? in.offset : cstart;
+			uint64_t to = fend < cend ? fend : cend;
+			const uint8_t *p = buf + (from - cstart);
+			uint64_t h = 0;
+			if (in.offset >= cstart && fend <= cend) {
+				h = XXH3_64bits(p, (size_t)(to - from));
+			} else {
+				if (!open_hash) {
+					XXH3_64bits_reset(hs);
+					open_hash = 1;
+				}
+				XXH3_64bits_update(hs, p, (size_t)(to - from));
+				if (fend > cend)
+					break; /* continues in the next chunk */
+				h = XXH3_64bits_digest(hs);
+				open_hash = 0;
+			}
+			v->rep->files++;
+			if (h != in.xxh3) {
+				v->rep->bad_files++;
+				file_bad_here = 1;
+				if (add_bad(v, ino, c, in.offset,
+					    "checksum mismatch"))
+					return dlfs_err_set(err, -ENOMEM,
+							    "out of memory");
+			}
+			have = 0;
+			ino++;
+		}
+		if (chunk_bad) {
+			v->rep->bad_chunks++;
+			if (!file_bad_here &&
+			    add_bad(v, 0, c, cstart,
+				    "chunk checksum mismatch outside any "
+				    "file that ends in this chunk"))
+				return dlfs_err_set(err, -ENOMEM,
+						    "out of memory");
+		}
+	}
+	/* Empty files at the very end of a container. */
+	for (; ino < end; ino++) {
+		ret = dlfs_stat(v->txn, ino, &in, err);
+		if (ret)
+			return ret;
+		v->rep->files++;
+		if (in.size || in.xxh3 != XXH3_64bits(NULL, 0)) {
+			v->rep->bad_files++;
+			if (add_bad(v, ino, c, in.offset,
+				    "file lies outside the container's data"))
+				return dlfs_err_set(err, -ENOMEM,
+						    "out of memory");
+		}
+	}
+	return 0;
+}
+
+/*
+ * Name the damaged files. One scan of the directory entries records each
+ * directory's parent and name, and those of the damaged inodes; paths are
+ * then composed bottom up.
+ */
+struct name {
+	uint64_t parent;
+	const char *name;
+	size_t len;
+};
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int report_bad(struct verify *v, struct dlfs_err *err)
+{
+	if (!v->n_bad)
+		return 0;
+	uint64_t nd = v->ds->info.super.n_dirs;
+	struct name *dirs = calloc(nd + 1, sizeof(*dirs));
+	uint64_t *inos = malloc(v->n_bad * sizeof(*inos));
+	struct name *files = calloc(v->n_bad, sizeof(*files));
+	char *path = malloc(1 << 16);
+	int ret = 0;
+	if (!dirs || !inos || !files || !path) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < v->n_bad; i++)
+		inos[i] = v->bad[i].ino;
+	qsort(inos, v->n_bad, sizeof(*inos), cmp_u64);
+
+	MDB_cursor *cur = v->txn->dirents;
+	MDB_val k, val;
+	int rc = mdb_cursor_get(cur, &k, &val, MDB_FIRST);
+	for (; !rc; rc = mdb_cursor_get(cur, &k, &val, MDB_NEXT)) {
+		if (k.mv_size <= 8 || val.mv_size != 8)
+			continue;
+		uint64_t child = dlfs_get_le64(val.mv_data) &
+				 DLFS_DIRENT_INO_MASK;
+		struct name nm = {dlfs_get_be64(k.mv_data),
+				  (const char *)k.mv_data + 8, k.mv_size - 8};
+		if (child <= nd) {
+			dirs[child] = nm;
+			continue;
+		}
+		uint64_t *hit = bsearch(&child, inos, v->n_bad, sizeof(*inos),
+					cmp_u64);
+		if (hit)
+			files[hit - inos] = nm;
+	}
+	for (size_t i = 0; i < v->n_bad; i++) {
+		struct bad *b = &v->bad[i];
+		char msg[512];
+		char cname[DLFS_CONTAINER_NAME_MAX];
+		dlfs_container_name(b->container, cname);
+		snprintf(msg, sizeof(msg), "%s (container %s, offset %llu)",
+			 b->msg, cname, (unsigned long long)b->offset);
+		if (!b->ino) {
+			report(v, cname, msg);
+			continue;
+		}
+		uint64_t *hit = bsearch(&b->ino, inos, v->n_bad, sizeof(*inos),
+					cmp_u64);
+		struct name nm = files[hit - inos];
+		size_t at = (1 << 16) - 1, depth = 0;
+		path[at] = '\0';
+		int first = 1;
+		while (nm.name && at > nm.len + 1 && depth++ < 4096) {
+			if (!first)
+				path[--at] = '/';
+			first = 0;
+			at -= nm.len;
+			char q[4 * DLFS_NAME_MAX + 1];
+			(void)q;
+			memcpy(path + at, nm.name, nm.len);
+			if (nm.parent == DLFS_ROOT_INO || nm.parent > nd)
+				break;
+			nm = dirs[nm.parent];
+		}
+		char quoted[1 << 12];
+		dlfs_quote(path + at, strlen(path + at), quoted,
+			   sizeof(quoted));
+		report(v, quoted, msg);
+	}
+out:
+	free(dirs);
+	free(inos);
+	free(files);
+	free(path);
+	return ret;
+}
+
+int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
+		struct dlfs_verify_report *rep, struct dlfs_err *err)
+{
+	struct verify v = {.ds = ds, .cb = cb, .arg = arg, .rep = rep};
+	memset(rep, 0, sizeof(*rep));
+	uint8_t *buf = NULL;
+	XXH3_state_t *hs = XXH3_createState();
+	int ret = dlfs_txn_begin(ds, &v.txn, err);
+	if (ret)
+		goto out;
+	if (!hs || posix_memalign((void **)&buf, 4096,
+				  ds->info.super.chunk_size)) {
+		buf = NULL;
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t c = 0; c < ds->info.super.n_containers && !ret; c++)
+		ret = verify_container(&v, c, buf, hs, err);
+	if (!ret)
+		ret = report_bad(&v, err);
+out:
+	for (size_t i = 0; i < v.n_bad; i++)
+		free(v.bad[i].msg);
+	free(v.bad);
+	free(buf);
+	XXH3_freeState(hs);
+	dlfs_txn_end(v.txn);
+	return ret;
+}

@@ -1,0 +1,413 @@
+/* dlfs-inspect: look into a dataset without mounting it. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "dlfs/check.h"
+#include "dlfs/dataset.h"
+
+#define PROG "dlfs-inspect"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " COMMAND DATASET [ARGS]\n"
+		"  info [--json]          dataset metadata\n"
+		"  ls [-l] [PATH]         list a directory\n"
+		"  stat [--json] PATH     one entry's metadata\n"
+		"  cat PATH               a file's content, checked\n"
+		"  verify                 check every container, chunk and "
+		"file\n"
+		"  extract DIR            recreate the tree in DIR\n"
+		"See dlfs-inspect(1).\n");
+}
+
+/* JSON string: bytes that are not printable ASCII become \\u00XX. */
+static void json_str(FILE *f, const char *s, size_t n)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static int cmd_info(struct dlfs_ds *ds, int json)
+{
+	const struct dlfs_info *in = dlfs_ds_info(ds);
+	const struct dlfs_super_rec *s = &in->super;
+	struct {
+		const char *k;
+		unsigned long long v;
+	} nums[] = {
+		{"chunk_size", s->chunk_size},
+		{"container_size", s->container_size},
+		{"align", s->align},
+		{"inodes", s->n_inodes},
+		{"files", s->n_files},
+		{"dirs", s->n_dirs},
+		{"symlinks", s->n_symlinks},
+		{"containers", s->n_containers},
+		{"file_bytes", s->total_file_bytes},
+		{"index_bytes", in->index_bytes},
+	};
+	size_t nn = sizeof(nums) / sizeof(nums[0]);
+	if (json) {
+		printf("{\"path\": ");
+		json_str(stdout, dlfs_ds_path(ds), strlen(dlfs_ds_path(ds)));
+		printf(", \"format_version\": \"%u.%u\", \"dataset_id\": "
+		       "\"%s\", \"order\": ",
+		       s->format_major, s->format_minor, in->dataset_id_hex);
+		json_str(stdout, in->order, strlen(in->order));
+		printf(", \"creator\": ");
+		json_str(stdout, in->creator, strlen(in->creator));
+		for (size_t i = 0; i < nn; i++)
+			printf(", \"%s\": %llu", nums[i].k, nums[i].v);
+		printf("}\n");
+	} else {
+		printf("path: %s\nformat_version: %u.%u\ndataset_id: %s\n"
+		       "order: %s\ncreator: %s\n",
+		       dlfs_ds_path(ds), s->format_major, s->format_minor,
+		       in->dataset_id_hex, in->order, in->creator);
+		for (size_t i = 0; i < nn; i++)
+			printf("%s: %llu\n", nums[i].k, nums[i].v);
+	}
+	return 0;
+}
+
+static const char *type_name(uint32_t mode)
+{
+	return S_ISDIR(mode) ? "dir" : S_ISLNK(mode) ? "symlink" : "file";
+}
+
+static void mode_string(uint32_t m, char *b)
+{
+	const char *rwx = "rwxrwxrwx";
+	b[0] = S_ISDIR(m) ? 'd' : S_ISLNK(m) ? 'l' : '-';
+	for (int i = 0; i < 9; i++)
+		b[1 + i] = (m & (0400 >> i)) ? rwx[i] : '-';
+	if (m & S_ISUID)
+		b[3] = (m & 0100) ? 's' : 'S';
+	if (m & S_ISGID)
+		b[6] = (m & 0010) ? 's' : 'S';
+	if (m & S_ISVTX)
+		b[9] = (m & 0001) ? 't' : 'T';
+	b[10] = '\0';
+}
+
+static void print_entry(const struct dlfs_inode *in, const char *name,
+			size_t len, int lng)
+{
+	if (lng) {
+		char m[11], t[32];
+		time_t tt = (time_t)in->mtime_sec;
+		struct tm tm;
+		mode_string(in->mode, m);
+		gmtime_r(&tt, &tm);
+		strftime(t, sizeof(t), "%Y-%m-%d %H:%M:%S", &tm);
+		printf("%s %llu %s ", m, (unsigned long long)in->size, t);
+	}
+	fwrite(name, 1, len, stdout);
+	if (lng && S_ISLNK(in->mode)) {
+		fputs(" -> ", stdout);
+		fwrite(in->target, 1, in->size, stdout);
+	}
+	putchar('\n');
+}
+
+struct ls_ctx {
+	struct dlfs_txn *txn;
+	int lng;
+	struct dlfs_err *err;
+};
+
+static int ls_one(void *arg, const struct dlfs_dirent *d)
+{
+	struct ls_ctx *c = arg;
+	struct dlfs_inode in;
+	if (c->lng) {
+		int ret = dlfs_stat(c->txn, d->ino, &in, c->err);
+		if (ret)
+			return ret;
+	}
+	print_entry(&in, d->name, d->name_len, c->lng);
+	return 0;
+}
+
+static const char *base_name(const char *p)
+{
+	size_t n = strlen(p);
+	while (n > 1 && p[n - 1] == '/')
+		n--;
+	const char *s = p + n;
+	while (s > p && s[-1] != '/')
+		s--;
+	return s;
+}
+
+static int cmd_ls(struct dlfs_txn *txn, const char *path, int lng,
+		  struct dlfs_err *err)
+{
+	uint64_t ino;
+	struct dlfs_inode in;
+	int ret = dlfs_resolve(txn, path, &ino, err);
+	if (!ret)
+		ret = dlfs_stat(txn, ino, &in, err);
+	if (ret)
+		return ret;
+	if (!S_ISDIR(in.mode)) {
+		const char *b = base_name(path);
+		size_t n = strcspn(b, "/");
+		print_entry(&in, b, n, lng);
+		return 0;
+	}
+	struct ls_ctx c = {txn, lng, err};
+	return dlfs_readdir(txn, ino, 0, ls_one, &c, err);
+}
+
+static int cmd_stat(struct dlfs_txn *txn, const char *path, int json,
+		    struct dlfs_err *err)
+{
+	uint64_t ino;
+	struct dlfs_inode in;
+	int ret = dlfs_resolve(txn, path, &ino, err);
+	if (!ret)
+		ret = dlfs_stat(txn, ino, &in, err);
+	if (ret)
+		return ret;
+	if (json) {
+		printf("{\"path\": ");
+		json_str(stdout, path, strlen(path));
+		printf(", \"inode\": %llu, \"type\": \"%s\", \"mode\": "
+		       "\"%04o\", \"size\": %llu, \"mtime\": \"%lld.%09u\"",
+		       (unsigned long long)ino, type_name(in.mode),
+		       in.mode & 07777, (unsigned long long)in.size,
+		       (long long)in.mtime_sec, in.mtime_nsec);
+		if (S_ISREG(in.mode))
+			printf(", \"container\": %u, \"offset\": %llu, "
+			       "\"xxh3\": \"%016llx\"",
+			       in.container, (unsigned long long)in.offset,
+			       (unsigned long long)in.xxh3);
+		if (S_ISLNK(in.mode)) {
+			printf(", \"target\": ");
+			json_str(stdout, in.target, in.size);
+		}
+		printf("}\n");
+		return 0;
+	}
+	printf("path: %s\ninode: %llu\ntype: %s\nmode: %04o\nsize: %llu\n"
+	       "mtime: %lld.%09u\n",
+	       path, (unsigned long long)ino, type_name(in.mode),
+	       in.mode & 07777, (unsigned long long)in.size,
+	       (long long)in.mtime_sec, in.mtime_nsec);
+	if (S_ISREG(in.mode))
+		printf("container: %u\noffset: %llu\nxxh3: %016llx\n",
+		       in.container, (unsigned long long)in.offset,
+		       (unsigned long long)in.xxh3);
+	if (S_ISLNK(in.mode)) {
+		fputs("target: ", stdout);
+		fwrite(in.target, 1, in.size, stdout);
+		putchar('\n');
+	}
+	return 0;
+}
+
+static int cmd_cat(struct dlfs_ds *ds, struct dlfs_txn *txn, const char *path,
+		   struct dlfs_err *err)
+{
+	uint64_t ino;
+	struct dlfs_inode in;
+	int ret = dlfs_resolve(txn, path, &ino, err);
+	if (!ret)
+		ret = dlfs_stat(txn, ino, &in, err);
+	if (ret)
+		return ret;
+	if (!S_ISREG(in.mode))
+		return dlfs_err_set(err, S_ISDIR(in.mode) ? -EISDIR : -EINVAL,
+				    "%s: not a regular file", path);
+	size_t cap = 1 << 20;
+	char *buf = malloc(cap);
+	XXH3_state_t *hs = XXH3_createState();
+	if (!buf || !hs) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	/* Check first, then write: a damaged file prints nothing. */
+	XXH3_64bits_reset(hs);
+	for (int pass = 0; pass < 2 && !ret; pass++) {
+		for (uint64_t off = 0; off < in.size;) {
+			size_t got;
+			ret = dlfs_file_pread(ds, &in, buf, cap, off, &got,
+					      err);
+			if (ret)
+				break;
+			if (pass == 0)
+				XXH3_64bits_update(hs, buf, got);
+			else if (fwrite(buf, 1, got, stdout) != got) {
+				ret = dlfs_err_sys(err, -EIO, "stdout");
+				break;
+			}
+			off += got;
+		}
+		if (!ret && pass == 0 && XXH3_64bits_digest(hs) != in.xxh3)
+			ret = dlfs_err_set(err, -EUCLEAN,
+					   "%s: checksum mismatch: the "
+					   "dataset is damaged (container %u, "
+					   "offset %llu)",
+					   path, in.container,
+					   (unsigned long long)in.offset);
+		/* Small files are served from the first pass's buffer. */
+		if (!ret && pass == 0 && in.size <= cap) {
+			if (fwrite(buf, 1, in.size, stdout) != in.size)
+				ret = dlfs_err_sys(err, -EIO, "stdout");
+			break;
+		}
+	}
+	if (fflush(stdout) && !ret)
+		ret = dlfs_err_sys(err, -EIO, "stdout");
+out:
+	XXH3_freeState(hs);
+	free(buf);
+	return ret;
+}
+
+static void on_bad(void *arg, const char *path, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, PROG ": verify: %s: %s\n", path, msg);
+}
+
+static int cmd_verify(struct dlfs_ds *ds, struct dlfs_err *err)
+{
+	struct dlfs_verify_report r;
+	int ret = dlfs_verify(ds, on_bad, NULL, &r, err);
+	if (ret)
+		return ret;
+	int bad = r.bad_files || r.bad_chunks || r.bad_containers;
+	printf("verified: %llu files, %llu chunks, %llu containers, %llu "
+	       "bytes: ",
+	       (unsigned long long)r.files, (unsigned long long)r.chunks,
+	       (unsigned long long)r.containers, (unsigned long long)r.bytes);
+	if (!bad)
+		printf("OK\n");
+	else
+		printf("%llu damaged files, %llu damaged chunks, %llu "
+		       "damaged containers\n",
+		       (unsigned long long)r.bad_files,
+		       (unsigned long long)r.bad_chunks,
+		       (unsigned long long)r.bad_containers);
+	return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		usage(stdout);
+		return 0;
+	}
+	if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
+		printf(PROG " %s\n", DLFS_VERSION);
+		return 0;
+	}
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1], *dspath = NULL;
+	int json = 0, lng = 0, dashdash = 0;
+	const char *args[2] = {NULL, NULL};
+	int na = 0;
+	for (int i = 2; i < argc; i++) {
+		if (!dashdash && !strcmp(argv[i], "--"))
+			dashdash = 1;
+		else if (!dashdash && !strcmp(argv[i], "--json"))
+			json = 1;
+		else if (!dashdash && !strcmp(argv[i], "-l"))
+			lng = 1;
+		else if (!dashdash && argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, PROG ": %s: unknown option '%s'\n",
+				cmd, argv[i]);
+			return 2;
+		} else if (!dspath)
+			dspath = argv[i];
+		else if (na < 2)
+			args[na++] = argv[i];
+		else {
+			fprintf(stderr, PROG ": %s: too many arguments\n", cmd);
+			return 2;
+		}
+	}
+	if (!dspath) {
+		fprintf(stderr, PROG ": %s: no DATASET given\n", cmd);
+		usage(stderr);
+		return 2;
+	}
+	struct {
+		const char *name;
+		int min, max, json, lng;
+	} cmds[] = {
+		{"info", 0, 0, 1, 0},   {"ls", 0, 1, 0, 1},
+		{"stat", 1, 1, 1, 0},   {"cat", 1, 1, 0, 0},
+		{"verify", 0, 0, 0, 0}, {"extract", 1, 1, 0, 0},
+	};
+	int ci = -1;
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(cmd, cmds[i].name))
+			ci = (int)i;
+	if (ci < 0) {
+		fprintf(stderr, PROG ": unknown command '%s'\n", cmd);
+		usage(stderr);
+		return 2;
+	}
+	if (na < cmds[ci].min || na > cmds[ci].max ||
+	    (json && !cmds[ci].json) || (lng && !cmds[ci].lng)) {
+		fprintf(stderr, PROG ": %s: wrong arguments\n", cmd);
+		usage(stderr);
+		return 2;
+	}
+
+	struct dlfs_err err = {0};
+	struct dlfs_ds *ds = NULL;
+	struct dlfs_txn *txn = NULL;
+	int ret = dlfs_ds_open(dspath, &ds, &err);
+	if (!ret)
+		ret = dlfs_txn_begin(ds, &txn, &err);
+	if (ret) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		dlfs_ds_close(ds);
+		return 1;
+	}
+	int rc = 0;
+	switch (ci) {
+	case 0: ret = cmd_info(ds, json); break;
+	case 1: ret = cmd_ls(txn, args[0] ? args[0] : "", lng, &err); break;
+	case 2: ret = cmd_stat(txn, args[0], json, &err); break;
+	case 3: ret = cmd_cat(ds, txn, args[0], &err); break;
+	case 4:
+		ret = cmd_verify(ds, &err);
+		if (ret == 1) {
+			rc = 1;
+			ret = 0;
+		}
+		break;
+	case 5: ret = dlfs_extract(ds, args[0], &err); break;
+	}
+	if (ret) {
+		fprintf(stderr, PROG ": %s: %s\n", cmd, err.msg);
+		rc = 1;
+	}
+	dlfs_txn_end(txn);
+	dlfs_ds_close(ds);
+	return rc;
+}

@@ -1,0 +1,265 @@
+/* dlfs-pack: build a dataset from directories and archives. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dlfs/dataset.h"
+#include "dlfs/pack.h"
+
+#define PROG "dlfs-pack"
+
+static volatile sig_atomic_t cancelled;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	cancelled = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: " PROG " SOURCE... -o OUT.dlfs [options]\n"
+		"  SOURCE is a directory or an archive (tar, tar.gz, ...)\n"
+		"  -o, --output OUT        the dataset directory to create\n"
+		"      --chunk-size SIZE   unit of I/O and caching (4M)\n"
+		"      --container-size SIZE  soft size of a container (4G)\n"
+		"      --align N           alignment of each file (1)\n"
+		"      --order ORDER       sorted|input|size|shuffle[:SEED]\n"
+		"      --threads N         files read in parallel (8)\n"
+		"  -f, --force             replace an existing dataset\n"
+		"  -q, --quiet             no progress or summary\n"
+		"      --skip-errors       leave out unreadable files, with "
+		"a warning\n"
+		"  -h, --help  -V, --version\n"
+		"See dlfs-pack(1).\n");
+}
+
+struct ui {
+	int tty, quiet;
+	double start;
+	int drew;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void human(double v, char *buf, size_t len)
+{
+	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	int i = 0;
+	while (v >= 1024 && i < 5) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+static void on_warn(void *arg, const char *msg)
+{
+	struct ui *ui = arg;
+	if (ui->drew) {
+		fputs("\r\033[K", stderr);
+		ui->drew = 0;
+	}
+	fprintf(stderr, PROG ": %s\n", msg);
+}
+
+static void on_progress(void *arg, const struct dlfs_pack_progress *p)
+{
+	struct ui *ui = arg;
+	if (!ui->tty || ui->quiet)
+		return;
+	double el = now() - ui->start;
+	char done[32], total[32], rate[32], eta[32] = "?";
+	human((double)p->bytes_done, done, sizeof(done));
+	human((double)p->bytes_total, total, sizeof(total));
+	double r = el > 0 ? (double)p->bytes_done / el : 0;
+	human(r, rate, sizeof(rate));
+	if (r > 0 && p->bytes_total >= p->bytes_done) {
+		double s = (double)(p->bytes_total - p->bytes_done) / r;
+		snprintf(eta, sizeof(eta), "%d:%02d", (int)s / 60, (int)s % 60);
+	}
+	if (!strcmp(p->phase, "scan"))
+		fprintf(stderr, "\r\033[K" PROG ": scanning sources...");
+	else if (!strcmp(p->phase, "index"))
+		fprintf(stderr, "\r\033[K" PROG ": writing the index...");
+	else
+		fprintf(stderr,
+			"\r\033[K" PROG ": %llu/%llu files, %s/%s, %s/s, "
+			"ETA %s",
+			(unsigned long long)p->files_done,
+			(unsigned long long)p->files_total, done, total, rate,
+			eta);
+	ui->drew = 1;
+}
+
+static void summary(const char *out, double secs)
+{
+	struct dlfs_ds *ds;
+	struct dlfs_err err = {0};
+	if (dlfs_ds_open(out, &ds, &err)) {
+		fprintf(stderr, PROG ": wrote %s, but cannot reopen it: %s\n",
+			out, err.msg);
+		return;
+	}
+	const struct dlfs_info *in = dlfs_ds_info(ds);
+	const struct dlfs_super_rec *s = &in->super;
+	char bytes[32], rate[32];
+	human((double)s->total_file_bytes, bytes, sizeof(bytes));
+	human(secs > 0 ? (double)s->total_file_bytes / secs : 0, rate,
+	      sizeof(rate));
+	fprintf(stderr,
+		PROG ": wrote %s: %llu files (%s), %llu directories, %llu "
+		"symlinks in %llu containers; index %llu bytes (%.1f per "
+		"entry); %.1f s, %s/s\n",
+		out, (unsigned long long)s->n_files, bytes,
+		(unsigned long long)s->n_dirs,
+		(unsigned long long)s->n_symlinks,
+		(unsigned long long)s->n_containers,
+		(unsigned long long)in->index_bytes,
+		(double)in->index_bytes / (double)s->n_inodes, secs, rate);
+	dlfs_ds_close(ds);
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_CHUNK = 256, O_CONT, O_ALIGN, O_ORDER, O_THREADS, O_SKIP };
+	static const struct option lo[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"chunk-size", required_argument, NULL, O_CHUNK},
+		{"container-size", required_argument, NULL, O_CONT},
+		{"align", required_argument, NULL, O_ALIGN},
+		{"order", required_argument, NULL, O_ORDER},
+		{"threads", required_argument, NULL, O_THREADS},
+		{"force", no_argument, NULL, 'f'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"skip-errors", no_argument, NULL, O_SKIP},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	struct dlfs_pack_opts o;
+	struct ui ui = {.tty = isatty(2)};
+	const char *out = NULL;
+	int c;
+
+	dlfs_pack_opts_init(&o);
+	while ((c = getopt_long(argc, argv, "o:fqhV", lo, NULL)) != -1) {
+		uint64_t v;
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case O_CHUNK:
+		case O_CONT:
+		case O_ALIGN:
+			if (dlfs_parse_size(optarg, &v)) {
+				fprintf(stderr,
+					PROG ": %s '%s': not a size (e.g. "
+					"4096, 64K, 4M, 1G)\n",
+					c == O_CHUNK  ? "--chunk-size"
+					: c == O_CONT ? "--container-size"
+						      : "--align",
+					optarg);
+				return 2;
+			}
+			if (c == O_CHUNK)
+				o.chunk_size = v;
+			else if (c == O_CONT)
+				o.container_size = v;
+			else
+				o.align = v;
+			break;
+		case O_ORDER:
+			if (dlfs_parse_order(optarg, &o.order, &o.seed)) {
+				fprintf(stderr,
+					PROG ": --order '%s': expected "
+					"sorted, input, size or "
+					"shuffle[:SEED]\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case O_THREADS: {
+			char *end;
+			long t = strtol(optarg, &end, 10);
+			if (*end || t < 1 || t > 1024) {
+				fprintf(stderr,
+					PROG ": --threads '%s': expected a "
+					"number from 1 to 1024\n",
+					optarg);
+				return 2;
+			}
+			o.threads = (unsigned)t;
+			break;
+		}
+		case 'f':
+			o.force = 1;
+			break;
+		case 'q':
+			ui.quiet = 1;
+			break;
+		case O_SKIP:
+			o.skip_errors = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf(PROG " %s\n", DLFS_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!out || optind >= argc) {
+		fprintf(stderr, PROG ": %s\n",
+			!out ? "no output given (-o OUT.dlfs)"
+			     : "no SOURCE given");
+		usage(stderr);
+		return 2;
+	}
+	struct dlfs_err err = {0};
+	if (dlfs_pack_opts_check(&o, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return 2;
+	}
+
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	o.cancel = &cancelled;
+	o.warn = on_warn;
+	o.progress = on_progress;
+	o.cb_arg = &ui;
+	o.creator = PROG " " DLFS_VERSION;
+	ui.start = now();
+
+	int ret = dlfs_pack((const char *const *)argv + optind,
+			    (unsigned)(argc - optind), out, &o, &err);
+	if (ui.drew)
+		fputs("\r\033[K", stderr);
+	if (ret) {
+		if (ret == -ECANCELED && cancelled)
+			fprintf(stderr, PROG ": interrupted; %s not created\n",
+				out);
+		else
+			fprintf(stderr, PROG ": %s\n", err.msg);
+		return 1;
+	}
+	if (!ui.quiet)
+		summary(out, now() - ui.start);
+	return 0;
+}
