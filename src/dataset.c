@@ -59,6 +59,7 @@ static int open_dbis(struct dlfs_ds *ds, const char *ipath,
 	} dbs[] = {
 		{DLFS_DB_META, &ds->dbi_meta},
 		{DLFS_DB_INODES, &ds->dbi_inodes},
+		{DLFS_DB_SYMLINKS, &ds->dbi_symlinks},
 		{DLFS_DB_DIRENTS, &ds->dbi_dirents},
 		{DLFS_DB_CHUNKS, &ds->dbi_chunks},
 		{DLFS_DB_CONTAINERS, &ds->dbi_containers},
@@ -240,20 +241,6 @@ static int container_validate(struct dlfs_ds *ds, uint32_t c, int fd,
 	if (ret)
 		return ret;
 
-	struct stat st;
-	if (fstat(fd, &st) < 0)
-		return dlfs_err_sys(err, -errno, "%s", cpath);
-	if ((uint64_t)st.st_size != rec.file_size)
-		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s: container is %s: %lld bytes, the "
-				    "index says %llu",
-				    cpath,
-				    (uint64_t)st.st_size < rec.file_size
-					    ? "truncated"
-					    : "the wrong size",
-				    (long long)st.st_size,
-				    (unsigned long long)rec.file_size);
-
 	uint8_t hb[DLFS_CONTAINER_HEADER_REC_SIZE];
 	ssize_t n = dlfs_pread_full(fd, hb, sizeof(hb), 0);
 	if (n < 0)
@@ -294,6 +281,21 @@ static int container_validate(struct dlfs_ds *ds, uint32_t c, int fd,
 				    "(container %u, chunk size %llu)",
 				    cpath, h.container,
 				    (unsigned long long)h.chunk_size);
+
+	/* Size after identity: a foreign container says so first. */
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return dlfs_err_sys(err, -errno, "%s", cpath);
+	if ((uint64_t)st.st_size != rec.file_size)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s: container is %s: %lld bytes, the "
+				    "index says %llu",
+				    cpath,
+				    (uint64_t)st.st_size < rec.file_size
+					    ? "truncated"
+					    : "the wrong size",
+				    (long long)st.st_size,
+				    (unsigned long long)rec.file_size);
 
 	uint8_t fb[DLFS_FOOTER_SIZE];
 	n = dlfs_pread_full(fd, fb, sizeof(fb), rec.file_size - sizeof(fb));

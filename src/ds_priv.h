@@ -36,7 +36,8 @@ struct dlfs_rd_slot {
 struct dlfs_ds {
 	char *path;
 	MDB_env *env;
-	MDB_dbi dbi_meta, dbi_inodes, dbi_dirents, dbi_chunks, dbi_containers;
+	MDB_dbi dbi_meta, dbi_inodes, dbi_symlinks, dbi_dirents, dbi_chunks;
+	MDB_dbi dbi_containers;
 	struct dlfs_info info;
 	pthread_mutex_t open_lock;
 	struct dlfs_container_slot *containers; /* n_containers slots */

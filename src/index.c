@@ -44,21 +44,26 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 	      struct dlfs_err *err)
 {
 	struct dlfs_ds *ds = txn->ds;
-	uint8_t kb[8];
-	dlfs_put_be64(kb, ino);
-	MDB_val k = {8, kb}, v;
-	int rc = mdb_get(txn->txn, ds->dbi_inodes, &k, &v);
-	if (rc == MDB_NOTFOUND)
+	if (ino < 1 || ino > ds->info.super.n_inodes)
 		return dlfs_err_set(err, -ENOENT, "%s: no inode %llu",
 				    ds->path, (unsigned long long)ino);
+	uint8_t kb[8];
+	uint64_t slot = (ino - 1) % DLFS_INODES_PER_BLOCK;
+	dlfs_put_be64(kb, (ino - 1) / DLFS_INODES_PER_BLOCK);
+	MDB_val k = {8, kb}, v;
+	int rc = mdb_get(txn->txn, ds->dbi_inodes, &k, &v);
 	if (rc)
-		return dlfs_err_set(err, dlfs_mdb_errno(rc),
+		return dlfs_err_set(err,
+				    rc == MDB_NOTFOUND ? -DLFS_ECORRUPT
+						       : dlfs_mdb_errno(rc),
 				    "%s/index: inode %llu: %s", ds->path,
 				    (unsigned long long)ino, mdb_strerror(rc));
 	struct dlfs_inode_rec r;
-	if (v.mv_size < DLFS_INODE_REC_SIZE)
+	if (v.mv_size < (slot + 1) * DLFS_INODE_REC_SIZE)
 		goto bad;
-	dlfs_inode_decode(v.mv_data, &r);
+	dlfs_inode_decode((const uint8_t *)v.mv_data +
+				  slot * DLFS_INODE_REC_SIZE,
+			  &r);
 	out->ino = ino;
 	out->mode = r.mode;
 	out->mtime_sec = r.mtime_sec;
@@ -69,9 +74,11 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 	out->xxh3 = r.xxh3;
 	out->target = NULL;
 	if (S_ISLNK(r.mode)) {
-		if (v.mv_size != DLFS_INODE_REC_SIZE + r.size)
+		dlfs_put_be64(kb, ino);
+		rc = mdb_get(txn->txn, ds->dbi_symlinks, &k, &v);
+		if (rc || v.mv_size != r.size)
 			goto bad;
-		out->target = (const char *)v.mv_data + DLFS_INODE_REC_SIZE;
+		out->target = v.mv_data;
 	} else if (S_ISREG(r.mode)) {
 		if (out->container >= ds->info.super.n_containers &&
 		    r.size > 0)

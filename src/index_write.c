@@ -83,7 +83,7 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 {
 	MDB_env *env = NULL;
 	MDB_txn *t = NULL;
-	MDB_dbi meta, inodes, dirents, chunks, conts;
+	MDB_dbi meta, inodes, symlinks, dirents, chunks, conts;
 	struct dirent_item *di = NULL;
 	uint8_t *vbuf = NULL;
 	const char *what = "creating the index";
@@ -115,6 +115,8 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 		rc = mdb_dbi_open(t, DLFS_DB_META, MDB_CREATE, &meta);
 	if (!rc)
 		rc = mdb_dbi_open(t, DLFS_DB_INODES, MDB_CREATE, &inodes);
+	if (!rc)
+		rc = mdb_dbi_open(t, DLFS_DB_SYMLINKS, MDB_CREATE, &symlinks);
 	if (!rc)
 		rc = mdb_dbi_open(t, DLFS_DB_DIRENTS, MDB_CREATE, &dirents);
 	if (!rc)
@@ -162,40 +164,42 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 		goto lmdb_fail;
 
 	what = "writing inodes";
-	vbuf = malloc(DLFS_INODE_REC_SIZE + 65536);
+	vbuf = malloc(DLFS_INODE_REC_SIZE * DLFS_INODES_PER_BLOCK);
 	if (!vbuf) {
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (uint64_t i = 0; i < n; i++) {
 		const struct pk_entry *e = l->by_ino[i];
+		uint64_t slot = i % DLFS_INODES_PER_BLOCK;
 		struct dlfs_inode_rec r = {
 			.mode = e->mode,
 			.mtime_nsec = e->mtime_nsec,
 			.mtime_sec = e->mtime_sec,
 			.size = e->size,
 		};
-		size_t vl = DLFS_INODE_REC_SIZE;
 		if (S_ISREG(e->mode)) {
 			r.loc = ((uint64_t)e->container
 				 << DLFS_LOC_CONTAINER_SHIFT) |
 				e->offset;
 			r.xxh3 = e->xxh3;
-		} else if (S_ISLNK(e->mode)) {
-			if (e->size > 65536) {
-				ret = dlfs_err_set(err, -ENAMETOOLONG,
-						   "symlink %s: target too "
-						   "long",
-						   e->path);
-				goto out;
-			}
-			memcpy(vbuf + vl, e->target, e->size);
-			vl += e->size;
 		}
-		dlfs_inode_encode(&r, vbuf);
+		dlfs_inode_encode(&r, vbuf + slot * DLFS_INODE_REC_SIZE);
+		if (slot + 1 == DLFS_INODES_PER_BLOCK || i + 1 == n) {
+			uint8_t kb[8];
+			dlfs_put_be64(kb, i / DLFS_INODES_PER_BLOCK);
+			rc = put(t, inodes, kb, 8, vbuf,
+				 (slot + 1) * DLFS_INODE_REC_SIZE, MDB_APPEND);
+			if (rc)
+				goto lmdb_fail;
+		}
+	}
+	what = "writing symlink targets";
+	for (uint64_t i = l->n_dirs; i < l->n_dirs + l->n_symlinks; i++) {
+		const struct pk_entry *e = l->by_ino[i];
 		uint8_t kb[8];
 		dlfs_put_be64(kb, e->ino);
-		rc = put(t, inodes, kb, 8, vbuf, vl, MDB_APPEND);
+		rc = put(t, symlinks, kb, 8, e->target, e->size, MDB_APPEND);
 		if (rc)
 			goto lmdb_fail;
 	}

@@ -326,7 +326,8 @@ static int walk_dir(struct walk *w, const char *rel, size_t rlen)
 		goto out;
 	}
 	/* Sorted, so that discovery order does not depend on the fs. */
-	qsort(names, nn, sizeof(*names), name_cmp);
+	if (nn)
+		qsort(names, nn, sizeof(*names), name_cmp);
 
 	char *sub = NULL;
 	size_t subcap = 0;
@@ -538,8 +539,23 @@ static int scan_archive(struct pk_tree *t, uint32_t src, const char *path,
 
 	if (!a)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	/*
+	 * Every archive format but mtree and raw: mtree's text detection
+	 * takes ordinary text files for manifests, and raw takes anything.
+	 */
 	archive_read_support_filter_all(a);
-	archive_read_support_format_all(a);
+	archive_read_support_format_7zip(a);
+	archive_read_support_format_ar(a);
+	archive_read_support_format_cab(a);
+	archive_read_support_format_cpio(a);
+	archive_read_support_format_iso9660(a);
+	archive_read_support_format_lha(a);
+	archive_read_support_format_rar(a);
+	archive_read_support_format_rar5(a);
+	archive_read_support_format_tar(a);
+	archive_read_support_format_warc(a);
+	archive_read_support_format_xar(a);
+	archive_read_support_format_zip(a);
 	if (archive_read_open_filename(a, path, 1 << 20) != ARCHIVE_OK) {
 		int e = archive_errno(a);
 		ret = dlfs_err_set(err, e > 0 ? -e : -EINVAL, "%s: %s", path,

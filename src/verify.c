@@ -148,7 +148,6 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 		posix_fadvise(fd, (off_t)cstart, (off_t)cr.length,
 			      POSIX_FADV_DONTNEED);
 		v->rep->chunks++;
-		v->rep->bytes += cr.length;
 		int chunk_bad = XXH3_64bits(buf, cr.length) != cr.xxh3;
 		int file_bad_here = 0;
 		uint64_t cend = cstart + cr.length;
@@ -187,6 +186,7 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 				open_hash = 0;
 			}
 			v->rep->files++;
+			v->rep->bytes += in.size;
 			if (h != in.xxh3) {
 				v->rep->bad_files++;
 				file_bad_here = 1;

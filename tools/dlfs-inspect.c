@@ -186,6 +186,8 @@ static int cmd_stat(struct dlfs_txn *txn, const char *path, int json,
 		ret = dlfs_stat(txn, ino, &in, err);
 	if (ret)
 		return ret;
+	while (*path == '/')
+		path++;
 	if (json) {
 		printf("{\"path\": ");
 		json_str(stdout, path, strlen(path));
@@ -302,11 +304,13 @@ static int cmd_verify(struct dlfs_ds *ds, struct dlfs_err *err)
 	if (!bad)
 		printf("OK\n");
 	else
-		printf("%llu damaged files, %llu damaged chunks, %llu "
-		       "damaged containers\n",
-		       (unsigned long long)r.bad_files,
-		       (unsigned long long)r.bad_chunks,
-		       (unsigned long long)r.bad_containers);
+		printf("%llu damaged files\n", (unsigned long long)r.bad_files);
+	if (r.bad_chunks || r.bad_containers)
+		fprintf(stderr,
+			PROG ": verify: %llu damaged chunks, %llu damaged "
+			"containers\n",
+			(unsigned long long)r.bad_chunks,
+			(unsigned long long)r.bad_containers);
 	return bad ? 1 : 0;
 }
 

@@ -15,7 +15,8 @@
 #include "dlfs/dataset.h"
 
 struct dlfs_verify_report {
-	uint64_t containers, chunks, files, bytes;
+	uint64_t containers, chunks, files;
+	uint64_t bytes; /* file content checked */
 	uint64_t bad_containers; /* missing, truncated, bad header/trailer */
 	uint64_t bad_chunks;
 	uint64_t bad_files;

@@ -32,7 +32,8 @@
 
 /* Named LMDB databases inside the index. */
 #define DLFS_DB_META "meta"       /* string key -> value                  */
-#define DLFS_DB_INODES "inodes"   /* be64 ino -> dlfs_inode_rec [+ target] */
+#define DLFS_DB_INODES "inodes"   /* be64 block -> dlfs_inode_rec[16]    */
+#define DLFS_DB_SYMLINKS "symlinks" /* be64 ino -> target bytes            */
 #define DLFS_DB_DIRENTS "dirents" /* be64 parent || name -> le64 dirent    */
 #define DLFS_DB_CHUNKS "chunks"   /* be32 container || be32 chunk -> rec   */
 #define DLFS_DB_CONTAINERS "containers" /* be32 container -> rec           */
@@ -69,8 +70,14 @@ _Static_assert(sizeof(struct dlfs_super_rec) == DLFS_SUPER_REC_SIZE,
 /*
  * An inode. For a regular file, container/offset/size locate its bytes and
  * xxh3 is the XXH3-64 (seed 0) of its content. For a symlink, size is the
- * target length and the target bytes follow the record in the same value.
- * For a directory, size is its number of entries and the rest is zero.
+ * target length and the target is the value of key be64(ino) in the
+ * symlinks database. For a directory, size is its number of entries and
+ * the rest is zero.
+ *
+ * Inodes are stored in blocks of DLFS_INODES_PER_BLOCK records: inode i
+ * is record (i - 1) % 16 of the value under key be64((i - 1) / 16). The
+ * last block may be short. Blocks keep LMDB's per-entry overhead off each
+ * file, so the index stays under 100 bytes per file.
  * loc packs the container number (high 16 bits) and the offset of the
  * file's first byte inside that container file (low 48 bits).
  */
@@ -85,6 +92,7 @@ struct dlfs_inode_rec {
 #define DLFS_INODE_REC_SIZE 40
 _Static_assert(sizeof(struct dlfs_inode_rec) == DLFS_INODE_REC_SIZE,
 	       "dlfs_inode_rec layout");
+#define DLFS_INODES_PER_BLOCK 16
 #define DLFS_LOC_CONTAINER_SHIFT 48
 #define DLFS_LOC_OFFSET_MASK ((UINT64_C(1) << 48) - 1)
 #define DLFS_MAX_CONTAINERS 65536

@@ -1,0 +1,382 @@
+/*
+ * The writer and the reader together: pack trees with libdlfs, then check
+ * the layout rules, lookups, readdir resumption, reads at every kind of
+ * offset, verify and container validation.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "dlfs/check.h"
+#include "dlfs/dataset.h"
+#include "dlfs/pack.h"
+#include "tutil.h"
+
+#define CS 65536
+
+static char *tree(void)
+{
+	char *d = t_tmpdir();
+	t_write(d, "a/one", 10, 1);
+	t_write(d, "a/two", CS - 100, 2);  /* nearly a chunk */
+	t_write(d, "a/three", 200, 3);     /* would straddle: moved on */
+	t_write(d, "b/big", 3 * CS + 7, 4); /* larger than a chunk */
+	t_write(d, "b/empty", 0, 5);
+	t_write(d, "c", 5000, 6);
+	for (int i = 0; i < 300; i++) {
+		char n[64];
+		snprintf(n, sizeof(n), "many/f%04d", i);
+		t_write(d, n, (size_t)(i * 37 % 3000), (uint32_t)(100 + i));
+	}
+	char *p;
+	if (asprintf(&p, "%s/emptydir", d) < 0)
+		abort();
+	mkdir(p, 0700);
+	free(p);
+	if (asprintf(&p, "%s/link", d) < 0)
+		abort();
+	if (symlink("a/one", p) < 0)
+		abort();
+	free(p);
+	return d;
+}
+
+static int pack(const char *src, const char *out, enum dlfs_order ord,
+		unsigned threads, uint64_t container_size, struct dlfs_err *err)
+{
+	struct dlfs_pack_opts o;
+	dlfs_pack_opts_init(&o);
+	o.chunk_size = CS;
+	o.container_size = container_size;
+	o.order = ord;
+	o.threads = threads;
+	const char *srcs[] = {src};
+	return dlfs_pack(srcs, 1, out, &o, err);
+}
+
+/* Every file fits its chunk unless larger; inode order is layout order. */
+static void check_layout(struct dlfs_ds *ds)
+{
+	const struct dlfs_info *info = dlfs_ds_info(ds);
+	struct dlfs_txn *t;
+	struct dlfs_err err = {0};
+	CHECK(dlfs_txn_begin(ds, &t, &err) == 0);
+	uint32_t prev_c = 0;
+	uint64_t prev_end = 0;
+	for (uint64_t ino = info->super.first_file_ino;
+	     ino <= info->super.n_inodes; ino++) {
+		struct dlfs_inode in;
+		CHECK(dlfs_stat(t, ino, &in, &err) == 0);
+		CHECK(S_ISREG(in.mode));
+		uint64_t d = in.offset - CS; /* data region starts at CS */
+		CHECK(in.offset >= CS);
+		if (in.size && in.size <= CS)
+			CHECK_EQ(d / CS, (d + in.size - 1) / CS);
+		if (in.container == prev_c)
+			CHECK(in.offset >= prev_end);
+		else
+			CHECK(in.container == prev_c + 1);
+		prev_c = in.container;
+		prev_end = in.offset + in.size;
+	}
+	dlfs_txn_end(t);
+}
+
+static void check_content(struct dlfs_ds *ds, const char *src)
+{
+	struct dlfs_txn *t;
+	struct dlfs_err err = {0};
+	CHECK(dlfs_txn_begin(ds, &t, &err) == 0);
+	const char *paths[] = {"a/one", "a/two", "a/three", "b/big", "b/empty",
+			       "c", "many/f0123"};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		uint64_t ino;
+		struct dlfs_inode in;
+		CHECK(dlfs_resolve(t, paths[i], &ino, &err) == 0);
+		CHECK(dlfs_stat(t, ino, &in, &err) == 0);
+		char *sp;
+		if (asprintf(&sp, "%s/%s", src, paths[i]) < 0)
+			abort();
+		size_t len;
+		uint8_t *want = t_read(sp, &len);
+		CHECK(want != NULL);
+		CHECK_EQ(in.size, len);
+		CHECK(in.xxh3 == XXH3_64bits(want, len));
+		/* Reads at the start, inside, across chunks, at and past EOF */
+		uint64_t offs[] = {0, 1, len / 2, CS - 1, CS, len ? len - 1 : 0,
+				   len, len + 10};
+		uint8_t buf[CS + 100];
+		for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++) {
+			size_t got = 99;
+			CHECK(dlfs_file_pread(ds, &in, buf, sizeof(buf), offs[k],
+					      &got, &err) == 0);
+			size_t exp = offs[k] >= len ? 0 : len - offs[k];
+			if (exp > sizeof(buf))
+				exp = sizeof(buf);
+			CHECK_EQ(got, exp);
+			CHECK(!got || !memcmp(buf, want + offs[k], got));
+		}
+		free(want);
+		free(sp);
+	}
+	/* Lookups that fail. */
+	uint64_t ino;
+	CHECK(dlfs_resolve(t, "a/nope", &ino, &err) == -ENOENT);
+	CHECK(strstr(err.msg, "a/nope") != NULL);
+	CHECK(dlfs_resolve(t, "c/x", &ino, &err) == -ENOTDIR);
+	CHECK(dlfs_resolve(t, "../etc", &ino, &err) == -EINVAL);
+	CHECK(dlfs_resolve(t, "/", &ino, &err) == 0 && ino == DLFS_ROOT_INO);
+	/* Symlinks keep their target; directories count their entries. */
+	struct dlfs_inode in;
+	CHECK(dlfs_resolve(t, "link", &ino, &err) == 0);
+	CHECK(dlfs_stat(t, ino, &in, &err) == 0);
+	CHECK(S_ISLNK(in.mode) && in.size == 5 &&
+	      !memcmp(in.target, "a/one", 5));
+	CHECK(dlfs_resolve(t, "many", &ino, &err) == 0);
+	CHECK(dlfs_stat(t, ino, &in, &err) == 0);
+	CHECK(S_ISDIR(in.mode) && in.size == 300);
+	CHECK(dlfs_resolve(t, "emptydir", &ino, &err) == 0);
+	CHECK(dlfs_stat(t, ino, &in, &err) == 0);
+	CHECK(S_ISDIR(in.mode) && in.size == 0 && (in.mode & 07777) == 0700);
+	/* path_of inverts resolve. */
+	char path[256];
+	CHECK(dlfs_resolve(t, "many/f0042", &ino, &err) == 0);
+	CHECK(dlfs_path_of(t, ino, path, sizeof(path), &err) == 0);
+	CHECK(!strcmp(path, "many/f0042"));
+	dlfs_txn_end(t);
+}
+
+struct rd {
+	int stop_every, seen_in_call;
+	char names[400][16];
+	uint64_t cookies[400];
+	int n;
+};
+
+static int rd_cb(void *arg, const struct dlfs_dirent *d)
+{
+	struct rd *r = arg;
+	if (r->stop_every && r->seen_in_call == r->stop_every)
+		return 1;
+	r->seen_in_call++;
+	snprintf(r->names[r->n], 16, "%.*s", (int)d->name_len, d->name);
+	r->cookies[r->n] = d->cookie;
+	r->n++;
+	return 0;
+}
+
+/* Readdir resumed from cookies sees every entry once, in order. */
+static void check_readdir(struct dlfs_ds *ds)
+{
+	struct dlfs_txn *t;
+	struct dlfs_err err = {0};
+	uint64_t dir;
+	CHECK(dlfs_txn_begin(ds, &t, &err) == 0);
+	CHECK(dlfs_resolve(t, "many", &dir, &err) == 0);
+	struct rd all = {0};
+	CHECK(dlfs_readdir(t, dir, 0, rd_cb, &all, &err) == 0);
+	CHECK_EQ(all.n, 300);
+	CHECK(!strcmp(all.names[0], "f0000") && !strcmp(all.names[299], "f0299"));
+	for (int step = 1; step <= 64; step *= 7) {
+		struct rd part = {.stop_every = step};
+		uint64_t cookie = 0;
+		for (int guard = 0; guard < 400; guard++) {
+			part.seen_in_call = 0;
+			int before = part.n;
+			CHECK(dlfs_readdir(t, dir, cookie, rd_cb, &part, &err) ==
+			      0);
+			if (part.n == before)
+				break;
+			cookie = part.cookies[part.n - 1];
+		}
+		CHECK_EQ(part.n, 300);
+		for (int i = 0; i < part.n && i < 300; i++)
+			CHECK(!strcmp(part.names[i], all.names[i]));
+	}
+	/* A cookie nobody stopped at (a cold resume) is still right. */
+	struct rd cold = {0};
+	CHECK(dlfs_readdir(t, dir, 123, rd_cb, &cold, &err) == 0);
+	CHECK_EQ(cold.n, 300 - 123);
+	CHECK(!strcmp(cold.names[0], all.names[123]));
+	dlfs_txn_end(t);
+}
+
+static int count_bad;
+static char bad_path[256];
+static void on_bad(void *arg, const char *path, const char *msg)
+{
+	(void)arg;
+	(void)msg;
+	count_bad++;
+	snprintf(bad_path, sizeof(bad_path), "%s", path);
+}
+
+static void check_corruption(const char *out)
+{
+	struct dlfs_ds *ds;
+	struct dlfs_err err = {0};
+	CHECK(dlfs_ds_open(out, &ds, &err) == 0);
+	struct dlfs_txn *t;
+	CHECK(dlfs_txn_begin(ds, &t, &err) == 0);
+	uint64_t ino;
+	struct dlfs_inode in;
+	CHECK(dlfs_resolve(t, "many/f0200", &ino, &err) == 0);
+	CHECK(dlfs_stat(t, ino, &in, &err) == 0);
+	dlfs_txn_end(t);
+	dlfs_ds_close(ds);
+
+	/* Flip one byte inside that file. */
+	char cpath[600];
+	snprintf(cpath, sizeof(cpath), "%s/%06u.dlc", out, in.container);
+	int fd = open(cpath, O_RDWR);
+	uint8_t b;
+	CHECK(pread(fd, &b, 1, (off_t)in.offset + 3) == 1);
+	b ^= 0x40;
+	CHECK(pwrite(fd, &b, 1, (off_t)in.offset + 3) == 1);
+	close(fd);
+
+	struct dlfs_verify_report rep;
+	CHECK(dlfs_ds_open(out, &ds, &err) == 0);
+	count_bad = 0;
+	CHECK(dlfs_verify(ds, on_bad, NULL, &rep, &err) == 0);
+	CHECK_EQ(rep.bad_files, 1);
+	CHECK_EQ(rep.bad_chunks, 1);
+	CHECK_EQ(count_bad, 1);
+	CHECK(!strcmp(bad_path, "many/f0200"));
+	dlfs_ds_close(ds);
+
+	/* Truncate the container: opening it fails, naming it. */
+	CHECK(truncate(cpath, (off_t)in.offset) == 0);
+	CHECK(dlfs_ds_open(out, &ds, &err) == 0);
+	uint8_t buf[16];
+	size_t got;
+	CHECK(dlfs_file_pread(ds, &in, buf, sizeof(buf), 0, &got, &err) ==
+	      -EUCLEAN);
+	CHECK(strstr(err.msg, "truncated") && strstr(err.msg, ".dlc"));
+	dlfs_ds_close(ds);
+
+	/* Remove it: ENOENT naming the file. */
+	CHECK(unlink(cpath) == 0);
+	CHECK(dlfs_ds_open(out, &ds, &err) == 0);
+	CHECK(dlfs_file_pread(ds, &in, buf, sizeof(buf), 0, &got, &err) ==
+	      -ENOENT);
+	CHECK(strstr(err.msg, ".dlc") != NULL);
+	count_bad = 0;
+	CHECK(dlfs_verify(ds, on_bad, NULL, &rep, &err) == 0);
+	CHECK(rep.bad_containers >= 1 && count_bad >= 1);
+	dlfs_ds_close(ds);
+}
+
+/* A container from another dataset is refused by its id. */
+static void check_foreign_container(const char *src, const char *dir)
+{
+	char a[512], b[512], ca[600], cb[600];
+	struct dlfs_err err = {0};
+	snprintf(a, sizeof(a), "%s/a.dlfs", dir);
+	snprintf(b, sizeof(b), "%s/b.dlfs", dir);
+	CHECK(pack(src, a, DLFS_ORDER_SORTED, 2, 1 << 30, &err) == 0);
+	CHECK(pack(src, b, DLFS_ORDER_SIZE, 2, 1 << 30, &err) == 0);
+	snprintf(ca, sizeof(ca), "%s/000000.dlc", a);
+	snprintf(cb, sizeof(cb), "%s/000000.dlc", b);
+	CHECK(rename(cb, ca) == 0);
+	struct dlfs_ds *ds;
+	int fd;
+	CHECK(dlfs_ds_open(a, &ds, &err) == 0);
+	int ret = dlfs_ds_container_fd(ds, 0, &fd, &err);
+	CHECK(ret == -EUCLEAN);
+	CHECK(strstr(err.msg, "dataset id") != NULL);
+	dlfs_ds_close(ds);
+}
+
+static void check_errors(const char *src, const char *dir)
+{
+	struct dlfs_err err = {0};
+	char out[512];
+	snprintf(out, sizeof(out), "%s/x.dlfs", dir);
+	CHECK(pack("/nonexistent/dlfs-src", out, DLFS_ORDER_SORTED, 1, 1 << 30,
+		   &err) == -ENOENT);
+	CHECK(strstr(err.msg, "/nonexistent/dlfs-src") != NULL);
+	CHECK(access(out, F_OK) < 0);
+	CHECK(pack(src, out, DLFS_ORDER_SORTED, 1, 1 << 30, &err) == 0);
+	CHECK(pack(src, out, DLFS_ORDER_SORTED, 1, 1 << 30, &err) == -EEXIST);
+	/* Two sources giving the same file path. */
+	struct dlfs_pack_opts o;
+	dlfs_pack_opts_init(&o);
+	const char *two[] = {src, src};
+	char out2[512];
+	snprintf(out2, sizeof(out2), "%s/y.dlfs", dir);
+	CHECK(dlfs_pack(two, 2, out2, &o, &err) == -EINVAL);
+	CHECK(strstr(err.msg, "duplicate path") != NULL);
+	CHECK(access(out2, F_OK) < 0);
+	/* Opening things that are not datasets. */
+	struct dlfs_ds *ds;
+	CHECK(dlfs_ds_open(src, &ds, &err) == -ENOENT);
+	CHECK(strstr(err.msg, "not a dlfs dataset") != NULL);
+	CHECK(dlfs_ds_open("/nonexistent.dlfs", &ds, &err) == -ENOENT);
+}
+
+int main(void)
+{
+	char *src = tree();
+	char *dir = t_tmpdir();
+	char out[512], out2[512];
+	struct dlfs_err err = {0};
+
+	snprintf(out, sizeof(out), "%s/ds.dlfs", dir);
+	int ret = pack(src, out, DLFS_ORDER_SORTED, 4, 4 * CS, &err);
+	if (ret)
+		fprintf(stderr, "pack: %s\n", err.msg);
+	CHECK(ret == 0);
+	struct dlfs_ds *ds;
+	CHECK(dlfs_ds_open(out, &ds, &err) == 0);
+	const struct dlfs_info *info = dlfs_ds_info(ds);
+	CHECK_EQ(info->super.n_files, 306);
+	CHECK_EQ(info->super.n_symlinks, 1);
+	CHECK_EQ(info->super.n_dirs, 5); /* root a b many emptydir */
+	CHECK(info->super.n_containers > 1);
+	check_layout(ds);
+	check_content(ds, src);
+	check_readdir(ds);
+	struct dlfs_verify_report rep;
+	CHECK(dlfs_verify(ds, NULL, NULL, &rep, &err) == 0);
+	CHECK(rep.bad_files == 0 && rep.bad_chunks == 0 &&
+	      rep.bad_containers == 0 && rep.files == 306);
+	dlfs_ds_close(ds);
+
+	/* Reproducible: another thread count gives the same bytes. */
+	snprintf(out2, sizeof(out2), "%s/ds2.dlfs", dir);
+	CHECK(pack(src, out2, DLFS_ORDER_SORTED, 1, 4 * CS, &err) == 0);
+	const char *files[] = {"index", "000000.dlc", "000001.dlc"};
+	for (size_t i = 0; i < 3; i++) {
+		char a[600], b[600];
+		snprintf(a, sizeof(a), "%s/%s", out, files[i]);
+		snprintf(b, sizeof(b), "%s/%s", out2, files[i]);
+		CHECK(t_same_file(a, b));
+	}
+
+	/* Every order packs the same files, and inode order is layout. */
+	enum dlfs_order orders[] = {DLFS_ORDER_INPUT, DLFS_ORDER_SIZE,
+				    DLFS_ORDER_SHUFFLE};
+	for (size_t i = 0; i < 3; i++) {
+		char o[600];
+		snprintf(o, sizeof(o), "%s/o%zu.dlfs", dir, i);
+		CHECK(pack(src, o, orders[i], 3, 4 * CS, &err) == 0);
+		CHECK(dlfs_ds_open(o, &ds, &err) == 0);
+		check_layout(ds);
+		check_content(ds, src);
+		dlfs_ds_close(ds);
+	}
+
+	check_corruption(out);
+	check_foreign_container(src, dir);
+	check_errors(src, dir);
+
+	t_rmrf(src);
+	t_rmrf(dir);
+	free(src);
+	free(dir);
+	return t_done("test_dataset");
+}

@@ -1,0 +1,186 @@
+/* Record codecs, key byte order, option parsers, path order. */
+#include <string.h>
+
+#include "dlfs/format.h"
+#include "dlfs/pack.h"
+#include "pack_priv.h"
+#include "tutil.h"
+
+static void test_super(void)
+{
+	struct dlfs_super_rec a = {
+		.format_major = 1, .format_minor = 2, .chunk_size = 4 << 20,
+		.container_size = 1ull << 32, .align = 8, .n_inodes = 10,
+		.n_dirs = 3, .n_symlinks = 2, .n_files = 5,
+		.first_file_ino = 6, .n_containers = 7,
+		.total_file_bytes = 123456789012ull, .max_mtime_sec = -5,
+	};
+	memset(a.dataset_id, 0xab, DLFS_ID_SIZE);
+	uint8_t b[DLFS_SUPER_REC_SIZE], c[DLFS_SUPER_REC_SIZE];
+	dlfs_super_encode(&a, b);
+	/* The major version is the first four bytes, little-endian. */
+	CHECK(b[0] == 1 && b[1] == 0 && b[2] == 0 && b[3] == 0);
+	CHECK(b[4] == 2);
+	struct dlfs_super_rec d;
+	dlfs_super_decode(b, &d);
+	dlfs_super_encode(&d, c);
+	CHECK(!memcmp(b, c, sizeof(b)));
+	CHECK_EQ(d.total_file_bytes, a.total_file_bytes);
+	CHECK_EQ(d.max_mtime_sec, -5);
+	CHECK(!memcmp(d.dataset_id, a.dataset_id, DLFS_ID_SIZE));
+}
+
+static void test_inode(void)
+{
+	struct dlfs_inode_rec a = {.mode = 0100644, .mtime_nsec = 999999999,
+				   .mtime_sec = 1700000000, .size = 1ull << 40,
+				   .loc = (3ull << 48) | 12345, .xxh3 = ~0ull};
+	uint8_t b[DLFS_INODE_REC_SIZE];
+	struct dlfs_inode_rec d;
+	dlfs_inode_encode(&a, b);
+	dlfs_inode_decode(b, &d);
+	CHECK(!memcmp(&a, &d, sizeof(a)));
+	/* loc lives at byte 24, little-endian: offset low, container high */
+	CHECK(b[24] == (12345 & 0xff) && b[30] == 3 && b[31] == 0);
+}
+
+static void test_container_records(void)
+{
+	struct dlfs_container_header h = {.format_major = 1,
+					  .header_size = DLFS_HEADER_SIZE,
+					  .container = 9, .chunk_size = 65536,
+					  .data_offset = 65536,
+					  .data_size = 777};
+	memcpy(h.magic, DLFS_CONTAINER_MAGIC, 8);
+	uint8_t b[DLFS_CONTAINER_HEADER_REC_SIZE];
+	dlfs_header_encode(&h, b);
+	CHECK(!memcmp(b, "DLFSCTR", 7));
+	struct dlfs_container_header d;
+	dlfs_header_decode(b, &d);
+	CHECK_EQ(d.container, 9);
+	CHECK_EQ(d.data_size, 777);
+	CHECK(d.header_xxh3 == h.header_xxh3 && h.header_xxh3 != 0);
+	/* A changed byte changes the checksum. */
+	struct dlfs_container_header h2 = h;
+	h2.data_size = 778;
+	dlfs_header_encode(&h2, b);
+	CHECK(h2.header_xxh3 != h.header_xxh3);
+
+	struct dlfs_container_footer f = {.container = 1, .trailer_offset = 5,
+					  .trailer_size = 6, .n_records = 7,
+					  .trailer_xxh3 = 8};
+	memcpy(f.magic, DLFS_FOOTER_MAGIC, 8);
+	uint8_t fb[DLFS_FOOTER_SIZE];
+	dlfs_footer_encode(&f, fb);
+	struct dlfs_container_footer g;
+	dlfs_footer_decode(fb, &g);
+	CHECK(!memcmp(&f, &g, sizeof(f)));
+
+	struct dlfs_trailer_rec t = {.mode = 040755, .size = 3, .offset = 4,
+				     .xxh3 = 5, .path_len = 6};
+	uint8_t tb[DLFS_TRAILER_REC_SIZE];
+	struct dlfs_trailer_rec u;
+	dlfs_trailer_rec_encode(&t, tb);
+	dlfs_trailer_rec_decode(tb, &u);
+	CHECK(!memcmp(&t, &u, sizeof(t)));
+
+	struct dlfs_chunk_rec cr = {.xxh3 = 42, .length = 4096}, cd;
+	uint8_t cb[DLFS_CHUNK_REC_SIZE];
+	dlfs_chunk_encode(&cr, cb);
+	dlfs_chunk_decode(cb, &cd);
+	CHECK(cd.xxh3 == 42 && cd.length == 4096);
+
+	struct dlfs_container_rec r = {1, 2, 3, 4, 5, 6}, rd;
+	uint8_t rb[DLFS_CONTAINER_REC_SIZE];
+	dlfs_container_rec_encode(&r, rb);
+	dlfs_container_rec_decode(rb, &rd);
+	CHECK(!memcmp(&r, &rd, sizeof(r)));
+
+	char name[DLFS_CONTAINER_NAME_MAX];
+	dlfs_container_name(12, name);
+	CHECK(!strcmp(name, "000012.dlc"));
+}
+
+static void test_keys(void)
+{
+	/* Big-endian keys sort numerically under memcmp. */
+	uint8_t a[8], b[8];
+	dlfs_put_be64(a, 255);
+	dlfs_put_be64(b, 256);
+	CHECK(memcmp(a, b, 8) < 0);
+	CHECK_EQ(dlfs_get_be64(b), 256);
+	uint8_t c[4];
+	dlfs_put_be32(c, 0x01020304);
+	CHECK(c[0] == 1 && c[3] == 4);
+	CHECK_EQ(dlfs_get_be32(c), 0x01020304);
+}
+
+static void test_parsers(void)
+{
+	uint64_t v;
+	CHECK(dlfs_parse_size("4096", &v) == 0 && v == 4096);
+	CHECK(dlfs_parse_size("64K", &v) == 0 && v == 65536);
+	CHECK(dlfs_parse_size("4M", &v) == 0 && v == 4u << 20);
+	CHECK(dlfs_parse_size("4MiB", &v) == 0 && v == 4u << 20);
+	CHECK(dlfs_parse_size("1g", &v) == 0 && v == 1u << 30);
+	CHECK(dlfs_parse_size("2T", &v) == 0 && v == 2ull << 40);
+	CHECK(dlfs_parse_size("", &v) == -EINVAL);
+	CHECK(dlfs_parse_size("-1", &v) == -EINVAL);
+	CHECK(dlfs_parse_size("4X", &v) == -EINVAL);
+	CHECK(dlfs_parse_size("4MM", &v) == -EINVAL);
+	CHECK(dlfs_parse_size("99999999999T", &v) == -EINVAL);
+
+	enum dlfs_order o;
+	uint64_t seed;
+	CHECK(dlfs_parse_order("sorted", &o, &seed) == 0 &&
+	      o == DLFS_ORDER_SORTED);
+	CHECK(dlfs_parse_order("input", &o, &seed) == 0 &&
+	      o == DLFS_ORDER_INPUT);
+	CHECK(dlfs_parse_order("size", &o, &seed) == 0 &&
+	      o == DLFS_ORDER_SIZE);
+	CHECK(dlfs_parse_order("shuffle", &o, &seed) == 0 &&
+	      o == DLFS_ORDER_SHUFFLE && seed == 0);
+	CHECK(dlfs_parse_order("shuffle:42", &o, &seed) == 0 && seed == 42);
+	CHECK(dlfs_parse_order("shuffle:", &o, &seed) == -EINVAL);
+	CHECK(dlfs_parse_order("shuffle:x", &o, &seed) == -EINVAL);
+	CHECK(dlfs_parse_order("random", &o, &seed) == -EINVAL);
+
+	struct dlfs_pack_opts opts;
+	struct dlfs_err err = {0};
+	dlfs_pack_opts_init(&opts);
+	CHECK(dlfs_pack_opts_check(&opts, &err) == 0);
+	opts.chunk_size = 1000;
+	CHECK(dlfs_pack_opts_check(&opts, &err) == -EINVAL);
+	CHECK(strstr(err.msg, "--chunk-size") != NULL);
+	dlfs_pack_opts_init(&opts);
+	opts.align = 3;
+	CHECK(dlfs_pack_opts_check(&opts, &err) == -EINVAL);
+	CHECK(strstr(err.msg, "--align") != NULL);
+	dlfs_pack_opts_init(&opts);
+	opts.container_size = 4096;
+	CHECK(dlfs_pack_opts_check(&opts, &err) == -EINVAL);
+}
+
+static void test_pathcmp(void)
+{
+	/* Component-wise: a/b sorts before a-c and a.txt. */
+	CHECK(pk_pathcmp("a/b", 3, "a-c", 3) < 0);
+	CHECK(pk_pathcmp("a/b", 3, "a.txt", 5) < 0);
+	CHECK(pk_pathcmp("a", 1, "a/b", 3) < 0);
+	CHECK(pk_pathcmp("", 0, "a", 1) < 0);
+	CHECK(pk_pathcmp("b", 1, "a/z", 3) > 0);
+	CHECK(pk_pathcmp("x", 1, "x", 1) == 0);
+	/* Bytes above 0x7f compare unsigned. */
+	CHECK(pk_pathcmp("\xff", 1, "a", 1) > 0);
+}
+
+int main(void)
+{
+	test_super();
+	test_inode();
+	test_container_records();
+	test_keys();
+	test_parsers();
+	test_pathcmp();
+	return t_done("test_format");
+}

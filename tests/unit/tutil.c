@@ -1,0 +1,113 @@
+#include "tutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int t_failures;
+
+char *t_tmpdir(void)
+{
+	const char *base = getenv("TMPDIR");
+	char *p;
+	if (asprintf(&p, "%s/dlfs-unit-XXXXXX", base ? base : "/tmp") < 0 ||
+	    !mkdtemp(p)) {
+		perror("mkdtemp");
+		abort();
+	}
+	return p;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag,
+		  struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(p);
+	else
+		unlink(p);
+	return 0;
+}
+
+void t_rmrf(const char *path)
+{
+	nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS);
+}
+
+void t_fill(uint8_t *buf, size_t len, uint32_t seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+	for (size_t i = 0; i < len; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		buf[i] = (uint8_t)x;
+	}
+}
+
+static void mkparents(char *path)
+{
+	for (char *s = path + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		mkdir(path, 0755);
+		*s = '/';
+	}
+}
+
+void t_write(const char *dir, const char *rel, size_t len, uint32_t seed)
+{
+	char *p;
+	if (asprintf(&p, "%s/%s", dir, rel) < 0)
+		abort();
+	mkparents(p);
+	uint8_t *b = malloc(len ? len : 1);
+	t_fill(b, len, seed);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || write(fd, b, len) != (ssize_t)len) {
+		perror(p);
+		abort();
+	}
+	close(fd);
+	free(b);
+	free(p);
+}
+
+uint8_t *t_read(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return NULL;
+	uint8_t *b = malloc((size_t)st.st_size + 1);
+	ssize_t n = read(fd, b, (size_t)st.st_size);
+	close(fd);
+	*len = n < 0 ? 0 : (size_t)n;
+	return b;
+}
+
+int t_same_file(const char *a, const char *b)
+{
+	size_t la, lb;
+	uint8_t *x = t_read(a, &la), *y = t_read(b, &lb);
+	int same = x && y && la == lb && !memcmp(x, y, la);
+	free(x);
+	free(y);
+	return same;
+}
+
+int t_done(const char *name)
+{
+	if (t_failures) {
+		fprintf(stderr, "%s: %d check(s) failed\n", name, t_failures);
+		return 1;
+	}
+	printf("%s: all checks passed\n", name);
+	return 0;
+}
