@@ -332,6 +332,10 @@ static int walk_dir(struct walk *w, const char *rel, size_t rlen)
 	char *sub = NULL;
 	size_t subcap = 0;
 	for (size_t i = 0; i < nn && !ret; i++) {
+		if (w->o->cancel && *w->o->cancel) {
+			ret = dlfs_err_set(w->err, -ECANCELED, "cancelled");
+			break;
+		}
 		size_t len = strlen(names[i]);
 		size_t slen = rlen + (rlen ? 1 : 0) + len;
 		if (slen + 1 > subcap) {
