@@ -174,6 +174,22 @@ int dlfs_ds_open(const char *path, struct dlfs_ds **out, struct dlfs_err *err)
 			dlfs_err_prefix(err, "not a dlfs dataset");
 		goto fail;
 	}
+	/*
+	 * A truncated index would map pages past the end of the file and
+	 * fault on first touch: refuse it while that is one comparison.
+	 */
+	MDB_envinfo ei;
+	MDB_stat es;
+	if (!mdb_env_info(ds->env, &ei) && !mdb_env_stat(ds->env, &es) &&
+	    (uint64_t)st.st_size < ((uint64_t)ei.me_last_pgno + 1) * es.ms_psize) {
+		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+				   "%s: index is truncated: %llu bytes, its "
+				   "pages need %llu",
+				   ipath, (unsigned long long)st.st_size,
+				   ((unsigned long long)ei.me_last_pgno + 1) *
+					   es.ms_psize);
+		goto fail;
+	}
 	ret = open_dbis(ds, ipath, err);
 	if (ret)
 		goto fail;

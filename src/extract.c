@@ -86,8 +86,8 @@ static int write_file(struct ex *x, int dirfd, const char *name,
 		off += got;
 	}
 	if (!ret && XXH3_64bits_digest(x->hs) != in->xxh3)
-		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
-				   "%s: checksum mismatch: the dataset is "
+		ret = dlfs_err_sys(err, -EIO,
+				   "%s: checksum mismatch, the dataset is "
 				   "damaged (container %u, offset %llu)",
 				   x->path, in->container,
 				   (unsigned long long)in->offset);

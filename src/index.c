@@ -109,10 +109,9 @@ int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
 		struct dlfs_inode p;
 		if (dlfs_stat(txn, parent, &p, NULL) == 0 &&
 		    !S_ISDIR(p.mode))
-			return dlfs_err_set(err, -ENOTDIR,
-					    "inode %llu is not a directory",
+			return dlfs_err_sys(err, -ENOTDIR, "inode %llu",
 					    (unsigned long long)parent);
-		return dlfs_err_set(err, -ENOENT, "no such entry");
+		return dlfs_err_sys(err, -ENOENT, "'%.*s'", (int)len, name);
 	}
 	if (rc)
 		return dlfs_err_set(err, dlfs_mdb_errno(rc),

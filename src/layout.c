@@ -116,17 +116,28 @@ int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
 	}
 	free(it);
 
-	/* Parents, child counts, the newest mtime. */
-	l->max_mtime = t->e[0].mtime_sec;
+	/*
+	 * Parents, child counts, the newest mtime. Directories no source
+	 * described (implied by archive members, or a root only archives
+	 * gave) take the newest mtime of the tree.
+	 */
+	l->max_mtime = t->root_set ? t->e[0].mtime_sec : INT64_MIN;
 	for (uint64_t i = 1; i < n; i++) {
 		struct pk_entry *e = l->by_ino[i];
 		e->parent = parent_ino(t, e);
 		l->by_ino[e->parent - 1]->n_children++;
-		if (e->mtime_sec > l->max_mtime)
+		if (!e->implicit && e->mtime_sec > l->max_mtime)
 			l->max_mtime = e->mtime_sec;
 	}
+	if (l->max_mtime == INT64_MIN)
+		l->max_mtime = 0;
 	if (!t->root_set)
 		t->e[0].mtime_sec = l->max_mtime;
+	for (uint64_t i = 0; i < l->n_dirs; i++)
+		if (l->by_ino[i]->implicit) {
+			l->by_ino[i]->mtime_sec = l->max_mtime;
+			l->by_ino[i]->mtime_nsec = 0;
+		}
 	for (uint64_t i = 0; i < l->n_dirs; i++)
 		l->by_ino[i]->size = l->by_ino[i]->n_children;
 

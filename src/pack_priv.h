@@ -53,6 +53,7 @@ struct pk_tree {
 	uint64_t spool_size;
 	char *spool_path;
 	int root_set;       /* the root's attributes came from a source */
+	int root_from_dir;  /* 1: a directory source will set them; 2: did */
 };
 
 /* In ino order after layout: dirs, symlinks, then files in data order. */

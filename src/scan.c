@@ -192,6 +192,7 @@ static int put_entry(struct pk_tree *t, const char *p, size_t n,
 		if (S_ISDIR(old->mode) && S_ISDIR(mode)) {
 			if (old->implicit) {
 				old->implicit = 0;
+				old->mode = mode;
 				*out = old;
 			}
 			return 0;
@@ -432,7 +433,8 @@ static int scan_dir(struct pk_tree *t, uint32_t src, const char *root,
 	struct stat st;
 	if (stat(root, &st) < 0)
 		return dlfs_err_sys(err, -errno, "%s", root);
-	if (!t->root_set) {
+	if (!t->root_set || t->root_from_dir == 1) {
+		t->root_from_dir = 2; /* the first directory source won */
 		t->e[0].mode = S_IFDIR | (st.st_mode & 07777);
 		t->e[0].mtime_sec = st.st_mtim.tv_sec;
 		t->e[0].mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
@@ -607,8 +609,9 @@ static int scan_archive(struct pk_tree *t, uint32_t src, const char *path,
 			continue;
 		}
 		int64_t mt = archive_entry_mtime(ae);
-		if (n == 0) { /* "./": the root itself */
-			if (type == AE_IFDIR && !t->root_set) {
+		if (n == 0) { /* "./": the root, if no directory source */
+			if (type == AE_IFDIR && !t->root_set &&
+			    !t->root_from_dir) {
 				t->e[0].mode =
 					S_IFDIR | (archive_entry_perm(ae));
 				t->e[0].mtime_sec = mt;
@@ -683,6 +686,9 @@ int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
 	if (ret)
 		return dlfs_err_set(err, ret, "out of memory");
 	root->mode = S_IFDIR | 0755;
+	for (unsigned i = 0; i < n_src; i++)
+		if (src[i].kind == PK_SRC_DIR)
+			t->root_from_dir = 1;
 	for (unsigned i = 0; i < n_src; i++) {
 		if (src[i].kind == PK_SRC_DIR)
 			ret = scan_dir(t, i, src[i].path, opts, err);

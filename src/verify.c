@@ -15,6 +15,9 @@
 #include "dlfs/check.h"
 #include "util.h"
 
+/* Files named for one unusable container; the rest are counted. */
+#define DLFS_VERIFY_NAME_MAX 1000
+
 struct bad {
 	uint64_t ino; /* 0: damage outside any file */
 	uint32_t container;
@@ -123,6 +126,20 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 		report(v, cname, msg);
 		v->rep->bad_containers++;
 		v->rep->bad_files += rec.n_files;
+		/* Name its files too, up to a limit a terminal can take. */
+		for (uint64_t i = 0; i < rec.n_files && i < DLFS_VERIFY_NAME_MAX;
+		     i++)
+			if (add_bad(v, rec.first_ino + i, c, 0,
+				    "in an unusable container"))
+				return dlfs_err_set(err, -ENOMEM,
+						    "out of memory");
+		if (rec.n_files > DLFS_VERIFY_NAME_MAX) {
+			snprintf(msg, sizeof(msg),
+				 "and %llu more files in this container",
+				 (unsigned long long)(rec.n_files -
+						      DLFS_VERIFY_NAME_MAX));
+			report(v, cname, msg);
+		}
 		return 0;
 	}
 	ret = check_trailer(v, fd, cname, rec.file_size);
@@ -284,8 +301,13 @@ static int report_bad(struct verify *v, struct dlfs_err *err)
 		char msg[512];
 		char cname[DLFS_CONTAINER_NAME_MAX];
 		dlfs_container_name(b->container, cname);
-		snprintf(msg, sizeof(msg), "%s (container %s, offset %llu)",
-			 b->msg, cname, (unsigned long long)b->offset);
+		if (b->offset)
+			snprintf(msg, sizeof(msg), "%s (container %s, offset "
+				 "%llu)", b->msg, cname,
+				 (unsigned long long)b->offset);
+		else
+			snprintf(msg, sizeof(msg), "%s (container %s)", b->msg,
+				 cname);
 		if (!b->ino) {
 			report(v, cname, msg);
 			continue;

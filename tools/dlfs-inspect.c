@@ -236,8 +236,8 @@ static int cmd_cat(struct dlfs_ds *ds, struct dlfs_txn *txn, const char *path,
 	if (ret)
 		return ret;
 	if (!S_ISREG(in.mode))
-		return dlfs_err_set(err, S_ISDIR(in.mode) ? -EISDIR : -EINVAL,
-				    "%s: not a regular file", path);
+		return dlfs_err_sys(err, S_ISDIR(in.mode) ? -EISDIR : -EINVAL,
+				    "%s", path);
 	size_t cap = 1 << 20;
 	char *buf = malloc(cap);
 	XXH3_state_t *hs = XXH3_createState();
@@ -263,8 +263,8 @@ static int cmd_cat(struct dlfs_ds *ds, struct dlfs_txn *txn, const char *path,
 			off += got;
 		}
 		if (!ret && pass == 0 && XXH3_64bits_digest(hs) != in.xxh3)
-			ret = dlfs_err_set(err, -EUCLEAN,
-					   "%s: checksum mismatch: the "
+			ret = dlfs_err_sys(err, -EIO,
+					   "%s: checksum mismatch, the "
 					   "dataset is damaged (container %u, "
 					   "offset %llu)",
 					   path, in.container,

@@ -41,7 +41,7 @@ int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
  * Recreate the tree under dir, which must not exist or be an empty
  * directory: directories, files, symlinks, with modes and mtimes. File
  * contents are checked against their checksums as they are written.
- * @return 0, -EEXIST (dir not empty), -EUCLEAN (a file's checksum fails;
+ * @return 0, -EEXIST (dir not empty), -EIO (a file's checksum fails;
  * err names it), -errno.
  */
 int dlfs_extract(struct dlfs_ds *ds, const char *dir, struct dlfs_err *err);
