@@ -9,6 +9,8 @@
 #include "ds_priv.h"
 #include "util.h"
 
+#include <xxhash.h>
+
 int dlfs_mdb_errno(int rc)
 {
 	switch (rc) {
@@ -424,5 +426,56 @@ int dlfs_file_pread(struct dlfs_ds *ds, const struct dlfs_inode *in,
 	if (ret)
 		return ret;
 	*got = len;
+	return 0;
+}
+
+int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
+		    uint64_t k, void *buf, size_t cap, size_t *len,
+		    struct dlfs_err *err)
+{
+	struct dlfs_chunk_rec cr;
+	int fd;
+	int ret = dlfs_chunk_get(txn, c, k, &cr, err);
+	if (ret)
+		return ret;
+	if (cr.length > cap)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/index: chunk %llu of container %u is "
+				    "%u bytes, larger than the chunk size",
+				    ds->path, (unsigned long long)k, c,
+				    cr.length);
+	ret = dlfs_ds_container_fd(ds, c, &fd, err);
+	if (ret)
+		return ret;
+	uint64_t cs = ds->info.super.chunk_size;
+	uint64_t off = DLFS_DATA_OFFSET(cs) + k * cs;
+	/* The data region is padded to 4 KiB: read whole pages. */
+	size_t want = (size_t)dlfs_roundup(cr.length, 4096);
+	if (want > cap)
+		want = cr.length;
+	char name[DLFS_CONTAINER_NAME_MAX];
+	ssize_t n = dlfs_pread_full(fd, buf, want, off);
+	if (n < 0) {
+		dlfs_container_name(c, name);
+		return dlfs_err_sys(err, (int)n, "%s/%s: read at offset %llu",
+				    ds->path, name, (unsigned long long)off);
+	}
+	if ((size_t)n < cr.length) {
+		dlfs_container_name(c, name);
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/%s: truncated: short read at offset "
+				    "%llu",
+				    ds->path, name, (unsigned long long)off);
+	}
+	posix_fadvise(fd, (off_t)off, (off_t)want, POSIX_FADV_DONTNEED);
+	if (XXH3_64bits(buf, cr.length) != cr.xxh3) {
+		dlfs_container_name(c, name);
+		return dlfs_err_sys(err, -EIO,
+				    "%s/%s: chunk %llu at offset %llu: checksum "
+				    "mismatch",
+				    ds->path, name, (unsigned long long)k,
+				    (unsigned long long)off);
+	}
+	*len = cr.length;
 	return 0;
 }

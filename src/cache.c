@@ -1,0 +1,278 @@
+/* The RAM chunk cache: see cache.h. */
+#include "cache.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum slot_state { SLOT_FREE, SLOT_LOADING, SLOT_READY };
+
+struct slot {
+	uint64_t key;
+	enum slot_state state;
+	unsigned refs;
+	unsigned referenced; /* CLOCK's second chance */
+	size_t len;
+	uint8_t *buf;
+};
+
+struct dlfs_cache {
+	pthread_mutex_t mu;
+	pthread_cond_t loaded;
+	size_t chunk_size;
+	unsigned n_slots;
+	struct slot *slots;
+	/* Linear probing, slot index + 1, 0 = empty. */
+	unsigned *table;
+	unsigned table_mask;
+	unsigned hand;
+	dlfs_cache_load_fn load;
+	void *arg;
+	uint64_t hits, misses, bypass, ready;
+};
+
+static uint64_t key_of(uint32_t c, uint64_t k)
+{
+	return ((uint64_t)c << 40) | k;
+}
+
+static unsigned hash(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdULL;
+	key ^= key >> 33;
+	return (unsigned)key;
+}
+
+int dlfs_cache_new(size_t chunk_size, uint64_t capacity,
+		   dlfs_cache_load_fn load, void *arg, struct dlfs_cache **out,
+		   struct dlfs_err *err)
+{
+	uint64_t n = capacity / chunk_size;
+	if (n < 1)
+		n = 1;
+	if (n > (1u << 24))
+		return dlfs_err_set(err, -EINVAL,
+				    "ram cache of %llu chunks is too many",
+				    (unsigned long long)n);
+	struct dlfs_cache *c = calloc(1, sizeof(*c));
+	unsigned tsize = 4;
+	while (tsize < 2 * n)
+		tsize *= 2;
+	if (c) {
+		c->slots = calloc(n, sizeof(*c->slots));
+		c->table = calloc(tsize, sizeof(*c->table));
+	}
+	if (!c || !c->slots || !c->table) {
+		if (c) {
+			free(c->slots);
+			free(c->table);
+		}
+		free(c);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->loaded, NULL);
+	c->chunk_size = chunk_size;
+	c->n_slots = (unsigned)n;
+	c->table_mask = tsize - 1;
+	c->load = load;
+	c->arg = arg;
+	*out = c;
+	return 0;
+}
+
+void dlfs_cache_free(struct dlfs_cache *c)
+{
+	if (!c)
+		return;
+	for (unsigned i = 0; i < c->n_slots; i++)
+		free(c->slots[i].buf);
+	free(c->slots);
+	free(c->table);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->loaded);
+	free(c);
+}
+
+/* @return the table position holding key, or the empty one ending it. */
+static unsigned probe(const struct dlfs_cache *c, uint64_t key, int *found)
+{
+	unsigned i = hash(key) & c->table_mask;
+	for (;; i = (i + 1) & c->table_mask) {
+		unsigned v = c->table[i];
+		if (!v) {
+			*found = 0;
+			return i;
+		}
+		if (c->slots[v - 1].key == key) {
+			*found = 1;
+			return i;
+		}
+	}
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void table_remove(struct dlfs_cache *c, uint64_t key)
+{
+	int found;
+	unsigned i = probe(c, key, &found);
+	if (!found)
+		return;
+	unsigned j = i;
+	for (;;) {
+		c->table[i] = 0;
+		for (;;) {
+			j = (j + 1) & c->table_mask;
+			unsigned v = c->table[j];
+			if (!v)
+				return;
+			unsigned home = hash(c->slots[v - 1].key) & c->table_mask;
+			/* Can the entry at j move back to i? */
+			if (i <= j ? (home <= i || home > j)
+				   : (home <= i && home > j))
+				break;
+		}
+		c->table[i] = c->table[j];
+		i = j;
+	}
+}
+
+/* Find an unpinned slot to reuse, CLOCK order. @return index or -1. */
+static int evict(struct dlfs_cache *c)
+{
+	for (unsigned n = 0; n < 2 * c->n_slots; n++) {
+		unsigned i = c->hand;
+		c->hand = (c->hand + 1) % c->n_slots;
+		struct slot *s = &c->slots[i];
+		if (s->state == SLOT_FREE)
+			return (int)i;
+		if (s->state != SLOT_READY || s->refs)
+			continue;
+		if (s->referenced) {
+			s->referenced = 0;
+			continue;
+		}
+		table_remove(c, s->key);
+		s->state = SLOT_FREE;
+		c->ready--;
+		return (int)i;
+	}
+	return -1;
+}
+
+int dlfs_cache_get(struct dlfs_cache *c, uint32_t cont, uint64_t k,
+		   struct dlfs_chunk_ref *ref, struct dlfs_err *err)
+{
+	uint64_t key = key_of(cont, k);
+	int found, ret;
+	memset(ref, 0, sizeof(*ref));
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		unsigned pos = probe(c, key, &found);
+		if (!found)
+			break;
+		struct slot *s = &c->slots[c->table[pos] - 1];
+		if (s->state == SLOT_READY) {
+			s->refs++;
+			s->referenced = 1;
+			c->hits++;
+			pthread_mutex_unlock(&c->mu);
+			ref->data = s->buf;
+			ref->len = s->len;
+			ref->slot = (int)(s - c->slots);
+			return 0;
+		}
+		/* Someone is loading it: wait, then look again. */
+		pthread_cond_wait(&c->loaded, &c->mu);
+	}
+	c->misses++;
+	int i = evict(c);
+	if (i < 0) {
+		/* Everything is pinned: serve from a private buffer. */
+		c->bypass++;
+		pthread_mutex_unlock(&c->mu);
+		void *b = NULL;
+		if (posix_memalign(&b, 4096, c->chunk_size))
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+		ret = c->load(c->arg, cont, k, b, c->chunk_size, &ref->len,
+			      err);
+		if (ret) {
+			free(b);
+			return ret;
+		}
+		ref->data = b;
+		ref->own = b;
+		ref->slot = -1;
+		return 0;
+	}
+	struct slot *s = &c->slots[i];
+	if (!s->buf && posix_memalign((void **)&s->buf, 4096, c->chunk_size)) {
+		s->buf = NULL;
+		pthread_mutex_unlock(&c->mu);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	s->key = key;
+	s->state = SLOT_LOADING;
+	s->refs = 1;
+	s->referenced = 1;
+	unsigned pos = probe(c, key, &found);
+	c->table[pos] = (unsigned)i + 1;
+	pthread_mutex_unlock(&c->mu);
+
+	size_t len = 0;
+	ret = c->load(c->arg, cont, k, s->buf, c->chunk_size, &len, err);
+
+	pthread_mutex_lock(&c->mu);
+	if (ret) {
+		table_remove(c, key);
+		s->state = SLOT_FREE;
+		s->refs = 0;
+	} else {
+		s->state = SLOT_READY;
+		s->len = len;
+		c->ready++;
+	}
+	pthread_cond_broadcast(&c->loaded);
+	pthread_mutex_unlock(&c->mu);
+	if (ret)
+		return ret;
+	ref->data = s->buf;
+	ref->len = len;
+	ref->slot = i;
+	return 0;
+}
+
+void dlfs_cache_put(struct dlfs_cache *c, struct dlfs_chunk_ref *ref)
+{
+	if (ref->own) {
+		free(ref->own);
+	} else if (ref->slot >= 0 && ref->data) {
+		pthread_mutex_lock(&c->mu);
+		c->slots[ref->slot].refs--;
+		pthread_mutex_unlock(&c->mu);
+	}
+	memset(ref, 0, sizeof(*ref));
+}
+
+int dlfs_cache_contains(struct dlfs_cache *c, uint32_t cont, uint64_t k)
+{
+	int found;
+	pthread_mutex_lock(&c->mu);
+	unsigned pos = probe(c, key_of(cont, k), &found);
+	int yes = found && c->slots[c->table[pos] - 1].state == SLOT_READY;
+	pthread_mutex_unlock(&c->mu);
+	return yes;
+}
+
+void dlfs_cache_get_stats(struct dlfs_cache *c, struct dlfs_cache_stats *s)
+{
+	pthread_mutex_lock(&c->mu);
+	s->hits = c->hits;
+	s->misses = c->misses;
+	s->bypass = c->bypass;
+	s->chunks = c->ready;
+	s->capacity_bytes = (uint64_t)c->n_slots * c->chunk_size;
+	s->used_bytes = c->ready * c->chunk_size;
+	pthread_mutex_unlock(&c->mu);
+}

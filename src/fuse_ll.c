@@ -1,0 +1,945 @@
+/*
+ * FUSE low-level operations over libdlfs. Every op sends exactly one
+ * reply, itself; helpers only compute. Errors are negative errnos inside
+ * and are negated once, at fuse_reply_err.
+ */
+#include "fuse_ll.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static struct dlfs_fs *fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+void dlfs_log(struct dlfs_fs *fs, int prio, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (fs->foreground)
+		fprintf(stderr, "dlfs: %s%s\n",
+			prio <= LOG_ERR ? "error: " : "", msg);
+	else
+		syslog(prio, "%s", msg);
+}
+
+static void txn_destroy(void *p)
+{
+	dlfs_txn_end(p);
+}
+
+/* This worker's transaction, begun on its first request. */
+static int txn_of(struct dlfs_fs *fs, struct dlfs_txn **t)
+{
+	*t = pthread_getspecific(fs->txn_key);
+	if (*t)
+		return 0;
+	struct dlfs_err err = {0};
+	int ret = dlfs_txn_begin(fs->ds, t, &err);
+	if (ret) {
+		dlfs_log(fs, LOG_ERR, "%s", err.msg);
+		return ret;
+	}
+	pthread_setspecific(fs->txn_key, *t);
+	return 0;
+}
+
+/* The cache's loader: one read of a whole chunk from its container. */
+static int load_chunk(void *arg, uint32_t c, uint64_t k, void *buf,
+		      size_t cap, size_t *len, struct dlfs_err *err)
+{
+	struct dlfs_fs *fs = arg;
+	struct dlfs_txn *t;
+	int ret = txn_of(fs, &t);
+	if (ret)
+		return dlfs_err_set(err, ret, "no index transaction");
+	ret = dlfs_chunk_read(fs->ds, t, c, k, buf, cap, len, err);
+	if (!ret)
+		dlfs_stats_pfs_read(&fs->stats, *len);
+	return ret;
+}
+
+static int render_info(struct dlfs_fs *fs)
+{
+	const struct dlfs_info *in = dlfs_ds_info(fs->ds);
+	const struct dlfs_super_rec *s = &in->super;
+	char q1[4096], q2[4096];
+	dlfs_quote(dlfs_ds_path(fs->ds), strlen(dlfs_ds_path(fs->ds)), q1,
+		   sizeof(q1));
+	dlfs_quote(fs->mountpoint, strlen(fs->mountpoint), q2, sizeof(q2));
+	/* dlfs_quote leaves no '"' unescaped? It keeps '"': escape it. */
+	for (char *p = q1; *p; p++)
+		if (*p == '"')
+			*p = '\'';
+	for (char *p = q2; *p; p++)
+		if (*p == '"')
+			*p = '\'';
+	int n = asprintf(
+		&fs->info_json,
+		"{\"path\": \"%s\", \"mountpoint\": \"%s\", "
+		"\"format_version\": \"%u.%u\", \"dataset_id\": \"%s\", "
+		"\"order\": \"%s\", \"creator\": \"%s\", \"chunk_size\": %llu, "
+		"\"container_size\": %llu, \"align\": %llu, \"inodes\": %llu, "
+		"\"files\": %llu, \"dirs\": %llu, \"symlinks\": %llu, "
+		"\"containers\": %llu, \"file_bytes\": %llu, "
+		"\"index_bytes\": %llu, \"first_file_ino\": %llu}\n",
+		q1, q2, s->format_major, s->format_minor, in->dataset_id_hex,
+		in->order, in->creator, (unsigned long long)s->chunk_size,
+		(unsigned long long)s->container_size,
+		(unsigned long long)s->align, (unsigned long long)s->n_inodes,
+		(unsigned long long)s->n_files, (unsigned long long)s->n_dirs,
+		(unsigned long long)s->n_symlinks,
+		(unsigned long long)s->n_containers,
+		(unsigned long long)s->total_file_bytes,
+		(unsigned long long)in->index_bytes,
+		(unsigned long long)s->first_file_ino);
+	if (n < 0) {
+		fs->info_json = NULL;
+		return -ENOMEM;
+	}
+	fs->info_len = (size_t)n;
+	return 0;
+}
+
+int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds, uint64_t ram_cache,
+		 const char *mountpoint, int foreground, struct dlfs_err *err)
+{
+	memset(fs, 0, sizeof(*fs));
+	fs->ds = ds;
+	fs->mountpoint = mountpoint;
+	fs->foreground = foreground;
+	fs->timeout = 86400.0 * 365; /* the dataset never changes */
+	fs->uid = getuid();
+	fs->gid = getgid();
+	dlfs_stats_init(&fs->stats);
+	pthread_mutex_init(&fs->ctl_lock, NULL);
+	pthread_mutex_init(&fs->log_lock, NULL);
+	if (pthread_key_create(&fs->txn_key, txn_destroy))
+		return dlfs_err_set(err, -EAGAIN, "pthread_key_create");
+	int ret = dlfs_cache_new(dlfs_ds_info(ds)->super.chunk_size, ram_cache,
+				 load_chunk, fs, &fs->cache, err);
+	if (ret)
+		return ret;
+	if (render_info(fs))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+void dlfs_fs_destroy(struct dlfs_fs *fs)
+{
+	struct dlfs_txn *t = pthread_getspecific(fs->txn_key);
+	if (t) {
+		pthread_setspecific(fs->txn_key, NULL);
+		dlfs_txn_end(t);
+	}
+	pthread_key_delete(fs->txn_key);
+	dlfs_cache_free(fs->cache);
+	free(fs->info_json);
+	free(fs->stats_snap);
+	pthread_mutex_destroy(&fs->ctl_lock);
+	pthread_mutex_destroy(&fs->log_lock);
+}
+
+/* ---- attributes ---- */
+
+static void fill_attr(const struct dlfs_fs *fs, const struct dlfs_inode *in,
+		      struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = in->ino;
+	st->st_mode = in->mode;
+	st->st_nlink = 1;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_size = (off_t)in->size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((in->size + 511) / 512);
+	st->st_mtim.tv_sec = in->mtime_sec;
+	st->st_mtim.tv_nsec = in->mtime_nsec;
+	st->st_atim = st->st_mtim;
+	st->st_ctim = st->st_mtim;
+}
+
+static int is_ctl(fuse_ino_t ino)
+{
+	return ino > DLFS_CTL_BASE;
+}
+
+/* Render the stats into the snapshot, padded to whole 4 KiB pages so its
+ * size rarely changes between a getattr and the read after it. */
+static int stats_snapshot(struct dlfs_fs *fs)
+{
+	struct dlfs_cache_stats cs;
+	dlfs_cache_get_stats(fs->cache, &cs);
+	size_t need = dlfs_stats_json(&fs->stats, &cs, NULL, 0) + 1;
+	size_t size = dlfs_roundup(need, 4096);
+	char *b = malloc(size + 1);
+	if (!b)
+		return -ENOMEM;
+	size_t n = dlfs_stats_json(&fs->stats, &cs, b, size + 1);
+	memset(b + n, ' ', size - n);
+	b[size - 1] = '\n';
+	pthread_mutex_lock(&fs->ctl_lock);
+	free(fs->stats_snap);
+	fs->stats_snap = b;
+	fs->stats_len = size;
+	clock_gettime(CLOCK_REALTIME, &fs->stats_time);
+	pthread_mutex_unlock(&fs->ctl_lock);
+	return 0;
+}
+
+static int ctl_attr(struct dlfs_fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	const struct dlfs_info *info = dlfs_ds_info(fs->ds);
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = fs->uid;
+	st->st_gid = fs->gid;
+	st->st_nlink = 1;
+	st->st_blksize = 4096;
+	st->st_mtim.tv_sec = info->super.max_mtime_sec;
+	switch (ino) {
+	case DLFS_CTL_DIR:
+		st->st_mode = S_IFDIR | 0555;
+		st->st_size = 2;
+		break;
+	case DLFS_CTL_INFO:
+		st->st_mode = S_IFREG | 0444;
+		st->st_size = (off_t)fs->info_len;
+		break;
+	case DLFS_CTL_STATS: {
+		int ret = stats_snapshot(fs);
+		if (ret)
+			return ret;
+		st->st_mode = S_IFREG | 0444;
+		pthread_mutex_lock(&fs->ctl_lock);
+		st->st_size = (off_t)fs->stats_len;
+		/* A new mtime makes the kernel drop its cached pages. */
+		st->st_mtim = fs->stats_time;
+		pthread_mutex_unlock(&fs->ctl_lock);
+		break;
+	}
+	default:
+		return -ENOENT;
+	}
+	st->st_atim = st->st_mtim;
+	st->st_ctim = st->st_mtim;
+	return 0;
+}
+
+static int ctl_lookup(fuse_ino_t parent, const char *name, fuse_ino_t *ino)
+{
+	if (parent == DLFS_ROOT_INO && !strcmp(name, DLFS_CTL_NAME))
+		*ino = DLFS_CTL_DIR;
+	else if (parent == DLFS_CTL_DIR && !strcmp(name, "info"))
+		*ino = DLFS_CTL_INFO;
+	else if (parent == DLFS_CTL_DIR && !strcmp(name, "stats"))
+		*ino = DLFS_CTL_STATS;
+	else
+		return -ENOENT;
+	return 0;
+}
+
+/* ---- namespace ops ---- */
+
+static void dlfs_ll_lookup(fuse_req_t req, fuse_ino_t parent,
+			   const char *name)
+{
+	struct dlfs_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	struct dlfs_txn *t;
+	struct dlfs_inode in;
+	uint64_t ino;
+	fuse_ino_t cino;
+	int ret;
+
+	dlfs_stats_add(&fs->stats.ops[DLFS_OP_LOOKUP], 1);
+	memset(&e, 0, sizeof(e));
+	if ((parent == DLFS_ROOT_INO || is_ctl(parent)) &&
+	    ctl_lookup(parent, name, &cino) == 0) {
+		ret = ctl_attr(fs, cino, &e.attr);
+		if (ret)
+			goto fail;
+		e.ino = cino;
+		e.attr_timeout = cino == DLFS_CTL_STATS ? 0 : fs->timeout;
+		e.entry_timeout = fs->timeout;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (is_ctl(parent)) {
+		ret = -ENOENT;
+		goto fail;
+	}
+	ret = txn_of(fs, &t);
+	if (ret)
+		goto fail;
+	ret = dlfs_lookup(t, parent, name, strlen(name), &ino, NULL);
+	if (ret == -ENOENT) {
+		/* Negative entries are cached as long as positive ones. */
+		e.ino = 0;
+		e.entry_timeout = fs->timeout;
+		fuse_reply_entry(req, &e);
+		return;
+	}
+	if (!ret)
+		ret = dlfs_stat(t, ino, &in, NULL);
+	if (ret)
+		goto fail;
+	fill_attr(fs, &in, &e.attr);
+	e.ino = ino;
+	e.generation = 1;
+	e.attr_timeout = fs->timeout;
+	e.entry_timeout = fs->timeout;
+	fuse_reply_entry(req, &e);
+	return;
+fail:
+	fuse_reply_err(req, -ret);
+}
+
+static void dlfs_ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	(void)ino;
+	(void)nlookup;
+	fuse_reply_none(req); /* inodes are stateless */
+}
+
+static void dlfs_ll_forget_multi(fuse_req_t req, size_t count,
+				 struct fuse_forget_data *forgets)
+{
+	(void)count;
+	(void)forgets;
+	fuse_reply_none(req);
+}
+
+static void dlfs_ll_getattr(fuse_req_t req, fuse_ino_t ino,
+			    struct fuse_file_info *fi)
+{
+	struct dlfs_fs *fs = fs_of(req);
+	struct dlfs_txn *t;
+	struct dlfs_inode in;
+	struct stat st;
+	int ret;
+	(void)fi;
+
+	dlfs_stats_add(&fs->stats.ops[DLFS_OP_GETATTR], 1);
+	if (is_ctl(ino)) {
+		ret = ctl_attr(fs, ino, &st);
+		if (ret)
+			goto fail;
+		fuse_reply_attr(req, &st,
+				ino == DLFS_CTL_STATS ? 0 : fs->timeout);
+		return;
+	}
+	ret = txn_of(fs, &t);
+	if (!ret)
+		ret = dlfs_stat(t, ino, &in, NULL);
+	if (ret)
+		goto fail;
+	fill_attr(fs, &in, &st);
+	fuse_reply_attr(req, &st, fs->timeout);
+	return;
+fail:
+	fuse_reply_err(req, -ret);
+}
+
+static void dlfs_ll_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct dlfs_fs *fs = fs_of(req);
+	struct dlfs_txn *t;
+	struct dlfs_inode in;
+	char target[PATH_MAX + 1];
+	int ret;
+
+	dlfs_stats_add(&fs->stats.ops[DLFS_OP_READLINK], 1);
+	ret = is_ctl(ino) ? -EINVAL : txn_of(fs, &t);
+	if (!ret)
+		ret = dlfs_stat(t, ino, &in, NULL);
+	if (!ret && !S_ISLNK(in.mode))
+		ret = -EINVAL;
+	if (!ret && in.size > PATH_MAX)
+		ret = -ENAMETOOLONG;
+	if (ret) {
+		fuse_reply_err(req, -ret);
+		return;
+	}
+	memcpy(target, in.target, in.size);
+	target[in.size] = '\0';
+	fuse_reply_readlink(req, target);
+}
+
+/* open and opendir answer ENOSYS: the kernel then stops sending OPEN and
+ * RELEASE altogether and keeps its page cache, as with keep_cache. */
+static void dlfs_ll_open(fuse_req_t req, fuse_ino_t ino,
+			 struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, ENOSYS);
+}
+
+static void dlfs_ll_opendir(fuse_req_t req, fuse_ino_t ino,
+			    struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, ENOSYS);
+}
+
+/* ---- readdir ---- */
+
+struct dir_fill {
+	fuse_req_t req;
+	struct dlfs_fs *fs;
+	struct dlfs_txn *t;
+	char *buf;
+	size_t size, used;
+	int plus;
+	int err;
+};
+
+/* Add one entry; @return 1 when the buffer is full. */
+static int add_entry(struct dir_fill *d, const char *name, size_t len,
+		     const struct stat *st, off_t next)
+{
+	char nm[DLFS_NAME_MAX + 1];
+	memcpy(nm, name, len);
+	nm[len] = '\0';
+	size_t room = d->size - d->used, need;
+	if (d->plus) {
+		struct fuse_entry_param e = {
+			.ino = st->st_ino,
+			.generation = 1,
+			.attr = *st,
+			.attr_timeout = d->fs->timeout,
+			.entry_timeout = d->fs->timeout,
+		};
+		need = fuse_add_direntry_plus(d->req, d->buf + d->used, room,
+					      nm, &e, next);
+	} else {
+		need = fuse_add_direntry(d->req, d->buf + d->used, room, nm,
+					 st, next);
+	}
+	if (need > room)
+		return 1;
+	d->used += need;
+	return 0;
+}
+
+static int fill_one(void *arg, const struct dlfs_dirent *de)
+{
+	struct dir_fill *d = arg;
+	struct stat st;
+	if (d->plus) {
+		struct dlfs_inode in;
+		int ret = dlfs_stat(d->t, de->ino, &in, NULL);
+		if (ret)
+			return ret;
+		fill_attr(d->fs, &in, &st);
+	} else {
+		memset(&st, 0, sizeof(st));
+		st.st_ino = de->ino;
+		st.st_mode = de->type;
+	}
+	/* Offsets 1 and 2 are "." and "..". */
+	return add_entry(d, de->name, de->name_len, &st,
+			 (off_t)(de->cookie + 2));
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       int plus)
+{
+	struct dlfs_fs *fs = fs_of(req);
+	struct dir_fill d = {.req = req, .fs = fs, .size = size, .plus = plus};
+	struct stat st;
+	int ret = 0;
+
+	dlfs_stats_add(&fs->stats.ops[plus ? DLFS_OP_READDIRPLUS
+					   : DLFS_OP_READDIR],
+		       1);
+	d.buf = malloc(size);
+	if (!d.buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (is_ctl(ino)) {
+		if (ino != DLFS_CTL_DIR) {
+			ret = -ENOTDIR;
+			goto out;
+		}
+		static const struct {
+			const char *name;
+			fuse_ino_t ino;
+		} ents[] = {{".", DLFS_CTL_DIR},
+			    {"..", DLFS_ROOT_INO},
+			    {"info", DLFS_CTL_INFO},
+			    {"stats", DLFS_CTL_STATS}};
+		for (off_t i = off; i < 4; i++) {
+			if (ents[i].ino == DLFS_ROOT_INO) {
+				memset(&st, 0, sizeof(st));
+				st.st_ino = DLFS_ROOT_INO;
+				st.st_mode = S_IFDIR;
+			} else if ((ret = ctl_attr(fs, ents[i].ino, &st))) {
+				goto out;
+			}
+			if (add_entry(&d, ents[i].name, strlen(ents[i].name),
+				      &st, i + 1))
+				break;
+		}
+		goto out;
+	}
+	ret = txn_of(fs, &d.t);
+	if (ret)
+		goto out;
+	struct dlfs_inode self;
+	ret = dlfs_stat(d.t, ino, &self, NULL);
+	if (ret)
+		goto out;
+	if (!S_ISDIR(self.mode)) {
+		ret = -ENOTDIR;
+		goto out;
+	}
+	if (off < 1) {
+		fill_attr(fs, &self, &st);
+		if (add_entry(&d, ".", 1, &st, 1))
+			goto out;
+		off = 1;
+	}
+	if (off < 2) {
+		/* ".." needs no lookup count: the kernel resolves it. */
+		memset(&st, 0, sizeof(st));
+		st.st_mode = S_IFDIR;
+		st.st_ino = DLFS_ROOT_INO;
+		if (add_entry(&d, "..", 2, &st, 2))
+			goto out;
+		off = 2;
+	}
+	ret = dlfs_readdir(d.t, ino, (uint64_t)off - 2, fill_one, &d, NULL);
+out:
+	if (ret && !d.used)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_buf(req, d.buf, d.used);
+	free(d.buf);
+}
+
+static void dlfs_ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+			    off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, 0);
+}
+
+static void dlfs_ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+				off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	do_readdir(req, ino, size, off, 1);
+}
+
+/* ---- read ---- */
+
+/* Name a file in the log once: finding its path scans the index. */
+static void log_read_error(struct dlfs_fs *fs, uint64_t ino,
+			   const struct dlfs_err *err)
+{
+	int seen = 0;
+	pthread_mutex_lock(&fs->log_lock);
+	for (unsigned i = 0; i < fs->n_logged && i < 64; i++)
+		if (fs->logged[i] == ino)
+			seen = 1;
+	if (!seen)
+		fs->logged[fs->n_logged++ % 64] = ino;
+	pthread_mutex_unlock(&fs->log_lock);
+	if (seen)
+		return;
+	char path[4096] = "?";
+	char quoted[4096 * 4];
+	struct dlfs_txn *t;
+	if (txn_of(fs, &t) == 0)
+		dlfs_path_of(t, ino, path, sizeof(path), NULL);
+	dlfs_quote(path, strlen(path), quoted, sizeof(quoted));
+	dlfs_log(fs, LOG_ERR, "read of '%s' (inode %llu) failed: %s", quoted,
+		 (unsigned long long)ino, err->msg);
+}
+
+static void ctl_read(fuse_req_t req, struct dlfs_fs *fs, fuse_ino_t ino,
+		     size_t size, off_t off)
+{
+	dlfs_stats_add(&fs->stats.ops[DLFS_OP_CONTROL], 1);
+	if (ino == DLFS_CTL_INFO) {
+		size_t n = (size_t)off < fs->info_len ? fs->info_len - (size_t)off
+						       : 0;
+		fuse_reply_buf(req, fs->info_json + (n ? off : 0),
+			       n < size ? n : size);
+		return;
+	}
+	if (ino != DLFS_CTL_STATS) {
+		fuse_reply_err(req, EISDIR);
+		return;
+	}
+	pthread_mutex_lock(&fs->ctl_lock);
+	if (!fs->stats_snap) {
+		pthread_mutex_unlock(&fs->ctl_lock);
+		if (stats_snapshot(fs)) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		pthread_mutex_lock(&fs->ctl_lock);
+	}
+	size_t n = (size_t)off < fs->stats_len ? fs->stats_len - (size_t)off : 0;
+	fuse_reply_buf(req, fs->stats_snap + (n ? off : 0), n < size ? n : size);
+	pthread_mutex_unlock(&fs->ctl_lock);
+}
+
+#define DLFS_READ_IOV 32
+
+static void dlfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
+			 off_t off, struct fuse_file_info *fi)
+{
+	struct dlfs_fs *fs = fs_of(req);
+	struct dlfs_chunk_ref refs[DLFS_READ_IOV];
+	struct iovec iov[DLFS_READ_IOV];
+	struct dlfs_err err = {0};
+	struct dlfs_txn *t;
+	struct dlfs_inode in;
+	unsigned n = 0;
+	char *bounce = NULL;
+	int ret;
+	(void)fi;
+
+	if (is_ctl(ino)) {
+		ctl_read(req, fs, ino, size, off);
+		return;
+	}
+	dlfs_stats_add(&fs->stats.ops[DLFS_OP_READ], 1);
+	ret = txn_of(fs, &t);
+	if (!ret)
+		ret = dlfs_stat(t, ino, &in, NULL);
+	if (!ret && !S_ISREG(in.mode))
+		ret = S_ISDIR(in.mode) ? -EISDIR : -EINVAL;
+	if (ret)
+		goto fail;
+	if ((uint64_t)off >= in.size || size == 0) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	uint64_t len = in.size - (uint64_t)off;
+	if (len > size)
+		len = size;
+	const uint64_t cs = dlfs_ds_info(fs->ds)->super.chunk_size;
+	const uint64_t base = DLFS_DATA_OFFSET(cs);
+	uint64_t abs = in.offset + (uint64_t)off;
+	uint64_t k0 = (abs - base) / cs, k1 = (abs + len - 1 - base) / cs;
+	uint64_t nchunks = k1 - k0 + 1;
+	if (nchunks > DLFS_READ_IOV) {
+		/* Tiny chunks and a big read: gather into one buffer. */
+		bounce = malloc(len);
+		if (!bounce) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+	}
+	uint64_t done = 0;
+	for (uint64_t k = k0; k <= k1; k++) {
+		struct dlfs_chunk_ref r;
+		ret = dlfs_cache_get(fs->cache, in.container, k, &r, &err);
+		if (ret)
+			goto release;
+		uint64_t cstart = base + k * cs;
+		uint64_t from = abs + done - cstart;
+		uint64_t take = r.len - from < len - done ? r.len - from
+							  : len - done;
+		if (from > r.len) {
+			dlfs_cache_put(fs->cache, &r);
+			ret = -DLFS_ECORRUPT;
+			dlfs_err_set(&err, ret, "file extends past its chunk");
+			goto release;
+		}
+		if (bounce) {
+			memcpy(bounce + done, r.data + from, take);
+			dlfs_cache_put(fs->cache, &r);
+		} else {
+			refs[n] = r;
+			iov[n].iov_base = (void *)(r.data + from);
+			iov[n].iov_len = take;
+			n++;
+		}
+		done += take;
+	}
+	if (bounce)
+		fuse_reply_buf(req, bounce, len);
+	else
+		fuse_reply_iov(req, iov, (int)n);
+	dlfs_stats_add(&fs->stats.bytes_served, len);
+release:
+	for (unsigned i = 0; i < n; i++)
+		dlfs_cache_put(fs->cache, &refs[i]);
+	free(bounce);
+	if (!ret)
+		return;
+fail:
+	if (ret == -EIO && strstr(err.msg, "checksum"))
+		dlfs_stats_add(&fs->stats.err_checksum, 1);
+	else if (ret == -ENOENT || ret == -DLFS_ECORRUPT ||
+		 ret == -EPROTONOSUPPORT)
+		dlfs_stats_add(&fs->stats.err_container, 1);
+	else
+		dlfs_stats_add(&fs->stats.err_io, 1);
+	if (err.code)
+		log_read_error(fs, ino, &err);
+	/* A damaged or missing container is an I/O error to the reader. */
+	if (ret == -ENOENT || ret == -DLFS_ECORRUPT || ret == -EPROTONOSUPPORT)
+		ret = -EIO;
+	fuse_reply_err(req, -ret);
+}
+
+/* ---- the rest ---- */
+
+static void dlfs_ll_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct dlfs_fs *fs = fs_of(req);
+	const struct dlfs_info *in = dlfs_ds_info(fs->ds);
+	struct statvfs sv;
+	(void)ino;
+	dlfs_stats_add(&fs->stats.ops[DLFS_OP_STATFS], 1);
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = 4096;
+	sv.f_frsize = 4096;
+	sv.f_blocks = (in->super.total_file_bytes + in->index_bytes + 4095) /
+		      4096;
+	sv.f_files = in->super.n_inodes;
+	sv.f_namemax = DLFS_NAME_MAX;
+	sv.f_flag = ST_RDONLY;
+	fuse_reply_statfs(req, &sv);
+}
+
+static const char xattr_names[] =
+	"user.dlfs.container\0user.dlfs.offset\0user.dlfs.xxh3";
+
+/* The value of one of our xattrs into buf. @return length or -ENODATA. */
+static int xattr_value(struct dlfs_fs *fs, fuse_ino_t ino, const char *name,
+		       char *buf, size_t len, int *is_file)
+{
+	struct dlfs_txn *t;
+	struct dlfs_inode in;
+	*is_file = 0;
+	if (is_ctl(ino))
+		return -ENODATA;
+	int ret = txn_of(fs, &t);
+	if (!ret)
+		ret = dlfs_stat(t, ino, &in, NULL);
+	if (ret)
+		return ret;
+	if (!S_ISREG(in.mode))
+		return -ENODATA;
+	*is_file = 1;
+	if (!name)
+		return 0;
+	if (!strcmp(name, "user.dlfs.container"))
+		return snprintf(buf, len, "%u", in.container);
+	if (!strcmp(name, "user.dlfs.offset"))
+		return snprintf(buf, len, "%llu",
+				(unsigned long long)in.offset);
+	if (!strcmp(name, "user.dlfs.xxh3"))
+		return snprintf(buf, len, "%016llx",
+				(unsigned long long)in.xxh3);
+	return -ENODATA;
+}
+
+static void dlfs_ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			     size_t size)
+{
+	struct dlfs_fs *fs = fs_of(req);
+	char buf[64];
+	int is_file;
+	dlfs_stats_add(&fs->stats.ops[DLFS_OP_GETXATTR], 1);
+	int n = xattr_value(fs, ino, name, buf, sizeof(buf), &is_file);
+	if (n < 0)
+		fuse_reply_err(req, -n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
+	else if ((size_t)n > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+}
+
+static void dlfs_ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct dlfs_fs *fs = fs_of(req);
+	int is_file;
+	dlfs_stats_add(&fs->stats.ops[DLFS_OP_LISTXATTR], 1);
+	int ret = xattr_value(fs, ino, NULL, NULL, 0, &is_file);
+	size_t n = is_file ? sizeof(xattr_names) : 0;
+	if (ret < 0 && ret != -ENODATA)
+		fuse_reply_err(req, -ret);
+	else if (size == 0)
+		fuse_reply_xattr(req, n);
+	else if (n > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, xattr_names, n);
+}
+
+/* Everything that would change the dataset. */
+static void dlfs_ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+			    int to_set, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)attr;
+	(void)to_set;
+	(void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void dlfs_ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+			  mode_t mode, dev_t rdev)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	(void)rdev;
+	fuse_reply_err(req, EROFS);
+}
+
+static void dlfs_ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+			  mode_t mode)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	fuse_reply_err(req, EROFS);
+}
+
+static void dlfs_ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent;
+	(void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void dlfs_ll_symlink(fuse_req_t req, const char *link,
+			    fuse_ino_t parent, const char *name)
+{
+	(void)link;
+	(void)parent;
+	(void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void dlfs_ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+			   fuse_ino_t newparent, const char *newname,
+			   unsigned int flags)
+{
+	(void)parent;
+	(void)name;
+	(void)newparent;
+	(void)newname;
+	(void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void dlfs_ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+			 const char *newname)
+{
+	(void)ino;
+	(void)newparent;
+	(void)newname;
+	fuse_reply_err(req, EROFS);
+}
+
+static void dlfs_ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+			  size_t size, off_t off, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)buf;
+	(void)size;
+	(void)off;
+	(void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void dlfs_ll_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+			   mode_t mode, struct fuse_file_info *fi)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	(void)fi;
+	fuse_reply_err(req, EROFS);
+}
+
+static void dlfs_ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			     const char *value, size_t size, int flags)
+{
+	(void)ino;
+	(void)name;
+	(void)value;
+	(void)size;
+	(void)flags;
+	fuse_reply_err(req, EROFS);
+}
+
+static void dlfs_ll_removexattr(fuse_req_t req, fuse_ino_t ino,
+				const char *name)
+{
+	(void)ino;
+	(void)name;
+	fuse_reply_err(req, EROFS);
+}
+
+static void dlfs_ll_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* Symlink targets and attributes never change: let the kernel keep
+	 * them; AUTO_INVAL_DATA refreshes /.dlfs/stats on each read. */
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+}
+
+const struct fuse_lowlevel_ops dlfs_ll_ops = {
+	.init = dlfs_ll_init,
+	.lookup = dlfs_ll_lookup,
+	.forget = dlfs_ll_forget,
+	.forget_multi = dlfs_ll_forget_multi,
+	.getattr = dlfs_ll_getattr,
+	.setattr = dlfs_ll_setattr,
+	.readlink = dlfs_ll_readlink,
+	.mknod = dlfs_ll_mknod,
+	.mkdir = dlfs_ll_mkdir,
+	.unlink = dlfs_ll_unlink,
+	.rmdir = dlfs_ll_unlink,
+	.symlink = dlfs_ll_symlink,
+	.rename = dlfs_ll_rename,
+	.link = dlfs_ll_link,
+	.open = dlfs_ll_open,
+	.read = dlfs_ll_read,
+	.write = dlfs_ll_write,
+	.opendir = dlfs_ll_opendir,
+	.readdir = dlfs_ll_readdir,
+	.readdirplus = dlfs_ll_readdirplus,
+	.statfs = dlfs_ll_statfs,
+	.setxattr = dlfs_ll_setxattr,
+	.getxattr = dlfs_ll_getxattr,
+	.listxattr = dlfs_ll_listxattr,
+	.removexattr = dlfs_ll_removexattr,
+	.create = dlfs_ll_create,
+};

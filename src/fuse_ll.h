@@ -1,0 +1,68 @@
+/*
+ * The FUSE low-level adapter: the only module that speaks FUSE. It maps
+ * kernel requests onto libdlfs (index lookups, the RAM chunk cache) and
+ * serves the /.dlfs control directory.
+ *
+ * Ownership: main.c fills a struct dlfs_fs, passes it as the session's
+ * userdata, and tears it down after the session loop returns; the ops
+ * only borrow it.
+ *
+ * Thread-safety: ops run on many FUSE worker threads at once. Each worker
+ * has its own index transaction (created on first use, ended when the
+ * thread exits). Lock order: ctl_lock and log_lock are leaves; the cache
+ * has its own internal lock, never held across these.
+ */
+#ifndef DLFS_FUSE_LL_H
+#define DLFS_FUSE_LL_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+
+#include "cache.h"
+#include "dlfs/dataset.h"
+#include "stats.h"
+
+/* Inode numbers of the control namespace, far above any dataset's. */
+#define DLFS_CTL_BASE (UINT64_C(1) << 62)
+#define DLFS_CTL_DIR (DLFS_CTL_BASE + 1)
+#define DLFS_CTL_INFO (DLFS_CTL_BASE + 2)
+#define DLFS_CTL_STATS (DLFS_CTL_BASE + 3)
+#define DLFS_CTL_NAME ".dlfs"
+
+struct dlfs_fs {
+	struct dlfs_ds *ds;
+	struct dlfs_cache *cache;
+	struct dlfs_stats stats;
+	pthread_key_t txn_key;
+	double timeout;  /* entry and attribute timeout, seconds */
+	uid_t uid;
+	gid_t gid;
+	int foreground;  /* log to stderr; else syslog */
+	const char *mountpoint;
+	char *info_json; /* rendered once at mount */
+	size_t info_len;
+	pthread_mutex_t ctl_lock; /* guards the stats snapshot */
+	char *stats_snap;
+	size_t stats_len;
+	struct timespec stats_time;
+	pthread_mutex_t log_lock; /* guards logged[] */
+	uint64_t logged[64];      /* inodes already named in the log */
+	unsigned n_logged;
+};
+
+extern const struct fuse_lowlevel_ops dlfs_ll_ops;
+
+/*
+ * Prepare fs for serving ds: the chunk cache of ram_cache bytes, the
+ * per-thread transaction key, the info JSON. @return 0 or -errno.
+ */
+int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds, uint64_t ram_cache,
+		 const char *mountpoint, int foreground, struct dlfs_err *err);
+void dlfs_fs_destroy(struct dlfs_fs *fs);
+
+/* Log one line (to stderr in the foreground, else to syslog). */
+void dlfs_log(struct dlfs_fs *fs, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,191 @@
+/*
+ * dlfs: mount a packed dataset. Everything that can be checked is
+ * checked before mounting; the command returns (without -f) only once
+ * the mount is live, because the mount happens before daemonizing.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "dlfs/pack.h"
+#include "fuse_ll.h"
+
+struct conf {
+	char *dataset;
+	char *ram_cache;
+	int show_help;
+};
+
+#define OPT(t, p) {t, offsetof(struct conf, p), 1}
+static const struct fuse_opt dlfs_opts[] = {
+	OPT("ram_cache=%s", ram_cache),
+	FUSE_OPT_END,
+};
+
+static int opt_proc(void *data, const char *arg, int key,
+		    struct fuse_args *outargs)
+{
+	struct conf *c = data;
+	(void)outargs;
+	if (key == FUSE_OPT_KEY_NONOPT && !c->dataset) {
+		c->dataset = strdup(arg);
+		return 0;
+	}
+	if (key == FUSE_OPT_KEY_OPT &&
+	    (!strcmp(arg, "-h") || !strcmp(arg, "--help")))
+		c->show_help = 1;
+	return 1;
+}
+
+static void usage(const char *prog)
+{
+	printf("usage: %s DATASET MOUNTPOINT [-f] [-d] [-s] [-o opt,...]\n"
+	       "dlfs options:\n"
+	       "    -o ram_cache=SIZE      RAM chunk cache (default 1G)\n"
+	       "    -o max_threads=N       FUSE worker threads (default 16)\n"
+	       "See dlfs(1). FUSE options:\n",
+	       prog);
+	fuse_cmdline_help();
+	fuse_lowlevel_help();
+}
+
+int main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct fuse_cmdline_opts cmd = {0};
+	struct conf conf = {0};
+	struct dlfs_err err = {0};
+	struct dlfs_ds *ds = NULL;
+	struct fuse_session *se = NULL;
+	struct fuse_loop_config *lc = NULL;
+	struct dlfs_fs fs;
+	int fs_ready = 0, ret = 1;
+	uint64_t ram = UINT64_C(1) << 30;
+
+	if (fuse_opt_parse(&args, &conf, dlfs_opts, opt_proc) < 0 ||
+	    fuse_parse_cmdline(&args, &cmd) != 0) {
+		ret = 2;
+		goto out;
+	}
+	if (cmd.show_help || conf.show_help) {
+		usage(argv[0]);
+		ret = 0;
+		goto out;
+	}
+	if (cmd.show_version) {
+		printf("dlfs %s\n", DLFS_VERSION);
+		fuse_lowlevel_version();
+		ret = 0;
+		goto out;
+	}
+	if (!conf.dataset || !cmd.mountpoint) {
+		fprintf(stderr, "dlfs: usage: dlfs DATASET MOUNTPOINT [-f] "
+				"[-o opt,...] (see dlfs --help)\n");
+		ret = 2;
+		goto out;
+	}
+	if (conf.ram_cache && dlfs_parse_size(conf.ram_cache, &ram)) {
+		fprintf(stderr,
+			"dlfs: -o ram_cache=%s: not a size (e.g. 512M, 4G)\n",
+			conf.ram_cache);
+		ret = 2;
+		goto out;
+	}
+
+	struct stat st;
+	if (stat(cmd.mountpoint, &st) < 0) {
+		fprintf(stderr, "dlfs: mountpoint %s: %s\n", cmd.mountpoint,
+			strerror(errno));
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "dlfs: mountpoint %s: not a directory\n",
+			cmd.mountpoint);
+		goto out;
+	}
+	if (dlfs_ds_open(conf.dataset, &ds, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		goto out;
+	}
+	const struct dlfs_info *info = dlfs_ds_info(ds);
+	if (ram < 2 * info->super.chunk_size) {
+		fprintf(stderr,
+			"dlfs: -o ram_cache=%s: must hold at least two chunks "
+			"(%llu bytes)\n",
+			conf.ram_cache,
+			(unsigned long long)(2 * info->super.chunk_size));
+		ret = 2;
+		goto out;
+	}
+	/* Read every container's header now: a bad one is named at mount
+	 * time, though only its own files will fail later. */
+	for (uint32_t c = 0; c < info->super.n_containers; c++) {
+		int fd;
+		struct dlfs_err e = {0};
+		if (dlfs_ds_container_fd(ds, c, &fd, &e))
+			fprintf(stderr, "dlfs: warning: %s\n", e.msg);
+	}
+	if (dlfs_fs_init(&fs, ds, ram, cmd.mountpoint, cmd.foreground, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		goto out;
+	}
+	fs_ready = 1;
+
+	/* The dataset is immutable: mount read-only and let the kernel check
+	 * permissions from the stored modes. */
+	if (fuse_opt_add_arg(&args, "-oro,default_permissions,subtype=dlfs")) {
+		fprintf(stderr, "dlfs: out of memory\n");
+		goto out;
+	}
+	se = fuse_session_new(&args, &dlfs_ll_ops, sizeof(dlfs_ll_ops), &fs);
+	if (!se) {
+		ret = 2; /* libfuse said which option it did not know */
+		goto out;
+	}
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out;
+	if (fuse_session_mount(se, cmd.mountpoint) != 0) {
+		fprintf(stderr, "dlfs: cannot mount on %s\n", cmd.mountpoint);
+		goto out_signals;
+	}
+	if (!cmd.foreground)
+		openlog("dlfs", LOG_PID, LOG_DAEMON);
+	fuse_daemonize(cmd.foreground);
+
+	if (cmd.singlethread) {
+		ret = fuse_session_loop(se);
+	} else {
+		lc = fuse_loop_cfg_create();
+		if (!lc) {
+			ret = 1;
+			goto out_unmount;
+		}
+		fuse_loop_cfg_set_clone_fd(lc, cmd.clone_fd);
+		fuse_loop_cfg_set_max_threads(
+			lc, cmd.max_threads ? cmd.max_threads : 16);
+		fuse_loop_cfg_set_idle_threads(lc, cmd.max_idle_threads);
+		ret = fuse_session_loop_mt(se, lc);
+	}
+	ret = ret ? 1 : 0;
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out:
+	if (lc)
+		fuse_loop_cfg_destroy(lc);
+	if (se)
+		fuse_session_destroy(se);
+	if (fs_ready)
+		dlfs_fs_destroy(&fs);
+	dlfs_ds_close(ds);
+	free(cmd.mountpoint);
+	free(conf.dataset);
+	free(conf.ram_cache);
+	fuse_opt_free_args(&args);
+	return ret;
+}

@@ -1,0 +1,104 @@
+/* Mount statistics: see stats.h. */
+#include "stats.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void dlfs_stats_init(struct dlfs_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->start = now();
+}
+
+void dlfs_stats_pfs_read(struct dlfs_stats *s, uint64_t len)
+{
+	unsigned b = 0;
+	while (b + 1 < DLFS_HIST_BUCKETS && len > (UINT64_C(4096) << b))
+		b++;
+	dlfs_stats_add(&s->pfs_reads, 1);
+	dlfs_stats_add(&s->pfs_bytes, len);
+	dlfs_stats_add(&s->pfs_hist[b], 1);
+}
+
+static const char *op_names[DLFS_OP_COUNT] = {
+	"lookup",  "getattr",  "readdir",  "readdirplus", "read",
+	"readlink", "statfs", "getxattr", "listxattr",   "control",
+};
+
+static unsigned long long ld(const _Atomic uint64_t *c)
+{
+	return (unsigned long long)atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/* Appends to a bounded buffer, counting what would not fit. */
+struct out {
+	char *buf;
+	size_t len, at;
+};
+
+static void put(struct out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	size_t room = o->at < o->len ? o->len - o->at : 0;
+	int n = vsnprintf(room ? o->buf + o->at : NULL, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->at += (size_t)n;
+}
+
+size_t dlfs_stats_json(const struct dlfs_stats *s,
+		       const struct dlfs_cache_stats *ram, char *buf,
+		       size_t len)
+{
+	struct out o = {buf, len, 0};
+	put(&o, "{\n  \"uptime_s\": %.3f,\n  \"ops\": {", now() - s->start);
+	for (int i = 0; i < DLFS_OP_COUNT; i++)
+		put(&o, "%s\"%s\": %llu", i ? ", " : "", op_names[i],
+		    ld(&s->ops[i]));
+	put(&o, "},\n  \"bytes_served\": %llu,\n  \"tiers\": {\n",
+	    ld(&s->bytes_served));
+	put(&o,
+	    "    \"ram\": {\"hits\": %llu, \"misses\": %llu, \"bytes\": %llu, "
+	    "\"capacity_bytes\": %llu, \"used_bytes\": %llu, \"chunks\": "
+	    "%llu, \"uncached_loads\": %llu},\n",
+	    (unsigned long long)ram->hits, (unsigned long long)ram->misses,
+	    (unsigned long long)ram->used_bytes,
+	    (unsigned long long)ram->capacity_bytes,
+	    (unsigned long long)ram->used_bytes,
+	    (unsigned long long)ram->chunks, (unsigned long long)ram->bypass);
+	put(&o, "    \"pfs\": {\"reads\": %llu, \"bytes\": %llu, "
+		"\"read_size_hist\": {",
+	    ld(&s->pfs_reads), ld(&s->pfs_bytes));
+	/* Bucket b counts reads of at most 4K << b; the last, the rest. */
+	for (int b = 0; b < DLFS_HIST_BUCKETS; b++) {
+		int last = b == DLFS_HIST_BUCKETS - 1;
+		uint64_t kib = UINT64_C(4) << (last ? b - 1 : b);
+		char label[16];
+		if (kib >= 1024)
+			snprintf(label, sizeof(label), "%lluM",
+				 (unsigned long long)(kib / 1024));
+		else
+			snprintf(label, sizeof(label), "%lluK",
+				 (unsigned long long)kib);
+		put(&o, "%s\"%s%s\": %llu", b ? ", " : "",
+		    last ? ">" : "", label,
+		    ld(&s->pfs_hist[b]));
+	}
+	put(&o, "}}\n  },\n  \"errors\": {\"checksum\": %llu, \"container\": "
+		"%llu, \"io\": %llu}\n}\n",
+	    ld(&s->err_checksum), ld(&s->err_container), ld(&s->err_io));
+	return o.at;
+}

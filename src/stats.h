@@ -1,0 +1,61 @@
+/*
+ * Live counters of a mount, rendered as the JSON of /.dlfs/stats.
+ *
+ * Counters are relaxed atomics: each update is one atomic add, no lock,
+ * and a reader sees each counter exactly though not all at one instant.
+ * The struct is owned by the daemon's context; nothing here is global.
+ */
+#ifndef DLFS_STATS_H
+#define DLFS_STATS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cache.h"
+
+enum dlfs_op {
+	DLFS_OP_LOOKUP,
+	DLFS_OP_GETATTR,
+	DLFS_OP_READDIR,
+	DLFS_OP_READDIRPLUS,
+	DLFS_OP_READ,
+	DLFS_OP_READLINK,
+	DLFS_OP_STATFS,
+	DLFS_OP_GETXATTR,
+	DLFS_OP_LISTXATTR,
+	DLFS_OP_CONTROL,
+	DLFS_OP_COUNT
+};
+
+/* PFS read sizes, by powers of two from 4 KiB to 64 MiB and more. */
+#define DLFS_HIST_BUCKETS 15
+
+struct dlfs_stats {
+	double start; /* CLOCK_MONOTONIC seconds at mount */
+	_Atomic uint64_t ops[DLFS_OP_COUNT];
+	_Atomic uint64_t bytes_served;
+	_Atomic uint64_t pfs_reads, pfs_bytes;
+	_Atomic uint64_t pfs_hist[DLFS_HIST_BUCKETS];
+	_Atomic uint64_t err_checksum, err_container, err_io;
+};
+
+void dlfs_stats_init(struct dlfs_stats *s);
+
+static inline void dlfs_stats_add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+/* Count one read of len bytes from a container. */
+void dlfs_stats_pfs_read(struct dlfs_stats *s, uint64_t len);
+
+/*
+ * Render the stats (and the RAM tier's) as JSON into buf, NUL-terminated.
+ * @return the length, or the length it would need if len is too small.
+ */
+size_t dlfs_stats_json(const struct dlfs_stats *s,
+		       const struct dlfs_cache_stats *ram, char *buf,
+		       size_t len);
+
+#endif
