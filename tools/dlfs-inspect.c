@@ -24,6 +24,7 @@ static void usage(FILE *f)
 		"  verify                 check every container, chunk and "
 		"file\n"
 		"  extract DIR            recreate the tree in DIR\n"
+		"  stats MOUNTPOINT [--json]  live counters of a dlfs mount\n"
 		"See dlfs-inspect(1).\n");
 }
 
@@ -314,6 +315,85 @@ static int cmd_verify(struct dlfs_ds *ds, struct dlfs_err *err)
 	return bad ? 1 : 0;
 }
 
+/*
+ * Print our own stats JSON flattened, one "a.b.c: value" line per scalar.
+ * It reads only what the daemon writes: objects, numbers, plain strings.
+ */
+static int print_flat(const char *j)
+{
+	char path[16][64];
+	int depth = 0;
+	char key[64] = "";
+	for (const char *p = j; *p;) {
+		if (*p == '{') {
+			if (depth > 0 && depth < 16)
+				snprintf(path[depth - 1], sizeof(path[0]), "%s",
+					 key);
+			depth++;
+			p++;
+		} else if (*p == '}') {
+			depth--;
+			p++;
+		} else if (*p == '"') {
+			const char *e = strchr(p + 1, '"');
+			if (!e)
+				return -1;
+			snprintf(key, sizeof(key), "%.*s", (int)(e - p - 1),
+				 p + 1);
+			p = e + 1;
+			while (*p == ' ' || *p == ':')
+				p++;
+			if (*p == '{' || !*p)
+				continue;
+			const char *v = p;
+			if (*v == '"') {
+				const char *ve = strchr(v + 1, '"');
+				if (!ve)
+					return -1;
+				p = ve + 1;
+			} else {
+				p += strcspn(p, ",}\n");
+			}
+			for (int i = 0; i + 1 < depth && i < 16; i++)
+				printf("%s.", path[i]);
+			printf("%s: %.*s\n", key, (int)(p - v), v);
+		} else {
+			p++;
+		}
+	}
+	return 0;
+}
+
+static int cmd_stats(const char *mnt, int json, struct dlfs_err *err)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/.dlfs/stats", mnt);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return dlfs_err_sys(err, -errno,
+				    "%s: not a dlfs mount? cannot open %s", mnt,
+				    path);
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t n = getdelim(&buf, &cap, '\0', f);
+	fclose(f);
+	if (n <= 0) {
+		free(buf);
+		return dlfs_err_set(err, -EIO, "%s: empty", path);
+	}
+	/* Drop the padding that keeps the file's size steady. */
+	while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\n'))
+		buf[--n] = '\0';
+	int ret = 0;
+	if (json)
+		printf("%s\n", buf);
+	else if (print_flat(buf))
+		ret = dlfs_err_set(err, -EINVAL, "%s: unexpected content",
+				   path);
+	free(buf);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
@@ -356,6 +436,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s: no DATASET given\n", cmd);
 		usage(stderr);
 		return 2;
+	}
+	if (!strcmp(cmd, "stats")) {
+		struct dlfs_err e = {0};
+		if (na || lng) {
+			fprintf(stderr, PROG ": stats: wrong arguments\n");
+			return 2;
+		}
+		if (cmd_stats(dspath, json, &e)) {
+			fprintf(stderr, PROG ": stats: %s\n", e.msg);
+			return 1;
+		}
+		return 0;
 	}
 	struct {
 		const char *name;
