@@ -3,6 +3,7 @@
  * checked before mounting; the command returns (without -f) only once
  * the mount is live, because the mount happens before daemonizing.
  */
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +17,16 @@
 
 struct conf {
 	char *dataset;
+	char *mountpoint; /* seen here only to check it before libfuse does */
 	char *ram_cache;
+	unsigned max_threads;
 	int show_help;
 };
 
 #define OPT(t, p) {t, offsetof(struct conf, p), 1}
 static const struct fuse_opt dlfs_opts[] = {
 	OPT("ram_cache=%s", ram_cache),
+	OPT("max_threads=%u", max_threads),
 	FUSE_OPT_END,
 };
 
@@ -35,6 +39,8 @@ static int opt_proc(void *data, const char *arg, int key,
 		c->dataset = strdup(arg);
 		return 0;
 	}
+	if (key == FUSE_OPT_KEY_NONOPT && !c->mountpoint)
+		c->mountpoint = strdup(arg);
 	if (key == FUSE_OPT_KEY_OPT &&
 	    (!strcmp(arg, "-h") || !strcmp(arg, "--help")))
 		c->show_help = 1;
@@ -66,8 +72,18 @@ int main(int argc, char **argv)
 	int fs_ready = 0, ret = 1;
 	uint64_t ram = UINT64_C(1) << 30;
 
-	if (fuse_opt_parse(&args, &conf, dlfs_opts, opt_proc) < 0 ||
-	    fuse_parse_cmdline(&args, &cmd) != 0) {
+	if (fuse_opt_parse(&args, &conf, dlfs_opts, opt_proc) < 0) {
+		ret = 2;
+		goto out;
+	}
+	/* libfuse would call a missing mountpoint a usage error. */
+	struct stat st;
+	if (conf.mountpoint && !conf.show_help && stat(conf.mountpoint, &st) < 0) {
+		fprintf(stderr, "dlfs: mountpoint %s: %s\n", conf.mountpoint,
+			strerror(errno));
+		goto out;
+	}
+	if (fuse_parse_cmdline(&args, &cmd) != 0) {
 		ret = 2;
 		goto out;
 	}
@@ -96,7 +112,6 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	struct stat st;
 	if (stat(cmd.mountpoint, &st) < 0) {
 		fprintf(stderr, "dlfs: mountpoint %s: %s\n", cmd.mountpoint,
 			strerror(errno));
@@ -166,8 +181,10 @@ int main(int argc, char **argv)
 		}
 		fuse_loop_cfg_set_clone_fd(lc, cmd.clone_fd);
 		fuse_loop_cfg_set_max_threads(
-			lc, cmd.max_threads ? cmd.max_threads : 16);
-		fuse_loop_cfg_set_idle_threads(lc, cmd.max_idle_threads);
+			lc, conf.max_threads ? conf.max_threads : 16);
+		if (cmd.max_idle_threads != UINT_MAX)
+			fuse_loop_cfg_set_idle_threads(lc,
+						       cmd.max_idle_threads);
 		ret = fuse_session_loop_mt(se, lc);
 	}
 	ret = ret ? 1 : 0;
@@ -185,6 +202,7 @@ out:
 	dlfs_ds_close(ds);
 	free(cmd.mountpoint);
 	free(conf.dataset);
+	free(conf.mountpoint);
 	free(conf.ram_cache);
 	fuse_opt_free_args(&args);
 	return ret;
