@@ -470,7 +470,8 @@ int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 	posix_fadvise(fd, (off_t)off, (off_t)want, POSIX_FADV_DONTNEED);
 	if (XXH3_64bits(buf, cr.length) != cr.xxh3) {
 		dlfs_container_name(c, name);
-		return dlfs_err_sys(err, -EIO,
+		*len = cr.length; /* the bytes are there, just not to trust */
+		return dlfs_err_set(err, -DLFS_ECHECKSUM,
 				    "%s/%s: chunk %llu at offset %llu: checksum "
 				    "mismatch",
 				    ds->path, name, (unsigned long long)k,

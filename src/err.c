@@ -13,6 +13,10 @@ const char *dlfs_strerror(int code, char *buf, unsigned len)
 		snprintf(buf, len, "data is corrupt");
 		return buf;
 	}
+	if (code == DLFS_ECHECKSUM) {
+		snprintf(buf, len, "checksum mismatch");
+		return buf;
+	}
 	/* GNU strerror_r may return a static string instead of filling buf. */
 	const char *s = strerror_r(code, buf, len);
 	if (s != buf)

@@ -18,6 +18,8 @@
 
 #include "util.h"
 
+#include <xxhash.h>
+
 static struct dlfs_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
@@ -607,6 +609,43 @@ static void ctl_read(fuse_req_t req, struct dlfs_fs *fs, fuse_ino_t ino,
 
 #define DLFS_READ_IOV 32
 
+/* Files up to this size are checked alone when their chunk is damaged. */
+#define DLFS_SALVAGE_MAX (UINT64_C(64) << 20)
+
+/*
+ * A chunk that fails its checksum is damaged somewhere, not necessarily
+ * in this file. Read this file alone from its container and check it
+ * against its own checksum: an intact neighbour of the damage stays
+ * readable. The bytes are served from a private buffer, never cached.
+ * @return 0 with *out (malloc'd, in->size bytes), or -EBADMSG.
+ */
+static int salvage(struct dlfs_fs *fs, const struct dlfs_inode *in,
+		   char **out, struct dlfs_err *err)
+{
+	size_t got;
+	*out = NULL;
+	if (in->size > DLFS_SALVAGE_MAX)
+		return dlfs_err_set(err, -DLFS_ECHECKSUM,
+				    "its chunk failed its checksum and the "
+				    "file is too large to check alone");
+	char *b = malloc(in->size ? in->size : 1);
+	if (!b)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	int ret = dlfs_file_pread(fs->ds, in, b, in->size, 0, &got, err);
+	if (!ret && (got != in->size || XXH3_64bits(b, got) != in->xxh3))
+		ret = dlfs_err_set(err, -DLFS_ECHECKSUM,
+				   "file checksum mismatch (container %u, "
+				   "offset %llu)",
+				   in->container,
+				   (unsigned long long)in->offset);
+	if (ret) {
+		free(b);
+		return ret;
+	}
+	*out = b;
+	return 0;
+}
+
 static void dlfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 			 off_t off, struct fuse_file_info *fi)
 {
@@ -691,18 +730,35 @@ release:
 	free(bounce);
 	if (!ret)
 		return;
-fail:
-	if (ret == -EIO && strstr(err.msg, "checksum"))
+	if (ret == -DLFS_ECHECKSUM) {
 		dlfs_stats_add(&fs->stats.err_checksum, 1);
-	else if (ret == -ENOENT || ret == -DLFS_ECORRUPT ||
-		 ret == -EPROTONOSUPPORT)
+		char *whole;
+		struct dlfs_err serr = {0};
+		ret = salvage(fs, &in, &whole, &serr);
+		if (!ret) {
+			fuse_reply_buf(req, whole + off, len);
+			dlfs_stats_add(&fs->stats.bytes_served, len);
+			free(whole);
+			return;
+		}
+		if (ret == -DLFS_ECHECKSUM)
+			dlfs_err_prefix(&serr, "%s", err.msg);
+		err = serr;
+		goto fail_logged;
+	}
+fail:
+	if (ret == -ENOENT || ret == -DLFS_ECORRUPT ||
+	    ret == -EPROTONOSUPPORT)
 		dlfs_stats_add(&fs->stats.err_container, 1);
 	else
 		dlfs_stats_add(&fs->stats.err_io, 1);
+fail_logged:
 	if (err.code)
 		log_read_error(fs, ino, &err);
-	/* A damaged or missing container is an I/O error to the reader. */
-	if (ret == -ENOENT || ret == -DLFS_ECORRUPT || ret == -EPROTONOSUPPORT)
+	/* Damaged data or a damaged or missing container: an I/O error to
+	 * the reader, the one place these codes become EIO. */
+	if (ret == -ENOENT || ret == -DLFS_ECORRUPT ||
+	    ret == -EPROTONOSUPPORT || ret == -DLFS_ECHECKSUM)
 		ret = -EIO;
 	fuse_reply_err(req, -ret);
 }

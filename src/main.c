@@ -4,6 +4,7 @@
  * the mount is live, because the mount happens before daemonizing.
  */
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,21 @@ int main(int argc, char **argv)
 
 	/* The dataset is immutable: mount read-only and let the kernel check
 	 * permissions from the stored modes. */
+	/* Name the mount after the dataset in /proc/mounts and df, when the
+	 * path needs no escaping in an option list. */
+	if (!strpbrk(conf.dataset, ",\\")) {
+		char *fsname;
+		if (asprintf(&fsname, "-ofsname=%s", conf.dataset) < 0) {
+			fprintf(stderr, "dlfs: out of memory\n");
+			goto out;
+		}
+		int bad = fuse_opt_insert_arg(&args, 1, fsname);
+		free(fsname);
+		if (bad) {
+			fprintf(stderr, "dlfs: out of memory\n");
+			goto out;
+		}
+	}
 	if (fuse_opt_add_arg(&args, "-oro,default_permissions,subtype=dlfs")) {
 		fprintf(stderr, "dlfs: out of memory\n");
 		goto out;
@@ -187,7 +203,10 @@ int main(int argc, char **argv)
 						       cmd.max_idle_threads);
 		ret = fuse_session_loop_mt(se, lc);
 	}
-	ret = ret ? 1 : 0;
+	/* libfuse returns the signal that ended the loop: a clean exit. */
+	ret = (ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP)
+		      ? 0
+		      : 1;
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:

@@ -332,8 +332,8 @@ mount_setup() {
 	command -v fusermount3 >/dev/null || fail "fusermount3 not found (package fuse3)"
 	command -v mountpoint >/dev/null || fail "mountpoint not found (util-linux)"
 	declare -gA _DLFS_PID_OF=() _DLFS_LOG_OF=()
-	declare -ga _DLFS_MNTS=() _DLFS_PIDS=()
-	DLFS_PID= DLFS_LOG=
+	declare -ga _DLFS_MNTS=() _DLFS_PIDS=() _SOFT_FAILS=()
+	DLFS_PID='' DLFS_LOG=''
 	trap _mount_cleanup EXIT
 }
 
@@ -516,4 +516,23 @@ need_py() {
 		"$PYTHON" -c "import $m" 2>/dev/null ||
 			skip "python module '$m' is not importable by $PYTHON (Debian package python3-$m)"
 	done
+}
+
+# soft_fail MSG: report a failure but go on testing; finish then exits 1.
+# For tests with independent parts (faults.sh), so one daemon bug does not
+# hide the others.
+soft_fail() {
+	echo "FAIL [$TEST_NAME]: $*" >&2
+	_SOFT_FAILS+=("$*")
+}
+
+# finish: exit 0, or 1 (listing them) if soft_fail was called.
+finish() {
+	if [ "${#_SOFT_FAILS[@]}" -gt 0 ]; then
+		echo "FAIL [$TEST_NAME]: ${#_SOFT_FAILS[@]} failure(s):" >&2
+		local f
+		for f in "${_SOFT_FAILS[@]}"; do echo "  - $f" >&2; done
+		exit 1
+	fi
+	exit 0
 }

@@ -149,9 +149,10 @@ int dlfs_file_pread(struct dlfs_ds *ds, const struct dlfs_inode *in,
  * Read chunk k of container c into buf (cap bytes, at least the chunk
  * size, 4 KiB aligned) in one read, and check it against its xxh3 in the
  * index. The pages read are dropped from the page cache, so the bytes are
- * not kept twice. *len is set to the chunk's length. @return 0, -EIO on a
- * checksum mismatch (err names the container and offset), -ENOENT or
- * -EUCLEAN for a missing or damaged container, -errno.
+ * not kept twice. *len is set to the chunk's length. @return 0,
+ * -EBADMSG (DLFS_ECHECKSUM) on a checksum mismatch (err names the
+ * container and offset; buf and *len then hold the untrusted bytes),
+ * -ENOENT or -EUCLEAN for a missing or damaged container, -errno.
  */
 int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 		    uint64_t k, void *buf, size_t cap, size_t *len,

@@ -2,7 +2,8 @@
  * The one error convention of libdlfs.
  *
  * Every function that can fail returns int: 0 on success or a negative
- * errno. A corrupt index or container is -EUCLEAN (DLFS_ECORRUPT). Foreign
+ * errno. A corrupt index or container is -EUCLEAN (DLFS_ECORRUPT); data
+ * that fails its checksum is -EBADMSG (DLFS_ECHECKSUM). Foreign
  * codes (LMDB, libarchive) are translated where they are met, once.
  *
  * Such functions also take a `struct dlfs_err *err`, which may be NULL. On
@@ -20,6 +21,8 @@
 #include <errno.h>
 
 #define DLFS_ECORRUPT EUCLEAN
+/* Data whose checksum does not match: readers of that data see EIO. */
+#define DLFS_ECHECKSUM EBADMSG
 #define DLFS_ERR_MSG_MAX 1024
 
 struct dlfs_err {
