@@ -157,14 +157,20 @@ static const char *base_name(const char *p)
 	return s;
 }
 
+/* Resolve path and read its inode. */
+static int resolve_stat(struct dlfs_txn *txn, const char *path, uint64_t *ino,
+			struct dlfs_inode *in, struct dlfs_err *err)
+{
+	int ret = dlfs_resolve(txn, path, ino, err);
+	return ret ? ret : dlfs_stat(txn, *ino, in, err);
+}
+
 static int cmd_ls(struct dlfs_txn *txn, const char *path, int lng,
 		  struct dlfs_err *err)
 {
 	uint64_t ino;
 	struct dlfs_inode in;
-	int ret = dlfs_resolve(txn, path, &ino, err);
-	if (!ret)
-		ret = dlfs_stat(txn, ino, &in, err);
+	int ret = resolve_stat(txn, path, &ino, &in, err);
 	if (ret)
 		return ret;
 	if (!S_ISDIR(in.mode)) {
@@ -182,9 +188,7 @@ static int cmd_stat(struct dlfs_txn *txn, const char *path, int json,
 {
 	uint64_t ino;
 	struct dlfs_inode in;
-	int ret = dlfs_resolve(txn, path, &ino, err);
-	if (!ret)
-		ret = dlfs_stat(txn, ino, &in, err);
+	int ret = resolve_stat(txn, path, &ino, &in, err);
 	if (ret)
 		return ret;
 	while (*path == '/')
@@ -231,9 +235,7 @@ static int cmd_cat(struct dlfs_ds *ds, struct dlfs_txn *txn, const char *path,
 {
 	uint64_t ino;
 	struct dlfs_inode in;
-	int ret = dlfs_resolve(txn, path, &ino, err);
-	if (!ret)
-		ret = dlfs_stat(txn, ino, &in, err);
+	int ret = resolve_stat(txn, path, &ino, &in, err);
 	if (ret)
 		return ret;
 	if (!S_ISREG(in.mode))
