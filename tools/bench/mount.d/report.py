@@ -71,6 +71,8 @@ def main():
     systems = [s for s in ORDER if s in meta.get("systems", "").split()]
     big = meta.get("big_cache", "")
     NAMES["dlfs_big"] = "dlfs, ram_cache=%s (cold only)" % big
+    if big:
+        NAMES["dlfs"] = "dlfs (warm: ram_cache=%s)" % big
 
     w("## mount")
     w("")
@@ -99,9 +101,12 @@ def main():
     w("  - dlfs: `dlfs-pack TREE -o T.dlfs -q` (defaults), "
       "`dlfs T.dlfs MNT%s`" % (
           (" -o " + meta["dlfs_opts"]) if meta.get("dlfs_opts") else ""))
-    w("    (ram_cache: %s; warm reads are served from the kernel page "
-      "cache of the FUSE files, the RAM chunk cache only matters "
-      "cold)" % meta["ram_cache_note"])
+    if big:
+        w("    (ram_cache: %s, except the warm pass and the second cold "
+          "pass, which use `-o ram_cache=%s`, larger than the dataset)"
+          % (meta["ram_cache_note"], big))
+    else:
+        w("    (ram_cache: %s)" % meta["ram_cache_note"])
     w("  - plain: the generated tree itself, on the work dir's filesystem")
     w("  - kernel squashfs: `mksquashfs TREE T.sqfs -noI -noD -noF -noX "
       "-noappend -no-duplicates` (uncompressed; -no-duplicates only skips "
@@ -115,11 +120,10 @@ def main():
       "system. A run stops starting files after %s s, so a very slow "
       "system reads only a prefix of the list (files column)."
       % meta["limit"])
-    w("  - warm: two untimed passes first (sorted path order, then the "
-      "measured random order); after each, the backing "
-      "image/tar pages are dropped with fadvise(DONTNEED) so the "
-      "double-cached systems keep the whole tree in their own page cache; "
-      "storage MB 0 = fully warm.")
+    w("  - warm: one untimed pass in sorted path order (the images' layout "
+      "order) right before; then the backing image/tar pages are dropped "
+      "with fadvise(DONTNEED), so storage MB in the timed pass counts "
+      "misses in the mount's own cache (0 = fully warm).")
     w("  - cold: `sync; echo 3 > /proc/sys/vm/drop_caches` before; dlfs "
       "and squashfuse_ll are remounted first (empty daemon caches); "
       "archivemount is not (its parsed tar index stays in memory).%s"
@@ -247,8 +251,9 @@ def main():
             others = sum(a["ops"][k] - b["ops"][k] for k in a["ops"]
                          if k not in ("read", "control"))
             w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                r["mode"] + (", ram_cache=" + big if r["sys"] == "dlfs_big"
-                             else ""),
+                r["mode"] + (", ram_cache=" + big
+                             if r["sys"] == "dlfs_big" or
+                             (big and r["mode"] == "warm") else ""),
                 fmt(d(lambda x: x["ops"]["read"])), fmt(others),
                 fmt(d(lambda x: x["bytes_served"]) / 1e6),
                 fmt(d(lambda x: x["tiers"]["ram"]["hits"])),
