@@ -12,6 +12,7 @@ struct slot {
 	enum slot_state state;
 	unsigned refs;
 	unsigned referenced; /* CLOCK's second chance */
+	unsigned prefetched; /* loaded ahead, not read yet */
 	size_t len;
 	uint8_t *buf;
 };
@@ -29,6 +30,8 @@ struct dlfs_cache {
 	dlfs_cache_load_fn load;
 	void *arg;
 	uint64_t hits, misses, bypass, ready;
+	unsigned pf_limit, pf_pending, demand_loading;
+	uint64_t pf_issued, pf_used, pf_wasted;
 };
 
 static uint64_t key_of(uint32_t c, uint64_t k)
@@ -156,13 +159,29 @@ static int evict(struct dlfs_cache *c)
 		table_remove(c, s->key);
 		s->state = SLOT_FREE;
 		c->ready--;
+		if (s->prefetched) {
+			s->prefetched = 0;
+			c->pf_pending--;
+			c->pf_wasted++;
+		}
 		return (int)i;
 	}
 	return -1;
 }
 
+/* A demand reader found slot s: the first one uses its prefetch. */
+static int take_prefetch(struct dlfs_cache *c, struct slot *s)
+{
+	if (!s->prefetched)
+		return 0;
+	s->prefetched = 0;
+	c->pf_pending--;
+	c->pf_used++;
+	return 1;
+}
+
 int dlfs_cache_get(struct dlfs_cache *c, uint32_t cont, uint64_t k,
-		   struct dlfs_chunk_ref *ref, struct dlfs_err *err)
+		   void *ctx, struct dlfs_chunk_ref *ref, struct dlfs_err *err)
 {
 	uint64_t key = key_of(cont, k);
 	int found, ret;
@@ -177,6 +196,7 @@ int dlfs_cache_get(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 			s->refs++;
 			s->referenced = 1;
 			c->hits++;
+			ref->prefetched = take_prefetch(c, s);
 			pthread_mutex_unlock(&c->mu);
 			ref->data = s->buf;
 			ref->len = s->len;
@@ -195,8 +215,8 @@ int dlfs_cache_get(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 		void *b = NULL;
 		if (posix_memalign(&b, 4096, c->chunk_size))
 			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		ret = c->load(c->arg, cont, k, b, c->chunk_size, &ref->len,
-			      err);
+		ret = c->load(c->arg, ctx, cont, k, b, c->chunk_size,
+			      &ref->len, err);
 		if (ret) {
 			free(b);
 			return ret;
@@ -216,14 +236,17 @@ int dlfs_cache_get(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 	s->state = SLOT_LOADING;
 	s->refs = 1;
 	s->referenced = 1;
+	s->prefetched = 0;
 	unsigned pos = probe(c, key, &found);
 	c->table[pos] = (unsigned)i + 1;
+	c->demand_loading++;
 	pthread_mutex_unlock(&c->mu);
 
 	size_t len = 0;
-	ret = c->load(c->arg, cont, k, s->buf, c->chunk_size, &len, err);
+	ret = c->load(c->arg, ctx, cont, k, s->buf, c->chunk_size, &len, err);
 
 	pthread_mutex_lock(&c->mu);
+	c->demand_loading--;
 	if (ret) {
 		table_remove(c, key);
 		s->state = SLOT_FREE;
@@ -255,6 +278,78 @@ void dlfs_cache_put(struct dlfs_cache *c, struct dlfs_chunk_ref *ref)
 	memset(ref, 0, sizeof(*ref));
 }
 
+void dlfs_cache_set_prefetch_limit(struct dlfs_cache *c, unsigned slots)
+{
+	pthread_mutex_lock(&c->mu);
+	/* Leave at least half the slots to demand reads. */
+	c->pf_limit = slots < c->n_slots / 2 ? slots : c->n_slots / 2;
+	pthread_mutex_unlock(&c->mu);
+}
+
+int dlfs_cache_prefetch(struct dlfs_cache *c, uint32_t cont, uint64_t k,
+			void *ctx, struct dlfs_err *err)
+{
+	uint64_t key = key_of(cont, k);
+	int found;
+	pthread_mutex_lock(&c->mu);
+	probe(c, key, &found);
+	if (found) {
+		pthread_mutex_unlock(&c->mu);
+		return 0;
+	}
+	int i = c->pf_pending < c->pf_limit ? evict(c) : -1;
+	if (i < 0) {
+		pthread_mutex_unlock(&c->mu);
+		return -EAGAIN;
+	}
+	struct slot *s = &c->slots[i];
+	if (!s->buf && posix_memalign((void **)&s->buf, 4096, c->chunk_size)) {
+		s->buf = NULL;
+		pthread_mutex_unlock(&c->mu);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	s->key = key;
+	s->state = SLOT_LOADING;
+	s->refs = 1;
+	s->referenced = 1;
+	s->prefetched = 1;
+	c->pf_pending++;
+	c->pf_issued++;
+	unsigned pos = probe(c, key, &found);
+	c->table[pos] = (unsigned)i + 1;
+	pthread_mutex_unlock(&c->mu);
+
+	size_t len = 0;
+	int ret = c->load(c->arg, ctx, cont, k, s->buf, c->chunk_size, &len,
+			  err);
+
+	pthread_mutex_lock(&c->mu);
+	s->refs = 0;
+	if (ret) {
+		table_remove(c, key);
+		s->state = SLOT_FREE;
+		if (s->prefetched) { /* a waiting reader may have taken it */
+			s->prefetched = 0;
+			c->pf_pending--;
+		}
+	} else {
+		s->state = SLOT_READY;
+		s->len = len;
+		c->ready++;
+	}
+	pthread_cond_broadcast(&c->loaded);
+	pthread_mutex_unlock(&c->mu);
+	return ret;
+}
+
+unsigned dlfs_cache_demand_loading(struct dlfs_cache *c)
+{
+	pthread_mutex_lock(&c->mu);
+	unsigned n = c->demand_loading;
+	pthread_mutex_unlock(&c->mu);
+	return n;
+}
+
 int dlfs_cache_contains(struct dlfs_cache *c, uint32_t cont, uint64_t k)
 {
 	int found;
@@ -274,5 +369,9 @@ void dlfs_cache_get_stats(struct dlfs_cache *c, struct dlfs_cache_stats *s)
 	s->chunks = c->ready;
 	s->capacity_bytes = (uint64_t)c->n_slots * c->chunk_size;
 	s->used_bytes = c->ready * c->chunk_size;
+	s->pf_issued = c->pf_issued;
+	s->pf_used = c->pf_used;
+	s->pf_wasted = c->pf_wasted;
+	s->pf_pending = c->pf_pending;
 	pthread_mutex_unlock(&c->mu);
 }

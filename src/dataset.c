@@ -223,8 +223,11 @@ void dlfs_ds_close(struct dlfs_ds *ds)
 		return;
 	for (uint64_t i = 0; i < ds->info.super.n_containers; i++) {
 		struct dlfs_container_slot *s = &ds->containers[i];
-		if (atomic_load(&s->state) == 1)
+		if (atomic_load(&s->state) == 1) {
 			close(s->fd);
+			if (s->dfd >= 0)
+				close(s->dfd);
+		}
 		free(s->msg);
 	}
 	free(ds->containers);
@@ -328,6 +331,11 @@ static int container_validate(struct dlfs_ds *ds, uint32_t c, int fd,
 	return 0;
 }
 
+void dlfs_ds_set_direct(struct dlfs_ds *ds, int on)
+{
+	ds->direct = on;
+}
+
 int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
 			 struct dlfs_err *err)
 {
@@ -358,10 +366,18 @@ int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
 			ret = dlfs_err_sys(&e, -errno, "%s", cpath);
 		} else {
 			ret = container_validate(ds, c, f, cpath, &e);
-			if (ret)
+			if (ret) {
 				close(f);
-			else
+			} else {
 				s->fd = f;
+				s->dfd = -1;
+				/* Without O_DIRECT support, fall back to
+				 * buffered reads and DONTNEED. */
+				if (ds->direct)
+					s->dfd = open(cpath, O_RDONLY |
+							     O_CLOEXEC |
+							     O_DIRECT);
+			}
 		}
 		free(cpath);
 		if (ret)
@@ -454,7 +470,10 @@ int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 	if (want > cap)
 		want = cr.length;
 	char name[DLFS_CONTAINER_NAME_MAX];
-	ssize_t n = dlfs_pread_full(fd, buf, want, off);
+	int dfd = ds->containers[c].dfd;
+	int direct = dfd >= 0 && want % 4096 == 0 &&
+		     (uintptr_t)buf % 4096 == 0;
+	ssize_t n = dlfs_pread_full(direct ? dfd : fd, buf, want, off);
 	if (n < 0) {
 		dlfs_container_name(c, name);
 		return dlfs_err_sys(err, (int)n, "%s/%s: read at offset %llu",
@@ -467,7 +486,9 @@ int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 				    "%llu",
 				    ds->path, name, (unsigned long long)off);
 	}
-	posix_fadvise(fd, (off_t)off, (off_t)want, POSIX_FADV_DONTNEED);
+	if (!direct)
+		posix_fadvise(fd, (off_t)off, (off_t)want,
+			      POSIX_FADV_DONTNEED);
 	if (XXH3_64bits(buf, cr.length) != cr.xxh3) {
 		dlfs_container_name(c, name);
 		*len = cr.length; /* the bytes are there, just not to trust */

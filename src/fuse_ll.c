@@ -60,19 +60,26 @@ static int txn_of(struct dlfs_fs *fs, struct dlfs_txn **t)
 	return 0;
 }
 
-/* The cache's loader: one read of a whole chunk from its container. */
-static int load_chunk(void *arg, uint32_t c, uint64_t k, void *buf,
-		      size_t cap, size_t *len, struct dlfs_err *err)
+static void buf_destroy(void *p)
 {
-	struct dlfs_fs *fs = arg;
-	struct dlfs_txn *t;
-	int ret = txn_of(fs, &t);
-	if (ret)
-		return dlfs_err_set(err, ret, "no index transaction");
-	ret = dlfs_chunk_read(fs->ds, t, c, k, buf, cap, len, err);
-	if (!ret)
-		dlfs_stats_pfs_read(&fs->stats, *len);
-	return ret;
+	free(p);
+}
+
+/* This worker's buffer for NVMe file reads, allocated on its first. */
+static void *buf_of(struct dlfs_fs *fs)
+{
+	void *b = pthread_getspecific(fs->buf_key);
+	if (b)
+		return b;
+	if (posix_memalign(&b, 4096, DLFS_FETCH_BUF_SIZE))
+		return NULL;
+	pthread_setspecific(fs->buf_key, b);
+	return b;
+}
+
+static void nvme_log(void *arg, const char *msg)
+{
+	dlfs_log(arg, LOG_WARNING, "%s", msg);
 }
 
 static int render_info(struct dlfs_fs *fs)
@@ -117,10 +124,59 @@ static int render_info(struct dlfs_fs *fs)
 	return 0;
 }
 
-int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds, uint64_t ram_cache,
-		 const char *mountpoint, int foreground, struct dlfs_err *err)
+/* Open the NVMe tier of conf->cache_dir. */
+static int open_nvme(struct dlfs_fs *fs, struct dlfs_txn *t,
+		     struct dlfs_err *err)
+{
+	const struct dlfs_info *info = dlfs_ds_info(fs->ds);
+	uint32_t nc = (uint32_t)info->super.n_containers;
+	uint64_t *data = calloc(nc ? nc : 1, sizeof(*data));
+	uint64_t total = 0;
+	int ret = 0;
+	if (!data)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (uint32_t c = 0; c < nc && !ret; c++) {
+		struct dlfs_container_rec cr;
+		ret = dlfs_container_get(t, c, &cr, err);
+		data[c] = ret ? 0 : cr.data_size;
+		total += data[c];
+	}
+	uint64_t cap = fs->conf.cache_size;
+	if (!ret && !cap) {
+		/* Default: the whole dataset, within 90% of the free space. */
+		struct statvfs sv;
+		cap = dlfs_roundup(total, 4096) + 4096 * (uint64_t)nc;
+		if (statvfs(fs->conf.cache_dir, &sv) == 0) {
+			uint64_t room = (uint64_t)sv.f_bavail * sv.f_frsize /
+					10 * 9;
+			if (cap > room)
+				cap = room;
+		}
+		fs->conf.cache_size = cap;
+	}
+	struct dlfs_nvme_conf nc_conf = {
+		.dir = fs->conf.cache_dir,
+		.capacity = cap,
+		.policy = fs->conf.cache_policy,
+		.dataset_id_hex = info->dataset_id_hex,
+		.chunk_size = info->super.chunk_size,
+		.n_containers = nc,
+		.data_size = data,
+		.log = nvme_log,
+		.log_arg = fs,
+	};
+	if (!ret && nc)
+		ret = dlfs_nvme_open(&nc_conf, &fs->nvme, err);
+	free(data);
+	return ret;
+}
+
+int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
+		 const struct dlfs_fs_conf *conf, const char *mountpoint,
+		 int foreground, struct dlfs_err *err)
 {
 	memset(fs, 0, sizeof(*fs));
+	fs->conf = *conf;
 	fs->ds = ds;
 	fs->mountpoint = mountpoint;
 	fs->foreground = foreground;
@@ -132,13 +188,67 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds, uint64_t ram_cache,
 	pthread_mutex_init(&fs->log_lock, NULL);
 	if (pthread_key_create(&fs->txn_key, txn_destroy))
 		return dlfs_err_set(err, -EAGAIN, "pthread_key_create");
-	int ret = dlfs_cache_new(dlfs_ds_info(ds)->super.chunk_size, ram_cache,
-				 load_chunk, fs, &fs->cache, err);
+	if (pthread_key_create(&fs->buf_key, buf_destroy))
+		return dlfs_err_set(err, -EAGAIN, "pthread_key_create");
+	fs->fetch.ds = ds;
+	fs->fetch.stats = &fs->stats;
+	int ret = dlfs_cache_new(dlfs_ds_info(ds)->super.chunk_size,
+				 conf->ram_cache, dlfs_fetch_chunk, &fs->fetch,
+				 &fs->cache, err);
 	if (ret)
 		return ret;
+	if (conf->cache_dir) {
+		struct dlfs_txn *t;
+		ret = txn_of(fs, &t);
+		if (!ret)
+			ret = open_nvme(fs, t, err);
+		if (ret == -EBUSY) {
+			dlfs_log(fs, LOG_WARNING,
+				 "%s: running without the NVMe tier", err->msg);
+			dlfs_err_clear(err);
+			ret = 0;
+		}
+		if (ret)
+			return ret;
+		fs->fetch.nvme = fs->nvme;
+	}
 	if (render_info(fs))
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	return 0;
+}
+
+int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)
+{
+	const struct dlfs_info *info = dlfs_ds_info(fs->ds);
+	int ret = 0;
+	if (fs->nvme && (ret = dlfs_nvme_start(fs->nvme, err)))
+		return ret;
+	if (fs->conf.readahead && fs->conf.prefetch_threads) {
+		uint32_t nc = (uint32_t)info->super.n_containers;
+		uint64_t *chunks = calloc(nc ? nc : 1, sizeof(*chunks));
+		struct dlfs_txn *t;
+		if (!chunks)
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+		ret = txn_of(fs, &t);
+		for (uint32_t c = 0; c < nc && !ret; c++) {
+			struct dlfs_container_rec cr;
+			ret = dlfs_container_get(t, c, &cr, err);
+			chunks[c] = ret ? 0 : cr.n_chunks;
+		}
+		struct dlfs_prefetch_conf pc = {
+			.cache = fs->cache,
+			.ds = fs->ds,
+			.threads = fs->conf.prefetch_threads,
+			.window_max = fs->conf.readahead,
+			.chunk_size = info->super.chunk_size,
+			.n_containers = nc,
+			.n_chunks = chunks,
+		};
+		if (!ret)
+			ret = dlfs_prefetch_new(&pc, &fs->prefetch, err);
+		free(chunks);
+	}
+	return ret;
 }
 
 void dlfs_fs_destroy(struct dlfs_fs *fs)
@@ -149,6 +259,13 @@ void dlfs_fs_destroy(struct dlfs_fs *fs)
 		dlfs_txn_end(t);
 	}
 	pthread_key_delete(fs->txn_key);
+	void *b = pthread_getspecific(fs->buf_key);
+	pthread_setspecific(fs->buf_key, NULL);
+	free(b);
+	pthread_key_delete(fs->buf_key);
+	/* Prefetchers use the cache; the NVMe tier drains its queue. */
+	dlfs_prefetch_free(fs->prefetch);
+	dlfs_nvme_close(fs->nvme);
 	dlfs_cache_free(fs->cache);
 	free(fs->info_json);
 	free(fs->stats_snap);
@@ -185,14 +302,21 @@ static int is_ctl(fuse_ino_t ino)
  * size rarely changes between a getattr and the read after it. */
 static int stats_snapshot(struct dlfs_fs *fs)
 {
-	struct dlfs_cache_stats cs;
-	dlfs_cache_get_stats(fs->cache, &cs);
-	size_t need = dlfs_stats_json(&fs->stats, &cs, NULL, 0) + 1;
+	struct dlfs_tier_snap ts = {0};
+	dlfs_cache_get_stats(fs->cache, &ts.ram);
+	ts.nvme_enabled = fs->nvme != NULL;
+	ts.nvme_policy = fs->nvme ? dlfs_nvme_policy_name(fs->conf.cache_policy)
+				  : "none";
+	dlfs_nvme_get_stats(fs->nvme, &ts.nvme);
+	ts.pf_enabled = fs->prefetch != NULL;
+	ts.pf_window_max = fs->prefetch ? fs->conf.readahead : 0;
+	ts.pf_dropped = dlfs_prefetch_dropped(fs->prefetch);
+	size_t need = dlfs_stats_json(&fs->stats, &ts, NULL, 0) + 1;
 	size_t size = dlfs_roundup(need, 4096);
 	char *b = malloc(size + 1);
 	if (!b)
 		return -ENOMEM;
-	size_t n = dlfs_stats_json(&fs->stats, &cs, b, size + 1);
+	size_t n = dlfs_stats_json(&fs->stats, &ts, b, size + 1);
 	memset(b + n, ' ', size - n);
 	b[size - 1] = '\n';
 	pthread_mutex_lock(&fs->ctl_lock);
@@ -684,6 +808,20 @@ static void dlfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 	uint64_t abs = in.offset + (uint64_t)off;
 	uint64_t k0 = (abs - base) / cs, k1 = (abs + len - 1 - base) / cs;
 	uint64_t nchunks = k1 - k0 + 1;
+	if (fs->nvme && !dlfs_cache_contains(fs->cache, in.container, k0) &&
+	    !dlfs_prefetch_in_stream(fs->prefetch, in.container, k0)) {
+		/* Not in RAM and no stream through it: read just the file
+		 * from the NVMe tier, if it has it, not whole chunks. */
+		const uint8_t *data;
+		void *b = buf_of(fs);
+		if (b && dlfs_fetch_file(&fs->fetch, &in, (uint64_t)off,
+					 (size_t)len, b, &data) == 0) {
+			dlfs_prefetch_note(fs->prefetch, in.container, k0, 0);
+			fuse_reply_buf(req, (const char *)data, len);
+			dlfs_stats_add(&fs->stats.bytes_served, len);
+			return;
+		}
+	}
 	if (nchunks > DLFS_READ_IOV) {
 		/* Tiny chunks and a big read: gather into one buffer. */
 		bounce = malloc(len);
@@ -695,9 +833,10 @@ static void dlfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 	uint64_t done = 0;
 	for (uint64_t k = k0; k <= k1; k++) {
 		struct dlfs_chunk_ref r;
-		ret = dlfs_cache_get(fs->cache, in.container, k, &r, &err);
+		ret = dlfs_cache_get(fs->cache, in.container, k, t, &r, &err);
 		if (ret)
 			goto release;
+		dlfs_prefetch_note(fs->prefetch, in.container, k, r.prefetched);
 		uint64_t cstart = base + k * cs;
 		uint64_t from = abs + done - cstart;
 		uint64_t take = r.len - from < len - done ? r.len - from

@@ -21,6 +21,9 @@
 
 #include "cache.h"
 #include "dlfs/dataset.h"
+#include "fetch.h"
+#include "nvme.h"
+#include "prefetch.h"
 #include "stats.h"
 
 /* Inode numbers of the control namespace, far above any dataset's. */
@@ -30,11 +33,27 @@
 #define DLFS_CTL_STATS (DLFS_CTL_BASE + 3)
 #define DLFS_CTL_NAME ".dlfs"
 
+/* What the daemon's -o options set up (see dlfs(1)). */
+struct dlfs_fs_conf {
+	uint64_t ram_cache;
+	const char *cache_dir;  /* NULL: no NVMe tier */
+	uint64_t cache_size;    /* 0: the default */
+	enum dlfs_nvme_policy cache_policy;
+	uint64_t readahead;     /* max window, bytes; 0 = off */
+	unsigned prefetch_threads;
+	int pfs_direct;         /* O_DIRECT container reads */
+};
+
 struct dlfs_fs {
 	struct dlfs_ds *ds;
 	struct dlfs_cache *cache;
+	struct dlfs_nvme *nvme;         /* NULL without cache_dir */
+	struct dlfs_prefetch *prefetch; /* NULL with readahead=0 */
+	struct dlfs_fetch fetch;
+	struct dlfs_fs_conf conf;
 	struct dlfs_stats stats;
 	pthread_key_t txn_key;
+	pthread_key_t buf_key; /* per-worker buffer for NVMe file reads */
 	double timeout;  /* entry and attribute timeout, seconds */
 	uid_t uid;
 	gid_t gid;
@@ -54,11 +73,17 @@ struct dlfs_fs {
 extern const struct fuse_lowlevel_ops dlfs_ll_ops;
 
 /*
- * Prepare fs for serving ds: the chunk cache of ram_cache bytes, the
- * per-thread transaction key, the info JSON. @return 0 or -errno.
+ * Prepare fs for serving ds: the RAM chunk cache, the NVMe tier's
+ * directory (a bad cache_dir is an error here, before anything is
+ * mounted; one in use by another mount is a warning and no tier), the
+ * per-thread keys, the info JSON. Starts no thread. @return 0 or -errno.
  */
-int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds, uint64_t ram_cache,
-		 const char *mountpoint, int foreground, struct dlfs_err *err);
+int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
+		 const struct dlfs_fs_conf *conf, const char *mountpoint,
+		 int foreground, struct dlfs_err *err);
+/* Start the background threads (NVMe writer, prefetchers): after the
+ * daemon has forked. @return 0 or -errno. */
+int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err);
 void dlfs_fs_destroy(struct dlfs_fs *fs);
 
 /* Log one line (to stderr in the foreground, else to syslog). */

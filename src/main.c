@@ -21,6 +21,12 @@ struct conf {
 	char *mountpoint; /* seen here only to check it before libfuse does */
 	char *ram_cache;
 	unsigned max_threads;
+	char *cache_dir;
+	char *cache_size;
+	char *cache_policy;
+	char *readahead;
+	char *prefetch_threads;
+	char *pfs_io;
 	int show_help;
 };
 
@@ -28,6 +34,12 @@ struct conf {
 static const struct fuse_opt dlfs_opts[] = {
 	OPT("ram_cache=%s", ram_cache),
 	OPT("max_threads=%u", max_threads),
+	OPT("cache_dir=%s", cache_dir),
+	OPT("cache_size=%s", cache_size),
+	OPT("cache_policy=%s", cache_policy),
+	OPT("readahead=%s", readahead),
+	OPT("prefetch_threads=%s", prefetch_threads),
+	OPT("pfs_io=%s", pfs_io),
 	FUSE_OPT_END,
 };
 
@@ -54,6 +66,16 @@ static void usage(const char *prog)
 	       "dlfs options:\n"
 	       "    -o ram_cache=SIZE      RAM chunk cache (default 1G)\n"
 	       "    -o max_threads=N       FUSE worker threads (default 16)\n"
+	       "    -o cache_dir=DIR       node-local NVMe cache tier in DIR\n"
+	       "    -o cache_size=SIZE     its bound (default: the dataset, "
+	       "within 90%% of DIR's free space)\n"
+	       "    -o cache_policy=keep|lru  admission/eviction (default "
+	       "keep)\n"
+	       "    -o readahead=SIZE      sequential read-ahead window, 0 = "
+	       "off (default 64M)\n"
+	       "    -o prefetch_threads=N  read-ahead threads (default 2)\n"
+	       "    -o pfs_io=buffered|direct  container reads (default "
+	       "buffered)\n"
 	       "See dlfs(1). FUSE options:\n",
 	       prog);
 	fuse_cmdline_help();
@@ -72,6 +94,11 @@ int main(int argc, char **argv)
 	struct dlfs_fs fs;
 	int fs_ready = 0, ret = 1;
 	uint64_t ram = UINT64_C(1) << 30;
+	struct dlfs_fs_conf fsc = {
+		.cache_policy = DLFS_NVME_KEEP,
+		.readahead = UINT64_C(64) << 20,
+		.prefetch_threads = 2,
+	};
 
 	if (fuse_opt_parse(&args, &conf, dlfs_opts, opt_proc) < 0) {
 		ret = 2;
@@ -113,6 +140,66 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	if (conf.cache_size && (dlfs_parse_size(conf.cache_size, &fsc.cache_size) ||
+				!fsc.cache_size)) {
+		fprintf(stderr,
+			"dlfs: -o cache_size=%s: not a size (e.g. 100G)\n",
+			conf.cache_size);
+		ret = 2;
+		goto out;
+	}
+	if ((conf.cache_size || conf.cache_policy) && !conf.cache_dir) {
+		fprintf(stderr, "dlfs: -o %s needs -o cache_dir=DIR\n",
+			conf.cache_size ? "cache_size" : "cache_policy");
+		ret = 2;
+		goto out;
+	}
+	if (conf.cache_dir && !conf.cache_dir[0]) {
+		fprintf(stderr, "dlfs: -o cache_dir=: empty path\n");
+		ret = 2;
+		goto out;
+	}
+	if (conf.cache_policy &&
+	    dlfs_nvme_policy_parse(conf.cache_policy, &fsc.cache_policy)) {
+		fprintf(stderr,
+			"dlfs: -o cache_policy=%s: unknown policy (keep or "
+			"lru)\n",
+			conf.cache_policy);
+		ret = 2;
+		goto out;
+	}
+	if (conf.readahead && dlfs_parse_size(conf.readahead, &fsc.readahead)) {
+		fprintf(stderr,
+			"dlfs: -o readahead=%s: not a size (e.g. 64M, or 0 "
+			"for none)\n",
+			conf.readahead);
+		ret = 2;
+		goto out;
+	}
+	if (conf.prefetch_threads) {
+		char *end;
+		unsigned long v = strtoul(conf.prefetch_threads, &end, 10);
+		if (!*conf.prefetch_threads || *end || v > 64) {
+			fprintf(stderr,
+				"dlfs: -o prefetch_threads=%s: not a number "
+				"from 0 to 64\n",
+				conf.prefetch_threads);
+			ret = 2;
+			goto out;
+		}
+		fsc.prefetch_threads = (unsigned)v;
+	}
+	if (conf.pfs_io && strcmp(conf.pfs_io, "buffered") &&
+	    strcmp(conf.pfs_io, "direct")) {
+		fprintf(stderr,
+			"dlfs: -o pfs_io=%s: buffered or direct\n",
+			conf.pfs_io);
+		ret = 2;
+		goto out;
+	}
+	fsc.pfs_direct = conf.pfs_io && !strcmp(conf.pfs_io, "direct");
+	fsc.cache_dir = conf.cache_dir;
+
 	if (stat(cmd.mountpoint, &st) < 0) {
 		fprintf(stderr, "dlfs: mountpoint %s: %s\n", cmd.mountpoint,
 			strerror(errno));
@@ -127,6 +214,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlfs: %s\n", err.msg);
 		goto out;
 	}
+	dlfs_ds_set_direct(ds, fsc.pfs_direct);
 	const struct dlfs_info *info = dlfs_ds_info(ds);
 	if (ram < 2 * info->super.chunk_size) {
 		fprintf(stderr,
@@ -145,7 +233,8 @@ int main(int argc, char **argv)
 		if (dlfs_ds_container_fd(ds, c, &fd, &e))
 			fprintf(stderr, "dlfs: warning: %s\n", e.msg);
 	}
-	if (dlfs_fs_init(&fs, ds, ram, cmd.mountpoint, cmd.foreground, &err)) {
+	fsc.ram_cache = ram;
+	if (dlfs_fs_init(&fs, ds, &fsc, cmd.mountpoint, cmd.foreground, &err)) {
 		fprintf(stderr, "dlfs: %s\n", err.msg);
 		goto out;
 	}
@@ -186,6 +275,11 @@ int main(int argc, char **argv)
 	if (!cmd.foreground)
 		openlog("dlfs", LOG_PID, LOG_DAEMON);
 	fuse_daemonize(cmd.foreground);
+	/* Threads only now: they would not survive the fork above. */
+	if (dlfs_fs_start(&fs, &err)) {
+		dlfs_log(&fs, LOG_ERR, "%s", err.msg);
+		goto out_unmount;
+	}
 
 	if (cmd.singlethread) {
 		ret = fuse_session_loop(se);
@@ -223,6 +317,12 @@ out:
 	free(conf.dataset);
 	free(conf.mountpoint);
 	free(conf.ram_cache);
+	free(conf.cache_dir);
+	free(conf.cache_size);
+	free(conf.cache_policy);
+	free(conf.readahead);
+	free(conf.prefetch_threads);
+	free(conf.pfs_io);
 	fuse_opt_free_args(&args);
 	return ret;
 }

@@ -59,10 +59,13 @@ static void put(struct out *o, const char *fmt, ...)
 		o->at += (size_t)n;
 }
 
+#define U(x) ((unsigned long long)(x))
+
 size_t dlfs_stats_json(const struct dlfs_stats *s,
-		       const struct dlfs_cache_stats *ram, char *buf,
-		       size_t len)
+		       const struct dlfs_tier_snap *t, char *buf, size_t len)
 {
+	const struct dlfs_cache_stats *ram = &t->ram;
+	const struct dlfs_nvme_stats *nv = &t->nvme;
 	struct out o = {buf, len, 0};
 	put(&o, "{\n  \"uptime_s\": %.3f,\n  \"ops\": {", now() - s->start);
 	for (int i = 0; i < DLFS_OP_COUNT; i++)
@@ -79,6 +82,17 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	    (unsigned long long)ram->capacity_bytes,
 	    (unsigned long long)ram->used_bytes,
 	    (unsigned long long)ram->chunks, (unsigned long long)ram->bypass);
+	put(&o,
+	    "    \"nvme\": {\"enabled\": %d, \"policy\": \"%s\", \"hits\": %llu, "
+	    "\"misses\": %llu, \"bytes\": %llu, \"capacity_bytes\": %llu, "
+	    "\"used_bytes\": %llu, \"chunks\": %llu, \"written_chunks\": "
+	    "%llu, \"written_bytes\": %llu, \"write_dropped\": %llu, "
+	    "\"evicted\": %llu, \"corrupt\": %llu, \"errors\": %llu},\n",
+	    t->nvme_enabled, t->nvme_policy ? t->nvme_policy : "none",
+	    U(nv->hits), U(nv->misses), U(nv->bytes), U(nv->capacity_bytes),
+	    U(nv->used_bytes), U(nv->chunks), U(nv->written_chunks),
+	    U(nv->written_bytes), U(nv->write_dropped), U(nv->evicted),
+	    U(nv->corrupt), U(nv->errors));
 	put(&o, "    \"pfs\": {\"reads\": %llu, \"bytes\": %llu, "
 		"\"read_size_hist\": {",
 	    ld(&s->pfs_reads), ld(&s->pfs_bytes));
@@ -97,8 +111,17 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 		    last ? ">" : "", label,
 		    ld(&s->pfs_hist[b]));
 	}
-	put(&o, "}}\n  },\n  \"errors\": {\"checksum\": %llu, \"container\": "
-		"%llu, \"io\": %llu}\n}\n",
-	    ld(&s->err_checksum), ld(&s->err_container), ld(&s->err_io));
+	put(&o, "}}\n  },\n");
+	put(&o,
+	    "  \"prefetch\": {\"enabled\": %d, \"window_max_bytes\": %llu, "
+	    "\"issued\": %llu, \"used\": %llu, \"wasted\": %llu, "
+	    "\"pending\": %llu, \"dropped\": %llu},\n",
+	    t->pf_enabled, U(t->pf_window_max), U(ram->pf_issued),
+	    U(ram->pf_used), U(ram->pf_wasted), U(ram->pf_pending),
+	    U(t->pf_dropped));
+	put(&o, "  \"errors\": {\"checksum\": %llu, \"container\": "
+		"%llu, \"io\": %llu, \"nvme\": %llu}\n}\n",
+	    ld(&s->err_checksum), ld(&s->err_container), ld(&s->err_io),
+	    U(nv->errors));
 	return o.at;
 }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "nvme.h"
 
 enum dlfs_op {
 	DLFS_OP_LOOKUP,
@@ -50,12 +51,21 @@ static inline void dlfs_stats_add(_Atomic uint64_t *c, uint64_t v)
 /* Count one read of len bytes from a container. */
 void dlfs_stats_pfs_read(struct dlfs_stats *s, uint64_t len);
 
+/* A snapshot of the tiers' own counters, rendered with the stats. */
+struct dlfs_tier_snap {
+	struct dlfs_cache_stats ram;
+	int nvme_enabled;
+	const char *nvme_policy;
+	struct dlfs_nvme_stats nvme;
+	int pf_enabled;
+	uint64_t pf_window_max, pf_dropped;
+};
+
 /*
- * Render the stats (and the RAM tier's) as JSON into buf, NUL-terminated.
+ * Render the stats and the tiers' as JSON into buf, NUL-terminated.
  * @return the length, or the length it would need if len is too small.
  */
 size_t dlfs_stats_json(const struct dlfs_stats *s,
-		       const struct dlfs_cache_stats *ram, char *buf,
-		       size_t len);
+		       const struct dlfs_tier_snap *t, char *buf, size_t len);
 
 #endif

@@ -129,6 +129,13 @@ int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
 			 struct dlfs_err *err);
 
 /*
+ * Read chunks (dlfs_chunk_read) with O_DIRECT instead of buffered reads
+ * followed by POSIX_FADV_DONTNEED. Call before the first container is
+ * opened; where O_DIRECT is refused, buffered reads are used.
+ */
+void dlfs_ds_set_direct(struct dlfs_ds *ds, int on);
+
+/*
  * Read len bytes of container c at offset off into buf, retrying short
  * reads. @return 0, -EUCLEAN if the container ends early, -errno.
  */
@@ -148,8 +155,8 @@ int dlfs_file_pread(struct dlfs_ds *ds, const struct dlfs_inode *in,
 /*
  * Read chunk k of container c into buf (cap bytes, at least the chunk
  * size, 4 KiB aligned) in one read, and check it against its xxh3 in the
- * index. The pages read are dropped from the page cache, so the bytes are
- * not kept twice. *len is set to the chunk's length. @return 0,
+ * index. The read bypasses the page cache (O_DIRECT, dlfs_ds_set_direct)
+ * or its pages are dropped after it, so the bytes are not kept twice. *len is set to the chunk's length. @return 0,
  * -EBADMSG (DLFS_ECHECKSUM) on a checksum mismatch (err names the
  * container and offset; buf and *len then hold the untrusted bytes),
  * -ENOENT or -EUCLEAN for a missing or damaged container, -errno.

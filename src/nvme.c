@@ -1,0 +1,858 @@
+/* The NVMe tier: see nvme.h. */
+#include "nvme.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dlfs/format.h"
+#include "util.h"
+
+#include <xxhash.h>
+
+/* Per-chunk state bits. Only PRESENT is persisted (in the map file). */
+#define ST_PRESENT 1u
+#define ST_VERIFIED 2u /* checked against the index since the tier opened */
+#define ST_REF 4u      /* CLOCK's referenced bit */
+#define ST_QUEUED 8u   /* in the write queue or being written */
+
+#define MAP_MAGIC "DLFSNVM1"
+#define MAP_VERSION 1
+#define MAP_HEADER 64
+#define POOL_BYTES (UINT64_C(64) << 20)
+#define MAX_CORRUPT_LOGS 10
+
+/* Faults logged once each. */
+enum { LOG_ENOSPC = 1, LOG_WRITE = 2, LOG_READ = 4, LOG_GONE = 8, LOG_MAP = 16 };
+
+struct wbuf {
+	uint32_t c;
+	uint64_t k;
+	size_t len;
+	uint8_t *buf;
+};
+
+struct dlfs_nvme {
+	char *path; /* DIR/<id> */
+	int dirfd, lock_fd, map_fd;
+	uint64_t cs, capacity;
+	enum dlfs_nvme_policy policy;
+	uint32_t n_containers;
+	uint64_t *first; /* global id of each container's chunk 0; [n] = total */
+	uint64_t *data_size;
+	uint64_t n_chunks;
+	_Atomic uint8_t *st;
+	_Atomic int *fd; /* per container: -1 not open yet */
+	uint8_t *direct; /* per container: fd has O_DIRECT */
+
+	pthread_mutex_t mu; /* guards everything below and state changes */
+	pthread_cond_t work, idle;
+	struct wbuf *pool;
+	unsigned pool_n, n_free, q_head, q_len;
+	unsigned *free_idx, *queue;
+	int writing, stop, writer_started;
+	pthread_t writer;
+	uint64_t used, present, hand;
+	unsigned logged, corrupt_logs;
+
+	_Atomic uint64_t evict_seq;
+	_Atomic uint64_t hits, misses, bytes, written_chunks, written_bytes;
+	_Atomic uint64_t write_dropped, evicted, corrupt, errors;
+
+	dlfs_nvme_log_fn log;
+	void *log_arg;
+};
+
+static void add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+static void logf_(struct dlfs_nvme *n, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void logf_(struct dlfs_nvme *n, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	if (!n->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	n->log(n->log_arg, msg);
+}
+
+/* Log a fault of kind bit once per mount; count it always. */
+static void fault(struct dlfs_nvme *n, unsigned bit, int code,
+		  const char *what, uint32_t c)
+{
+	char eb[128];
+	add(&n->errors, 1);
+	pthread_mutex_lock(&n->mu);
+	int first = !(n->logged & bit);
+	n->logged |= bit;
+	pthread_mutex_unlock(&n->mu);
+	if (first)
+		logf_(n,
+		      "NVMe cache %s: %s (container %u): %s; reading from the "
+		      "PFS instead (logged once)",
+		      n->path, what, c, dlfs_strerror(code, eb, sizeof(eb)));
+}
+
+static uint64_t gid(const struct dlfs_nvme *n, uint32_t c, uint64_t k)
+{
+	return n->first[c] + k;
+}
+
+static size_t clen(const struct dlfs_nvme *n, uint32_t c, uint64_t k)
+{
+	uint64_t left = n->data_size[c] - k * n->cs;
+	return (size_t)(left < n->cs ? left : n->cs);
+}
+
+static uint64_t alloc_of(size_t len)
+{
+	return dlfs_roundup(len, 4096);
+}
+
+/* Offset of chunk k in a container (and in its cache file). */
+static uint64_t coff(const struct dlfs_nvme *n, uint64_t k)
+{
+	return DLFS_DATA_OFFSET(n->cs) + k * n->cs;
+}
+
+/* Which container holds global chunk g (binary search over first[]). */
+static uint32_t container_of(const struct dlfs_nvme *n, uint64_t g)
+{
+	uint32_t lo = 0, hi = n->n_containers;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (n->first[mid] <= g)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void cache_name(uint32_t c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%06u.cache", c);
+}
+
+/*
+ * The cache file of container c, opened on first use (created only when
+ * create is set). @return an fd, or a negative errno.
+ */
+static int cfd(struct dlfs_nvme *n, uint32_t c, int create)
+{
+	int fd = atomic_load_explicit(&n->fd[c], memory_order_acquire);
+	if (fd >= 0)
+		return fd;
+	char name[32];
+	cache_name(c, name, sizeof(name));
+	pthread_mutex_lock(&n->mu);
+	fd = atomic_load_explicit(&n->fd[c], memory_order_relaxed);
+	if (fd < 0) {
+		int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
+		fd = openat(n->dirfd, name, flags | O_DIRECT, 0600);
+		if (fd < 0 && errno == EINVAL) /* no O_DIRECT here (tmpfs) */
+			fd = openat(n->dirfd, name, flags, 0600);
+		else if (fd >= 0)
+			n->direct[c] = 1;
+		if (fd < 0)
+			fd = -errno;
+		else
+			atomic_store_explicit(&n->fd[c], fd,
+					      memory_order_release);
+	}
+	pthread_mutex_unlock(&n->mu);
+	return fd;
+}
+
+static void map_set(struct dlfs_nvme *n, uint64_t g, uint8_t v, uint32_t c)
+{
+	ssize_t w = pwrite(n->map_fd, &v, 1, (off_t)(MAP_HEADER + g));
+	if (w != 1)
+		fault(n, LOG_MAP, w < 0 ? -errno : -EIO, "map update failed",
+		      c);
+}
+
+/* Take chunk g out of the tier (caller holds mu); the caller then calls
+ * unmap() without the lock. @return 1 if it was present. */
+static int forget_locked(struct dlfs_nvme *n, uint64_t g, uint32_t c)
+{
+	uint8_t s = atomic_load_explicit(&n->st[g], memory_order_relaxed);
+	if (!(s & ST_PRESENT))
+		return 0;
+	atomic_fetch_and_explicit(&n->st[g], (uint8_t)~(ST_PRESENT | ST_VERIFIED),
+				  memory_order_release);
+	atomic_fetch_add_explicit(&n->evict_seq, 1, memory_order_acq_rel);
+	n->used -= alloc_of(clen(n, c, g - n->first[c]));
+	n->present--;
+	return 1;
+}
+
+/* Clear the map byte and free the blocks of chunk g. */
+static void unmap(struct dlfs_nvme *n, uint64_t g, uint32_t c)
+{
+	uint64_t k = g - n->first[c];
+	map_set(n, g, 0, c);
+	int fd = atomic_load_explicit(&n->fd[c], memory_order_acquire);
+	if (fd >= 0)
+		fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			  (off_t)coff(n, k), (off_t)alloc_of(clen(n, c, k)));
+}
+
+static void forget(struct dlfs_nvme *n, uint32_t c, uint64_t k)
+{
+	uint64_t g = gid(n, c, k);
+	pthread_mutex_lock(&n->mu);
+	int was = forget_locked(n, g, c);
+	pthread_mutex_unlock(&n->mu);
+	if (was)
+		unmap(n, g, c);
+}
+
+/* A CLOCK victim among present chunks not being written (caller holds
+ * mu). @return its global id, or UINT64_MAX. */
+static uint64_t clock_victim(struct dlfs_nvme *n)
+{
+	for (uint64_t i = 0; i < 2 * n->n_chunks; i++) {
+		uint64_t g = n->hand;
+		n->hand = (n->hand + 1) % n->n_chunks;
+		uint8_t s = atomic_load_explicit(&n->st[g],
+						 memory_order_relaxed);
+		if (!(s & ST_PRESENT) || (s & ST_QUEUED))
+			continue;
+		if (s & ST_REF) {
+			atomic_fetch_and_explicit(&n->st[g], (uint8_t)~ST_REF,
+						  memory_order_relaxed);
+			continue;
+		}
+		return g;
+	}
+	return UINT64_MAX;
+}
+
+/* Evict until need more bytes fit (caller holds mu); the victims are
+ * written to vict (room for max) for unmap() after the lock is dropped.
+ * @return the number of victims, or -1 if it cannot make room. */
+static int make_room(struct dlfs_nvme *n, uint64_t need, uint64_t *vict,
+		     int max)
+{
+	int nv = 0;
+	while (n->used + need > n->capacity) {
+		uint64_t g = nv < max ? clock_victim(n) : UINT64_MAX;
+		if (g == UINT64_MAX)
+			return -1;
+		forget_locked(n, g, container_of(n, g));
+		add(&n->evicted, 1);
+		vict[nv++] = g;
+	}
+	return nv;
+}
+
+static void write_one(struct dlfs_nvme *n, struct wbuf *w)
+{
+	uint64_t g = gid(n, w->c, w->k), alloc = alloc_of(w->len);
+	uint64_t vict[64];
+	int nv;
+
+	pthread_mutex_lock(&n->mu);
+	uint8_t s = atomic_load_explicit(&n->st[g], memory_order_relaxed);
+	if (s & ST_PRESENT) {
+		pthread_mutex_unlock(&n->mu);
+		return;
+	}
+	if (n->policy == DLFS_NVME_KEEP)
+		nv = n->used + alloc > n->capacity ? -1 : 0;
+	else
+		nv = make_room(n, alloc, vict, 64);
+	if (nv >= 0)
+		n->used += alloc; /* reserved */
+	pthread_mutex_unlock(&n->mu);
+	for (int i = 0; i < nv; i++)
+		unmap(n, vict[i], container_of(n, vict[i]));
+	if (nv < 0) {
+		add(&n->write_dropped, 1);
+		return;
+	}
+
+	int fd = cfd(n, w->c, 1);
+	int ret = fd < 0 ? fd : 0;
+	if (!ret) {
+		memset(w->buf + w->len, 0, alloc - w->len);
+		ret = dlfs_pwrite_full(fd, w->buf, alloc, coff(n, w->k));
+		if (ret)
+			fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				  (off_t)coff(n, w->k), (off_t)alloc);
+		else if (!n->direct[w->c])
+			/* Write back now and drop the pages: the chunk
+			 * must not sit in the page cache a second time. */
+			if (!sync_file_range(fd, (off_t)coff(n, w->k),
+					     (off_t)alloc,
+					     SYNC_FILE_RANGE_WAIT_BEFORE |
+						     SYNC_FILE_RANGE_WRITE |
+						     SYNC_FILE_RANGE_WAIT_AFTER))
+				posix_fadvise(fd, (off_t)coff(n, w->k),
+					      (off_t)alloc,
+					      POSIX_FADV_DONTNEED);
+	}
+	if (ret) {
+		pthread_mutex_lock(&n->mu);
+		n->used -= alloc;
+		pthread_mutex_unlock(&n->mu);
+		add(&n->write_dropped, 1);
+		if (ret == -ENOSPC || ret == -EDQUOT)
+			fault(n, LOG_ENOSPC, ret, "cache disk full", w->c);
+		else if (ret == -ENOENT)
+			fault(n, LOG_GONE, ret, "cache directory gone", w->c);
+		else
+			fault(n, LOG_WRITE, ret, "write failed", w->c);
+		return;
+	}
+	map_set(n, g, 1, w->c);
+	pthread_mutex_lock(&n->mu);
+	atomic_fetch_or_explicit(&n->st[g], ST_PRESENT | ST_VERIFIED,
+				 memory_order_release);
+	n->present++;
+	pthread_mutex_unlock(&n->mu);
+	add(&n->written_chunks, 1);
+	add(&n->written_bytes, w->len);
+}
+
+static void *writer_main(void *arg)
+{
+	struct dlfs_nvme *n = arg;
+	pthread_mutex_lock(&n->mu);
+	for (;;) {
+		if (!n->q_len) {
+			pthread_cond_broadcast(&n->idle);
+			if (n->stop)
+				break;
+			pthread_cond_wait(&n->work, &n->mu);
+			continue;
+		}
+		unsigned i = n->queue[n->q_head];
+		n->q_head = (n->q_head + 1) % n->pool_n;
+		n->q_len--;
+		n->writing = 1;
+		pthread_mutex_unlock(&n->mu);
+
+		write_one(n, &n->pool[i]);
+
+		pthread_mutex_lock(&n->mu);
+		uint64_t g = gid(n, n->pool[i].c, n->pool[i].k);
+		atomic_fetch_and_explicit(&n->st[g], (uint8_t)~ST_QUEUED,
+					  memory_order_relaxed);
+		n->free_idx[n->n_free++] = i;
+		n->writing = 0;
+	}
+	pthread_mutex_unlock(&n->mu);
+	return NULL;
+}
+
+void dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
+		   const void *data, size_t len)
+{
+	uint64_t g = gid(n, c, k);
+	if (atomic_load_explicit(&n->st[g], memory_order_relaxed) &
+	    (ST_PRESENT | ST_QUEUED))
+		return;
+	pthread_mutex_lock(&n->mu);
+	/* KEEP never evicts: once full, do not even copy. */
+	int full = !n->writer_started ||
+		   (n->policy == DLFS_NVME_KEEP &&
+		    n->used + alloc_of(len) > n->capacity);
+	uint8_t s = atomic_load_explicit(&n->st[g], memory_order_relaxed);
+	if (full || !n->n_free || (s & (ST_PRESENT | ST_QUEUED)) ||
+	    len > n->cs) {
+		pthread_mutex_unlock(&n->mu);
+		if (!(s & (ST_PRESENT | ST_QUEUED)))
+			add(&n->write_dropped, 1);
+		return;
+	}
+	unsigned i = n->free_idx[--n->n_free];
+	atomic_fetch_or_explicit(&n->st[g], ST_QUEUED, memory_order_relaxed);
+	pthread_mutex_unlock(&n->mu);
+
+	struct wbuf *w = &n->pool[i];
+	memcpy(w->buf, data, len);
+	w->c = c;
+	w->k = k;
+	w->len = len;
+
+	pthread_mutex_lock(&n->mu);
+	n->queue[(n->q_head + n->q_len) % n->pool_n] = i;
+	n->q_len++;
+	pthread_cond_signal(&n->work);
+	pthread_mutex_unlock(&n->mu);
+}
+
+void dlfs_nvme_flush(struct dlfs_nvme *n)
+{
+	if (!n->writer_started)
+		return;
+	pthread_mutex_lock(&n->mu);
+	while (n->q_len || n->writing)
+		pthread_cond_wait(&n->idle, &n->mu);
+	pthread_mutex_unlock(&n->mu);
+}
+
+int dlfs_nvme_has(struct dlfs_nvme *n, uint32_t c, uint64_t k)
+{
+	return !!(atomic_load_explicit(&n->st[gid(n, c, k)],
+				       memory_order_acquire) &
+		  ST_PRESENT);
+}
+
+/* A cached chunk turned out bad: drop it, count it, say so (a few times). */
+static void corrupt(struct dlfs_nvme *n, uint32_t c, uint64_t k,
+		    const char *why)
+{
+	forget(n, c, k);
+	add(&n->corrupt, 1);
+	pthread_mutex_lock(&n->mu);
+	int say = n->corrupt_logs < MAX_CORRUPT_LOGS;
+	n->corrupt_logs++;
+	pthread_mutex_unlock(&n->mu);
+	if (say)
+		logf_(n,
+		      "NVMe cache %s/%06u.cache: chunk %llu at offset %llu %s: "
+		      "dropped, reading it from the PFS",
+		      n->path, c, (unsigned long long)k,
+		      (unsigned long long)coff(n, k), why);
+}
+
+void dlfs_nvme_drop(struct dlfs_nvme *n, uint32_t c, uint64_t k)
+{
+	corrupt(n, c, k, "failed its checksum");
+}
+
+void dlfs_nvme_verified(struct dlfs_nvme *n, uint32_t c, uint64_t k)
+{
+	atomic_fetch_or_explicit(&n->st[gid(n, c, k)], ST_VERIFIED,
+				 memory_order_relaxed);
+}
+
+/* The open cache file of a present chunk, or a negative errno (the chunk
+ * is then forgotten: its file is gone). */
+static int read_fd(struct dlfs_nvme *n, uint32_t c, uint64_t k)
+{
+	int fd = cfd(n, c, 0);
+	if (fd < 0) {
+		fault(n, LOG_GONE, fd, "cache file missing", c);
+		forget(n, c, k);
+	}
+	return fd;
+}
+
+int dlfs_nvme_read_chunk(struct dlfs_nvme *n, uint32_t c, uint64_t k,
+			 size_t len, uint64_t xxh3, void *buf, size_t cap)
+{
+	uint64_t g = gid(n, c, k);
+	if (!(atomic_load_explicit(&n->st[g], memory_order_acquire) &
+	      ST_PRESENT)) {
+		add(&n->misses, 1);
+		return -ENOENT;
+	}
+	size_t want = (size_t)alloc_of(len);
+	if (want > cap || len != clen(n, c, k)) {
+		add(&n->misses, 1);
+		return -ENOENT;
+	}
+	int fd = read_fd(n, c, k);
+	if (fd < 0) {
+		add(&n->misses, 1);
+		return -EIO;
+	}
+	ssize_t got = dlfs_pread_full(fd, buf, want, coff(n, k));
+	if (got < 0) {
+		fault(n, LOG_READ, (int)got, "read failed", c);
+		forget(n, c, k);
+		add(&n->misses, 1);
+		return -EIO;
+	}
+	if ((size_t)got < len) {
+		corrupt(n, c, k, "is truncated");
+		add(&n->misses, 1);
+		return -DLFS_ECHECKSUM;
+	}
+	if (!n->direct[c])
+		posix_fadvise(fd, (off_t)coff(n, k), (off_t)want,
+			      POSIX_FADV_DONTNEED);
+	if (XXH3_64bits(buf, len) != xxh3) {
+		corrupt(n, c, k, "failed its checksum");
+		add(&n->misses, 1);
+		return -DLFS_ECHECKSUM;
+	}
+	atomic_fetch_or_explicit(&n->st[g], ST_VERIFIED | ST_REF,
+				 memory_order_relaxed);
+	add(&n->hits, 1);
+	add(&n->bytes, len);
+	return 0;
+}
+
+int dlfs_nvme_pread(struct dlfs_nvme *n, uint32_t c, uint64_t off,
+		    size_t len, void *buf, const uint8_t **data, int *checked)
+{
+	uint64_t base = DLFS_DATA_OFFSET(n->cs);
+	uint64_t k0 = (off - base) / n->cs;
+	uint64_t k1 = (off + len - 1 - base) / n->cs;
+	uint64_t seq = atomic_load_explicit(&n->evict_seq, memory_order_acquire);
+	int verified = 1;
+	for (uint64_t k = k0; k <= k1; k++) {
+		uint8_t s = atomic_load_explicit(&n->st[gid(n, c, k)],
+						 memory_order_acquire);
+		if (!(s & ST_PRESENT))
+			return -ENOENT; /* the chunk path counts the miss */
+		verified &= !!(s & ST_VERIFIED);
+	}
+	int fd = read_fd(n, c, k0);
+	if (fd < 0) {
+		add(&n->misses, 1);
+		return -EIO;
+	}
+	uint64_t a0 = off & ~UINT64_C(4095);
+	size_t want = (size_t)(dlfs_roundup(off + len, 4096) - a0);
+	ssize_t got = dlfs_pread_full(fd, buf, want, a0);
+	if (got < 0 || (uint64_t)got < off + len - a0) {
+		if (got < 0)
+			fault(n, LOG_READ, (int)got, "read failed", c);
+		for (uint64_t k = k0; k <= k1; k++)
+			if (got < 0)
+				forget(n, c, k);
+			else
+				corrupt(n, c, k, "is truncated");
+		add(&n->misses, 1);
+		return -EIO;
+	}
+	if (!n->direct[c])
+		posix_fadvise(fd, (off_t)a0, (off_t)want, POSIX_FADV_DONTNEED);
+	for (uint64_t k = k0; k <= k1; k++)
+		atomic_fetch_or_explicit(&n->st[gid(n, c, k)], ST_REF,
+					 memory_order_relaxed);
+	*data = (const uint8_t *)buf + (off - a0);
+	*checked = verified && atomic_load_explicit(&n->evict_seq,
+						    memory_order_acquire) == seq;
+	add(&n->hits, 1);
+	add(&n->bytes, len);
+	return 0;
+}
+
+/* ---- opening ---- */
+
+struct map_header {
+	uint8_t magic[8];
+	uint32_t version, pad0;
+	uint64_t chunk_size, n_chunks;
+	uint32_t n_containers, pad1;
+	uint64_t layout;
+	uint8_t pad2[16];
+};
+_Static_assert(sizeof(struct map_header) == MAP_HEADER, "map header");
+
+static uint64_t layout_hash(const struct dlfs_nvme *n)
+{
+	return XXH3_64bits(n->data_size, n->n_containers * sizeof(uint64_t));
+}
+
+static void header_of(const struct dlfs_nvme *n, uint8_t *out)
+{
+	uint8_t *p = out;
+	memset(out, 0, MAP_HEADER);
+	memcpy(p, MAP_MAGIC, 8);
+	dlfs_put_le32(p + 8, MAP_VERSION);
+	dlfs_put_le64(p + 16, n->cs);
+	dlfs_put_le64(p + 24, n->n_chunks);
+	dlfs_put_le32(p + 32, n->n_containers);
+	dlfs_put_le64(p + 40, layout_hash(n));
+}
+
+/* Remove every cache file: their map is gone or belongs elsewhere. */
+static int wipe(struct dlfs_nvme *n, struct dlfs_err *err)
+{
+	int fd = openat(n->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return dlfs_err_sys(err, -errno, "%s", n->path);
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l > 6 && !strcmp(e->d_name + l - 6, ".cache"))
+			unlinkat(n->dirfd, e->d_name, 0);
+	}
+	closedir(d);
+	return 0;
+}
+
+static int load_map(struct dlfs_nvme *n, struct dlfs_err *err)
+{
+	uint8_t want[MAP_HEADER], have[MAP_HEADER];
+	header_of(n, want);
+	n->map_fd = openat(n->dirfd, "map", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (n->map_fd < 0)
+		return dlfs_err_sys(err, -errno, "%s/map", n->path);
+	if (fchmod(n->map_fd, 0600) < 0)
+		return dlfs_err_sys(err, -errno, "%s/map: chmod", n->path);
+	ssize_t got = dlfs_pread_full(n->map_fd, have, MAP_HEADER, 0);
+	uint8_t *bytes = (uint8_t *)n->st; /* same size as _Atomic uint8_t */
+	_Static_assert(sizeof(_Atomic uint8_t) == 1, "atomic byte");
+	if (got == MAP_HEADER && !memcmp(have, want, MAP_HEADER)) {
+		got = dlfs_pread_full(n->map_fd, bytes, n->n_chunks,
+				      MAP_HEADER);
+		if (got < 0)
+			return dlfs_err_sys(err, (int)got, "%s/map", n->path);
+		for (uint64_t g = 0; g < n->n_chunks; g++)
+			bytes[g] = (g < (uint64_t)got && bytes[g] == 1)
+					   ? ST_PRESENT
+					   : 0;
+		return 0;
+	}
+	if (got > 0)
+		logf_(n, "NVMe cache %s: map is for another layout or damaged: "
+			 "starting empty",
+		      n->path);
+	int ret = wipe(n, err);
+	if (ret)
+		return ret;
+	memset(bytes, 0, n->n_chunks);
+	if (ftruncate(n->map_fd, 0) < 0 ||
+	    ftruncate(n->map_fd, (off_t)(MAP_HEADER + n->n_chunks)) < 0)
+		return dlfs_err_sys(err, -errno, "%s/map", n->path);
+	ret = dlfs_pwrite_full(n->map_fd, want, MAP_HEADER, 0);
+	if (ret)
+		return dlfs_err_sys(err, ret, "%s/map", n->path);
+	return 0;
+}
+
+/* mkdir that accepts an existing directory and makes it private. */
+static int mkdir_private(const char *path, struct dlfs_err *err)
+{
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return dlfs_err_sys(err, -errno, "cache_dir %s", path);
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return dlfs_err_sys(err, -errno, "cache_dir %s", path);
+	if (!S_ISDIR(st.st_mode))
+		return dlfs_err_set(err, -ENOTDIR,
+				    "cache_dir %s: not a directory", path);
+	return 0;
+}
+
+static int setup(struct dlfs_nvme *n, const struct dlfs_nvme_conf *conf,
+		 struct dlfs_err *err)
+{
+	int ret = mkdir_private(conf->dir, err);
+	if (ret)
+		return ret;
+	if (asprintf(&n->path, "%s/%s", conf->dir, conf->dataset_id_hex) < 0) {
+		n->path = NULL;
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	if ((ret = mkdir_private(n->path, err)))
+		return ret;
+	if (chmod(n->path, 0700) < 0)
+		return dlfs_err_sys(err, -errno, "%s: chmod", n->path);
+	n->dirfd = open(n->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (n->dirfd < 0)
+		return dlfs_err_sys(err, -errno, "%s", n->path);
+	n->lock_fd = openat(n->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC,
+			    0600);
+	if (n->lock_fd < 0)
+		return dlfs_err_sys(err, -errno, "%s/lock", n->path);
+	if (flock(n->lock_fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK
+			       ? dlfs_err_set(err, -EBUSY,
+					      "%s is in use by another dlfs "
+					      "mount of this dataset",
+					      n->path)
+			       : dlfs_err_sys(err, -errno, "%s/lock", n->path);
+	if ((ret = load_map(n, err)))
+		return ret;
+
+	for (uint32_t c = 0; c < n->n_containers; c++)
+		for (uint64_t k = n->first[c]; k < n->first[c + 1]; k++)
+			if (atomic_load(&n->st[k]) & ST_PRESENT) {
+				n->present++;
+				n->used += alloc_of(clen(n, c, k - n->first[c]));
+			}
+	/* A smaller cache_size than last time: shrink now, any policy. */
+	while (n->used > n->capacity) {
+		uint64_t g = clock_victim(n);
+		if (g == UINT64_MAX)
+			break;
+		uint32_t c = container_of(n, g);
+		forget_locked(n, g, c);
+		cfd(n, c, 0); /* so that unmap can free the blocks */
+		unmap(n, g, c);
+	}
+	for (uint32_t c = 0; c < n->n_containers; c++) {
+		char name[32];
+		cache_name(c, name, sizeof(name));
+		fchmodat(n->dirfd, name, 0600, 0); /* private, if it exists */
+	}
+	return 0;
+}
+
+int dlfs_nvme_open(const struct dlfs_nvme_conf *conf, struct dlfs_nvme **out,
+		   struct dlfs_err *err)
+{
+	int ret;
+	*out = NULL;
+	if (!conf->dir || !conf->n_containers || conf->chunk_size < 4096 ||
+	    conf->chunk_size % 4096)
+		return dlfs_err_set(err, -EINVAL, "NVMe tier: bad settings");
+	struct dlfs_nvme *n = calloc(1, sizeof(*n));
+	if (!n)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	n->dirfd = n->lock_fd = n->map_fd = -1;
+	n->cs = conf->chunk_size;
+	n->capacity = conf->capacity;
+	n->policy = conf->policy;
+	n->n_containers = conf->n_containers;
+	n->log = conf->log;
+	n->log_arg = conf->log_arg;
+	pthread_mutex_init(&n->mu, NULL);
+	pthread_cond_init(&n->work, NULL);
+	pthread_cond_init(&n->idle, NULL);
+
+	n->first = calloc(conf->n_containers + 1, sizeof(*n->first));
+	n->data_size = calloc(conf->n_containers, sizeof(*n->data_size));
+	n->fd = calloc(conf->n_containers, sizeof(*n->fd));
+	n->direct = calloc(conf->n_containers, 1);
+	if (!n->first || !n->data_size || !n->fd || !n->direct) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (uint32_t c = 0; c < conf->n_containers; c++) {
+		n->data_size[c] = conf->data_size[c];
+		n->first[c + 1] = n->first[c] +
+				  (conf->data_size[c] + n->cs - 1) / n->cs;
+		atomic_init(&n->fd[c], -1);
+	}
+	n->n_chunks = n->first[conf->n_containers];
+	n->st = calloc(n->n_chunks ? n->n_chunks : 1, 1);
+	uint64_t pool = POOL_BYTES / n->cs;
+	n->pool_n = (unsigned)(pool < 2 ? 2 : pool > 64 ? 64 : pool);
+	n->pool = calloc(n->pool_n, sizeof(*n->pool));
+	n->free_idx = calloc(n->pool_n, sizeof(unsigned));
+	n->queue = calloc(n->pool_n, sizeof(unsigned));
+	if (!n->st || !n->pool || !n->free_idx || !n->queue) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	for (unsigned i = 0; i < n->pool_n; i++) {
+		if (posix_memalign((void **)&n->pool[i].buf, 4096,
+				   alloc_of(n->cs))) {
+			n->pool[i].buf = NULL;
+			ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+			goto fail;
+		}
+		n->free_idx[n->n_free++] = i;
+	}
+	if (n->n_chunks && (ret = setup(n, conf, err)))
+		goto fail;
+	*out = n;
+	return 0;
+fail:
+	dlfs_nvme_close(n);
+	return ret;
+}
+
+int dlfs_nvme_start(struct dlfs_nvme *n, struct dlfs_err *err)
+{
+	int ret = pthread_create(&n->writer, NULL, writer_main, n);
+	if (ret)
+		return dlfs_err_set(err, -ret, "NVMe tier: writer thread");
+	n->writer_started = 1;
+	return 0;
+}
+
+void dlfs_nvme_close(struct dlfs_nvme *n)
+{
+	if (!n)
+		return;
+	if (n->writer_started) {
+		pthread_mutex_lock(&n->mu);
+		n->stop = 1;
+		pthread_cond_broadcast(&n->work);
+		pthread_mutex_unlock(&n->mu);
+		pthread_join(n->writer, NULL);
+	}
+	if (n->map_fd >= 0) {
+		fdatasync(n->map_fd);
+		close(n->map_fd);
+	}
+	for (uint32_t c = 0; n->fd && c < n->n_containers; c++)
+		if (atomic_load(&n->fd[c]) >= 0)
+			close(atomic_load(&n->fd[c]));
+	if (n->lock_fd >= 0)
+		close(n->lock_fd); /* releases the flock */
+	if (n->dirfd >= 0)
+		close(n->dirfd);
+	for (unsigned i = 0; n->pool && i < n->pool_n; i++)
+		free(n->pool[i].buf);
+	free(n->pool);
+	free(n->free_idx);
+	free(n->queue);
+	free((void *)n->st);
+	free(n->fd);
+	free(n->direct);
+	free(n->first);
+	free(n->data_size);
+	free(n->path);
+	pthread_mutex_destroy(&n->mu);
+	pthread_cond_destroy(&n->work);
+	pthread_cond_destroy(&n->idle);
+	free(n);
+}
+
+void dlfs_nvme_get_stats(struct dlfs_nvme *n, struct dlfs_nvme_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (!n)
+		return;
+	pthread_mutex_lock(&n->mu);
+	s->used_bytes = n->used;
+	s->chunks = n->present;
+	pthread_mutex_unlock(&n->mu);
+	s->capacity_bytes = n->capacity;
+	s->hits = atomic_load(&n->hits);
+	s->misses = atomic_load(&n->misses);
+	s->bytes = atomic_load(&n->bytes);
+	s->written_chunks = atomic_load(&n->written_chunks);
+	s->written_bytes = atomic_load(&n->written_bytes);
+	s->write_dropped = atomic_load(&n->write_dropped);
+	s->evicted = atomic_load(&n->evicted);
+	s->corrupt = atomic_load(&n->corrupt);
+	s->errors = atomic_load(&n->errors);
+}
+
+const char *dlfs_nvme_policy_name(enum dlfs_nvme_policy p)
+{
+	return p == DLFS_NVME_LRU ? "lru" : "keep";
+}
+
+int dlfs_nvme_policy_parse(const char *s, enum dlfs_nvme_policy *p)
+{
+	if (!strcmp(s, "keep"))
+		*p = DLFS_NVME_KEEP;
+	else if (!strcmp(s, "lru"))
+		*p = DLFS_NVME_LRU;
+	else
+		return -EINVAL;
+	return 0;
+}

@@ -1,0 +1,139 @@
+/*
+ * The NVMe tier: a bounded, persistent cache of whole chunks on node-local
+ * storage, kept across unmounts and keyed by dataset id.
+ *
+ * Layout under the cache directory DIR (a public contract, dlfs(1)):
+ *   DIR/<dataset id hex>/            0700
+ *   DIR/<dataset id hex>/lock        0600, flock()ed by the daemon using it
+ *   DIR/<dataset id hex>/map         0600, a 64-byte header, then one byte
+ *                                    per chunk (1 = present) in container
+ *                                    order
+ *   DIR/<dataset id hex>/NNNNNN.cache  0600, sparse: container NNNNNN's
+ *                                    chunks at their container offsets
+ * A chunk is marked present in the map only after its bytes are written,
+ * but without fsync: after a crash a chunk may be marked and not there.
+ * That is why every chunk is checked against the index's checksum the
+ * first time it is read after the tier is opened (dlfs_nvme_read_chunk
+ * always checks; dlfs_nvme_pread serves unchecked bytes only for chunks
+ * checked before, and says so). Bad data is dropped and counted, never
+ * served.
+ *
+ * Writes happen on the tier's own writer thread, never on the caller's:
+ * dlfs_nvme_put copies the chunk into one of a fixed pool of buffers and
+ * returns; when the pool is empty the chunk is simply not cached. Faults
+ * of the cache disk (ENOSPC, EIO, a removed directory) never fail a
+ * caller: they are logged once each, counted, and the tier degrades (the
+ * chunk stays uncached and is read from the PFS).
+ *
+ * Policies: KEEP admits chunks until the capacity is reached and then keeps
+ * what it has, which gives capacity/dataset hits under cyclic epochs where
+ * LRU gives none; LRU evicts by CLOCK to admit new chunks.
+ *
+ * Thread-safety: every call is safe from any thread. Presence checks are
+ * lock-free (atomic per-chunk state); state changes and the writer queue
+ * take the tier's one mutex, never held across I/O except the writer's
+ * own map updates. Lock order: the tier's mutex is a leaf.
+ */
+#ifndef DLFS_NVME_H
+#define DLFS_NVME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlfs/err.h"
+
+struct dlfs_nvme;
+
+enum dlfs_nvme_policy { DLFS_NVME_KEEP, DLFS_NVME_LRU };
+
+typedef void (*dlfs_nvme_log_fn)(void *arg, const char *msg);
+
+struct dlfs_nvme_conf {
+	const char *dir;        /* the cache directory (created if missing) */
+	uint64_t capacity;      /* bytes; chunks count rounded up to 4 KiB */
+	enum dlfs_nvme_policy policy;
+	const char *dataset_id_hex;
+	uint64_t chunk_size;
+	uint32_t n_containers;
+	const uint64_t *data_size; /* per container: bytes of its data region */
+	dlfs_nvme_log_fn log;   /* one line, no newline; may be NULL */
+	void *log_arg;
+};
+
+struct dlfs_nvme_stats {
+	uint64_t hits, misses, bytes;
+	uint64_t capacity_bytes, used_bytes, chunks;
+	uint64_t written_chunks, written_bytes, write_dropped, evicted;
+	uint64_t corrupt, errors;
+};
+
+/*
+ * Open (or create) the tier of one dataset. A map written for another
+ * chunk layout is discarded with its cache files. @return 0, or -EBUSY
+ * (another daemon holds the lock), -EINVAL (bad conf), or -errno with err
+ * naming the path.
+ */
+int dlfs_nvme_open(const struct dlfs_nvme_conf *conf, struct dlfs_nvme **out,
+		   struct dlfs_err *err);
+
+/*
+ * Start the writer thread. Separate from opening because a daemon opens
+ * the tier (and reports a bad cache_dir) before it forks into the
+ * background, and threads do not survive a fork. Until started, puts are
+ * dropped. @return 0 or -errno.
+ */
+int dlfs_nvme_start(struct dlfs_nvme *n, struct dlfs_err *err);
+
+/* Finish pending writes, sync the map, release everything. NULL is ok. */
+void dlfs_nvme_close(struct dlfs_nvme *n);
+
+/* Is chunk k of container c present? Lock-free; does not count. */
+int dlfs_nvme_has(struct dlfs_nvme *n, uint32_t c, uint64_t k);
+
+/*
+ * Read chunk k of container c (len bytes, expected checksum xxh3) into
+ * buf (cap bytes, 4 KiB aligned, cap >= len rounded up to 4 KiB).
+ * @return 0 (counted as a hit), -ENOENT (not present: a miss), -EBADMSG
+ * (its bytes failed the checksum: dropped, counted, logged), or -EIO for
+ * any other fault (counted, logged once, the chunk is dropped). Every
+ * error means "read it elsewhere".
+ */
+int dlfs_nvme_read_chunk(struct dlfs_nvme *n, uint32_t c, uint64_t k,
+			 size_t len, uint64_t xxh3, void *buf, size_t cap);
+
+/*
+ * Read len bytes at container offset off of container c into buf, which
+ * has room for len + 8 KiB and is 4 KiB aligned; the bytes are at
+ * *data. Every chunk the range touches must be present. *checked is set
+ * to 1 when all of them were verified before and none was evicted during
+ * the read, else 0: the caller must then check the bytes itself (and call
+ * dlfs_nvme_drop on a mismatch). @return 0 (a hit), -ENOENT (a chunk is
+ * absent; not counted as a miss: the chunk path that follows counts it),
+ * -EIO.
+ */
+int dlfs_nvme_pread(struct dlfs_nvme *n, uint32_t c, uint64_t off,
+		    size_t len, void *buf, const uint8_t **data, int *checked);
+
+/* Mark chunks verified after the caller checked bytes read by pread. */
+void dlfs_nvme_verified(struct dlfs_nvme *n, uint32_t c, uint64_t k);
+
+/* Drop chunk (c, k): its cached bytes are bad. Counted as corrupt. */
+void dlfs_nvme_drop(struct dlfs_nvme *n, uint32_t c, uint64_t k);
+
+/*
+ * Queue chunk (c, k), len bytes of verified data, for writing in the
+ * background. Copies data; never blocks on I/O, never fails.
+ */
+void dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
+		   const void *data, size_t len);
+
+/* Wait until the write queue is empty (tests and shutdown). */
+void dlfs_nvme_flush(struct dlfs_nvme *n);
+
+void dlfs_nvme_get_stats(struct dlfs_nvme *n, struct dlfs_nvme_stats *s);
+
+const char *dlfs_nvme_policy_name(enum dlfs_nvme_policy p);
+/* @return 0 and *p for "keep" or "lru", else -EINVAL. */
+int dlfs_nvme_policy_parse(const char *s, enum dlfs_nvme_policy *p);
+
+#endif
