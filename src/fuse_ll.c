@@ -305,8 +305,7 @@ static int stats_snapshot(struct dlfs_fs *fs)
 	struct dlfs_tier_snap ts = {0};
 	dlfs_cache_get_stats(fs->cache, &ts.ram);
 	ts.nvme_enabled = fs->nvme != NULL;
-	ts.nvme_policy = fs->nvme ? dlfs_nvme_policy_name(fs->conf.cache_policy)
-				  : "none";
+	ts.nvme_policy = dlfs_nvme_policy_name(fs->conf.cache_policy);
 	dlfs_nvme_get_stats(fs->nvme, &ts.nvme);
 	ts.pf_enabled = fs->prefetch != NULL;
 	ts.pf_window_max = fs->prefetch ? fs->conf.readahead : 0;

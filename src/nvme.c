@@ -310,6 +310,11 @@ static void write_one(struct dlfs_nvme *n, struct wbuf *w)
 	if (ret) {
 		pthread_mutex_lock(&n->mu);
 		n->used -= alloc;
+		/* The disk holds less than cache_size: what it holds now is
+		 * the capacity from here on, so KEEP stops writing and LRU
+		 * evicts instead of failing each write. */
+		if ((ret == -ENOSPC || ret == -EDQUOT) && n->used < n->capacity)
+			n->capacity = n->used;
 		pthread_mutex_unlock(&n->mu);
 		add(&n->write_dropped, 1);
 		if (ret == -ENOSPC || ret == -EDQUOT)

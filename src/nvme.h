@@ -23,7 +23,8 @@
  * returns; when the pool is empty the chunk is simply not cached. Faults
  * of the cache disk (ENOSPC, EIO, a removed directory) never fail a
  * caller: they are logged once each, counted, and the tier degrades (the
- * chunk stays uncached and is read from the PFS).
+ * chunk stays uncached and is read from the PFS). A full disk also lowers
+ * the capacity to what the tier holds then, until it is opened again.
  *
  * Policies: KEEP admits chunks until the capacity is reached and then keeps
  * what it has, which gives capacity/dataset hits under cyclic epochs where

@@ -1,0 +1,220 @@
+/*
+ * The NVMe tier on its own: admission and eviction under cyclic epochs
+ * (keep holds a fraction of every epoch, lru none), the capacity bound,
+ * persistence across close/open, detection of damaged cache files,
+ * verified state of ranged reads, and the per-dataset lock.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "nvme.h"
+#include "tutil.h"
+
+#define CS 16384u
+#define NC 2
+#define CHUNKS 40 /* per container; the last chunk of each is short */
+
+static const uint64_t data_size[NC] = {CHUNKS * CS - 1000,
+				       CHUNKS * CS - 5000};
+static uint8_t *chunk_buf;
+
+static size_t len_of(uint32_t c, uint64_t k)
+{
+	uint64_t left = data_size[c] - k * CS;
+	return left < CS ? left : CS;
+}
+
+static void fill(uint32_t c, uint64_t k, uint8_t *buf)
+{
+	t_fill(buf, len_of(c, k), (uint32_t)(c * 1000 + k + 1));
+}
+
+static uint64_t sum_of(uint32_t c, uint64_t k)
+{
+	fill(c, k, chunk_buf);
+	return XXH3_64bits(chunk_buf, len_of(c, k));
+}
+
+static struct dlfs_nvme *open_tier(const char *dir, uint64_t cap,
+				   enum dlfs_nvme_policy p, int *ret)
+{
+	struct dlfs_nvme_conf conf = {
+		.dir = dir, .capacity = cap, .policy = p,
+		.dataset_id_hex = "00112233445566778899aabbccddeeff",
+		.chunk_size = CS, .n_containers = NC, .data_size = data_size,
+	};
+	struct dlfs_nvme *n = NULL;
+	struct dlfs_err err = {0};
+	*ret = dlfs_nvme_open(&conf, &n, &err);
+	if (!*ret)
+		*ret = dlfs_nvme_start(n, &err);
+	if (*ret && *ret != -EBUSY)
+		fprintf(stderr, "open: %s\n", err.msg);
+	return n;
+}
+
+/* One epoch over every chunk in order: read from the tier, else "fetch"
+ * and put. @return the hits. */
+static unsigned epoch(struct dlfs_nvme *n, uint8_t *buf)
+{
+	unsigned hits = 0;
+	for (uint32_t c = 0; c < NC; c++)
+		for (uint64_t k = 0; k < CHUNKS; k++) {
+			int r = dlfs_nvme_read_chunk(n, c, k, len_of(c, k),
+						     sum_of(c, k), buf, CS);
+			if (r == 0) {
+				hits++;
+				fill(c, k, chunk_buf);
+				CHECK(!memcmp(buf, chunk_buf, len_of(c, k)));
+				continue;
+			}
+			CHECK(r == -ENOENT);
+			fill(c, k, chunk_buf);
+			dlfs_nvme_put(n, c, k, chunk_buf, len_of(c, k));
+			dlfs_nvme_flush(n); /* the pool must not drop */
+		}
+	return hits;
+}
+
+static void test_policies(uint8_t *buf)
+{
+	char *dir = t_tmpdir();
+	int ret;
+	uint64_t cap = (uint64_t)CHUNKS * CS; /* half of the 2 * CHUNKS */
+	struct dlfs_nvme_stats s;
+
+	struct dlfs_nvme *n = open_tier(dir, cap, DLFS_NVME_KEEP, &ret);
+	CHECK_EQ(ret, 0);
+	if (ret)
+		goto out;
+	CHECK_EQ(epoch(n, buf), 0);
+	for (int e = 0; e < 3; e++)
+		CHECK_EQ(epoch(n, buf), CHUNKS); /* what fits, kept */
+	dlfs_nvme_get_stats(n, &s);
+	CHECK(s.used_bytes <= cap);
+	CHECK_EQ(s.chunks, CHUNKS);
+	CHECK_EQ(s.evicted, 0);
+	dlfs_nvme_close(n);
+
+	t_rmrf(dir);
+	n = open_tier(dir, cap, DLFS_NVME_LRU, &ret);
+	CHECK_EQ(ret, 0);
+	if (ret)
+		goto out;
+	unsigned lru_hits = 0;
+	for (int e = 0; e < 4; e++)
+		lru_hits += epoch(n, buf);
+	/* LRU under a cyclic scan larger than the cache: no hits at all. */
+	CHECK_EQ(lru_hits, 0);
+	dlfs_nvme_get_stats(n, &s);
+	CHECK(s.used_bytes <= cap);
+	CHECK(s.evicted > 0);
+	dlfs_nvme_close(n);
+out:
+	t_rmrf(dir);
+	free(dir);
+}
+
+static void test_persist_and_corrupt(uint8_t *buf)
+{
+	char *dir = t_tmpdir();
+	char path[4096];
+	int ret;
+	struct dlfs_nvme_stats s;
+	uint64_t cap = 4 * (uint64_t)CHUNKS * CS;
+	struct dlfs_nvme *n = open_tier(dir, cap, DLFS_NVME_KEEP, &ret);
+	CHECK_EQ(ret, 0);
+	if (ret)
+		goto out;
+	CHECK_EQ(epoch(n, buf), 0);
+	CHECK_EQ(epoch(n, buf), 2 * CHUNKS);
+
+	/* A second user of the same tier is refused. */
+	int r2;
+	struct dlfs_nvme *n2 = open_tier(dir, cap, DLFS_NVME_KEEP, &r2);
+	CHECK_EQ(r2, -EBUSY);
+	dlfs_nvme_close(n2);
+
+	/* Ranged reads of chunks written here are trusted. */
+	const uint8_t *data;
+	int checked = -1;
+	CHECK_EQ(dlfs_nvme_pread(n, 1, CS + 3 * CS + 100, 5000, buf, &data,
+				 &checked),
+		 0);
+	CHECK_EQ(checked, 1);
+	fill(1, 3, chunk_buf);
+	CHECK(!memcmp(data, chunk_buf + 100, 5000));
+	dlfs_nvme_close(n);
+
+	/* Files and dirs are private. */
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/00112233445566778899aabbccddeeff",
+		 dir);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0700);
+	snprintf(path, sizeof(path),
+		 "%s/00112233445566778899aabbccddeeff/000001.cache", dir);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600);
+
+	/* Damage chunk 5 of container 1, then reopen. */
+	int fd = open(path, O_RDWR);
+	CHECK(fd >= 0);
+	uint8_t x = 0x5a;
+	CHECK(pwrite(fd, &x, 1, CS + 5 * CS + 7) == 1);
+	close(fd);
+
+	n = open_tier(dir, cap, DLFS_NVME_KEEP, &ret);
+	CHECK_EQ(ret, 0);
+	if (ret)
+		goto out;
+	/* After reopening nothing is trusted unchecked. */
+	checked = -1;
+	CHECK_EQ(dlfs_nvme_pread(n, 1, CS + 3 * CS + 100, 5000, buf, &data,
+				 &checked),
+		 0);
+	CHECK_EQ(checked, 0);
+	CHECK(dlfs_nvme_has(n, 1, 5));
+	CHECK_EQ(dlfs_nvme_read_chunk(n, 1, 5, len_of(1, 5), sum_of(1, 5), buf,
+				      CS),
+		 -EBADMSG);
+	CHECK(!dlfs_nvme_has(n, 1, 5));
+	CHECK_EQ(dlfs_nvme_read_chunk(n, 1, 6, len_of(1, 6), sum_of(1, 6), buf,
+				      CS),
+		 0);
+	/* Everything but the damaged chunk survived the remount. */
+	CHECK_EQ(epoch(n, buf), 2 * CHUNKS - 1);
+	CHECK_EQ(epoch(n, buf), 2 * CHUNKS);
+	dlfs_nvme_get_stats(n, &s);
+	CHECK_EQ(s.corrupt, 1);
+	dlfs_nvme_close(n);
+
+	/* A smaller capacity at the next open shrinks the tier at once. */
+	n = open_tier(dir, 10 * CS, DLFS_NVME_KEEP, &ret);
+	CHECK_EQ(ret, 0);
+	if (ret)
+		goto out;
+	dlfs_nvme_get_stats(n, &s);
+	CHECK(s.used_bytes <= 10 * CS);
+	CHECK(s.chunks <= 10 && s.chunks >= 8);
+	dlfs_nvme_close(n);
+out:
+	t_rmrf(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	uint8_t *buf = NULL;
+	if (posix_memalign((void **)&buf, 4096, CS + 8192) ||
+	    !(chunk_buf = malloc(CS)))
+		return 1;
+	test_policies(buf);
+	test_persist_and_corrupt(buf);
+	free(buf);
+	free(chunk_buf);
+	return t_done("test_nvme");
+}
