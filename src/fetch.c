@@ -1,6 +1,8 @@
 /* The tiers below RAM: see fetch.h. */
 #include "fetch.h"
 
+#include <stdlib.h>
+
 #include <xxhash.h>
 
 #include "dlfs/format.h"
@@ -32,36 +34,77 @@ int dlfs_fetch_chunk(void *arg, void *ctx, uint32_t c, uint64_t k, void *buf,
 	return 0;
 }
 
+int dlfs_fetch_init(struct dlfs_fetch *f, uint64_t n_inodes)
+{
+	f->n_inodes = n_inodes;
+	f->file_ok = calloc(n_inodes / 64 + 1, sizeof(*f->file_ok));
+	return f->file_ok ? 0 : -ENOMEM;
+}
+
+void dlfs_fetch_destroy(struct dlfs_fetch *f)
+{
+	free((void *)f->file_ok);
+	f->file_ok = NULL;
+}
+
+static int file_known(const struct dlfs_fetch *f, uint64_t ino)
+{
+	return f->file_ok && ino < f->n_inodes &&
+	       (atomic_load_explicit(&f->file_ok[ino / 64],
+				     memory_order_relaxed) >>
+		(ino % 64)) & 1;
+}
+
+static void file_set(struct dlfs_fetch *f, uint64_t ino, int ok)
+{
+	if (!f->file_ok || ino >= f->n_inodes)
+		return;
+	uint64_t bit = UINT64_C(1) << (ino % 64);
+	if (ok)
+		atomic_fetch_or_explicit(&f->file_ok[ino / 64], bit,
+					 memory_order_relaxed);
+	else
+		atomic_fetch_and_explicit(&f->file_ok[ino / 64], ~bit,
+					  memory_order_relaxed);
+}
+
 int dlfs_fetch_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
 		    uint64_t off, size_t len, void *buf, const uint8_t **data)
 {
+	const uint8_t *got;
+	int stable;
 	if (!f->nvme || !in->size || off >= in->size)
 		return -ENOENT;
-	const uint64_t cs = dlfs_ds_info(f->ds)->super.chunk_size;
-	const uint64_t base = DLFS_DATA_OFFSET(cs);
-	uint64_t k0 = (in->offset - base) / cs;
-	uint64_t k1 = (in->offset + in->size - 1 - base) / cs;
 	if (len > in->size - off)
 		len = (size_t)(in->size - off);
 	if (len + 8192 > DLFS_FETCH_BUF_SIZE)
 		return -ENOENT;
-	/* A small file is read whole, so that it can be checked alone when
-	 * its chunks were not verified since the tier opened. */
-	int small = in->size <= DLFS_FETCH_FILE_CHECK_MAX;
-	uint64_t from = small ? 0 : off;
-	size_t n = small ? (size_t)in->size : len;
-	const uint8_t *got;
-	int checked;
-	if (dlfs_nvme_pread(f->nvme, in->container, in->offset + from, n, buf,
-			    &got, &checked))
-		return -ENOENT;
-	if (!checked && !small)
+	uint32_t c = in->container;
+	if (file_known(f, in->ino) ||
+	    dlfs_nvme_range_verified(f->nvme, c, in->offset + off, len)) {
+		if (dlfs_nvme_pread(f->nvme, c, in->offset + off, len, buf,
+				    data, &stable))
+			return -ENOENT;
+		if (stable)
+			return 0;
+		/* Chunks were evicted meanwhile: check, as below. */
+	}
+	if (in->size > DLFS_FETCH_FILE_CHECK_MAX)
 		return -ENOENT; /* the chunk path reads and verifies chunks */
-	if (!checked && XXH3_64bits(got, in->size) != in->xxh3) {
-		for (uint64_t k = k0; k <= k1; k++)
-			dlfs_nvme_drop(f->nvme, in->container, k);
+	/* Read the whole file and check it against its own checksum. */
+	if (dlfs_nvme_pread(f->nvme, c, in->offset, (size_t)in->size, buf,
+			    &got, &stable))
+		return -ENOENT;
+	if (XXH3_64bits(got, in->size) != in->xxh3) {
+		const uint64_t cs = dlfs_ds_info(f->ds)->super.chunk_size;
+		const uint64_t base = DLFS_DATA_OFFSET(cs);
+		file_set(f, in->ino, 0);
+		for (uint64_t k = (in->offset - base) / cs;
+		     k <= (in->offset + in->size - 1 - base) / cs; k++)
+			dlfs_nvme_drop(f->nvme, c, k);
 		return -ENOENT;
 	}
-	*data = got + (off - from);
+	file_set(f, in->ino, 1);
+	*data = got + off;
 	return 0;
 }

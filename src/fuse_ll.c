@@ -211,6 +211,10 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 		if (ret)
 			return ret;
 		fs->fetch.nvme = fs->nvme;
+		if (fs->nvme &&
+		    dlfs_fetch_init(&fs->fetch,
+				    dlfs_ds_info(ds)->super.n_inodes + 1))
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
 	if (render_info(fs))
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
@@ -266,6 +270,7 @@ void dlfs_fs_destroy(struct dlfs_fs *fs)
 	/* Prefetchers use the cache; the NVMe tier drains its queue. */
 	dlfs_prefetch_free(fs->prefetch);
 	dlfs_nvme_close(fs->nvme);
+	dlfs_fetch_destroy(&fs->fetch);
 	dlfs_cache_free(fs->cache);
 	free(fs->info_json);
 	free(fs->stats_snap);

@@ -443,12 +443,6 @@ void dlfs_nvme_drop(struct dlfs_nvme *n, uint32_t c, uint64_t k)
 	corrupt(n, c, k, "failed its checksum");
 }
 
-void dlfs_nvme_verified(struct dlfs_nvme *n, uint32_t c, uint64_t k)
-{
-	atomic_fetch_or_explicit(&n->st[gid(n, c, k)], ST_VERIFIED,
-				 memory_order_relaxed);
-}
-
 /* The open cache file of a present chunk, or a negative errno (the chunk
  * is then forgotten: its file is gone). */
 static int read_fd(struct dlfs_nvme *n, uint32_t c, uint64_t k)
@@ -507,21 +501,39 @@ int dlfs_nvme_read_chunk(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 	return 0;
 }
 
-int dlfs_nvme_pread(struct dlfs_nvme *n, uint32_t c, uint64_t off,
-		    size_t len, void *buf, const uint8_t **data, int *checked)
+/* Chunks of container c under [off, off + len). */
+static void range_chunks(const struct dlfs_nvme *n, uint64_t off, size_t len,
+			 uint64_t *k0, uint64_t *k1)
 {
 	uint64_t base = DLFS_DATA_OFFSET(n->cs);
-	uint64_t k0 = (off - base) / n->cs;
-	uint64_t k1 = (off + len - 1 - base) / n->cs;
+	*k0 = (off - base) / n->cs;
+	*k1 = (off + len - 1 - base) / n->cs;
+}
+
+int dlfs_nvme_range_verified(struct dlfs_nvme *n, uint32_t c, uint64_t off,
+			     size_t len)
+{
+	uint64_t k0, k1;
+	range_chunks(n, off, len, &k0, &k1);
+	for (uint64_t k = k0; k <= k1; k++)
+		if ((atomic_load_explicit(&n->st[gid(n, c, k)],
+					  memory_order_acquire) &
+		     (ST_PRESENT | ST_VERIFIED)) != (ST_PRESENT | ST_VERIFIED))
+			return 0;
+	return 1;
+}
+
+int dlfs_nvme_pread(struct dlfs_nvme *n, uint32_t c, uint64_t off,
+		    size_t len, void *buf, const uint8_t **data, int *stable)
+{
+	uint64_t k0, k1;
+	range_chunks(n, off, len, &k0, &k1);
 	uint64_t seq = atomic_load_explicit(&n->evict_seq, memory_order_acquire);
-	int verified = 1;
-	for (uint64_t k = k0; k <= k1; k++) {
-		uint8_t s = atomic_load_explicit(&n->st[gid(n, c, k)],
-						 memory_order_acquire);
-		if (!(s & ST_PRESENT))
+	for (uint64_t k = k0; k <= k1; k++)
+		if (!(atomic_load_explicit(&n->st[gid(n, c, k)],
+					   memory_order_acquire) &
+		      ST_PRESENT))
 			return -ENOENT; /* the chunk path counts the miss */
-		verified &= !!(s & ST_VERIFIED);
-	}
 	int fd = read_fd(n, c, k0);
 	if (fd < 0) {
 		add(&n->misses, 1);
@@ -547,8 +559,8 @@ int dlfs_nvme_pread(struct dlfs_nvme *n, uint32_t c, uint64_t off,
 		atomic_fetch_or_explicit(&n->st[gid(n, c, k)], ST_REF,
 					 memory_order_relaxed);
 	*data = (const uint8_t *)buf + (off - a0);
-	*checked = verified && atomic_load_explicit(&n->evict_seq,
-						    memory_order_acquire) == seq;
+	*stable = atomic_load_explicit(&n->evict_seq, memory_order_acquire) ==
+		  seq;
 	add(&n->hits, 1);
 	add(&n->bytes, len);
 	return 0;

@@ -105,18 +105,19 @@ int dlfs_nvme_read_chunk(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 /*
  * Read len bytes at container offset off of container c into buf, which
  * has room for len + 8 KiB and is 4 KiB aligned; the bytes are at
- * *data. Every chunk the range touches must be present. *checked is set
- * to 1 when all of them were verified before and none was evicted during
- * the read, else 0: the caller must then check the bytes itself (and call
- * dlfs_nvme_drop on a mismatch). @return 0 (a hit), -ENOENT (a chunk is
- * absent; not counted as a miss: the chunk path that follows counts it),
- * -EIO.
+ * *data. Every chunk the range touches must be present. *stable is set
+ * to 1 when no chunk was evicted while reading: only then may bytes known
+ * good before (dlfs_nvme_range_verified, or the caller's own check) be
+ * served unchecked. @return 0 (a hit), -ENOENT (a chunk is absent; not
+ * counted as a miss: the chunk path that follows counts it), -EIO.
  */
 int dlfs_nvme_pread(struct dlfs_nvme *n, uint32_t c, uint64_t off,
-		    size_t len, void *buf, const uint8_t **data, int *checked);
+		    size_t len, void *buf, const uint8_t **data, int *stable);
 
-/* Mark chunks verified after the caller checked bytes read by pread. */
-void dlfs_nvme_verified(struct dlfs_nvme *n, uint32_t c, uint64_t k);
+/* Were all chunks under [off, off + len) of container c checked against
+ * the index since the tier opened (or written by it)? */
+int dlfs_nvme_range_verified(struct dlfs_nvme *n, uint32_t c, uint64_t off,
+			     size_t len);
 
 /* Drop chunk (c, k): its cached bytes are bad. Counted as corrupt. */
 void dlfs_nvme_drop(struct dlfs_nvme *n, uint32_t c, uint64_t k);

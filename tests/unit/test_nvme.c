@@ -142,11 +142,12 @@ static void test_persist_and_corrupt(uint8_t *buf)
 
 	/* Ranged reads of chunks written here are trusted. */
 	const uint8_t *data;
-	int checked = -1;
+	int stable = -1;
+	CHECK(dlfs_nvme_range_verified(n, 1, CS + 3 * CS + 100, 5000));
 	CHECK_EQ(dlfs_nvme_pread(n, 1, CS + 3 * CS + 100, 5000, buf, &data,
-				 &checked),
+				 &stable),
 		 0);
-	CHECK_EQ(checked, 1);
+	CHECK_EQ(stable, 1);
 	fill(1, 3, chunk_buf);
 	CHECK(!memcmp(data, chunk_buf + 100, 5000));
 	dlfs_nvme_close(n);
@@ -172,11 +173,17 @@ static void test_persist_and_corrupt(uint8_t *buf)
 	if (ret)
 		goto out;
 	/* After reopening nothing is trusted unchecked. */
-	checked = -1;
+	CHECK(!dlfs_nvme_range_verified(n, 1, CS + 3 * CS + 100, 5000));
 	CHECK_EQ(dlfs_nvme_pread(n, 1, CS + 3 * CS + 100, 5000, buf, &data,
-				 &checked),
+				 &stable),
 		 0);
-	CHECK_EQ(checked, 0);
+	fill(1, 3, chunk_buf);
+	CHECK(!memcmp(data, chunk_buf + 100, 5000));
+	/* A chunk read whole (and checked) is trusted from then on. */
+	CHECK_EQ(dlfs_nvme_read_chunk(n, 1, 3, len_of(1, 3), sum_of(1, 3), buf,
+				      CS),
+		 0);
+	CHECK(dlfs_nvme_range_verified(n, 1, CS + 3 * CS + 100, 5000));
 	CHECK(dlfs_nvme_has(n, 1, 5));
 	CHECK_EQ(dlfs_nvme_read_chunk(n, 1, 5, len_of(1, 5), sum_of(1, 5), buf,
 				      CS),
