@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+"""Helpers for tools/bench/epoch (not part of dlfs).
+
+  util.py stats MNT
+      MNT/.dlfs/stats as one line of JSON.
+  util.py wait-tier MNT MAXSEC
+      Wait until the NVMe tier of the dlfs mount at MNT has settled: no
+      prefetch pending and tiers.nvme.written_chunks + write_dropped
+      unchanged for 1 s (the background writer has drained its queue), at
+      most MAXSEC seconds. Prints the seconds waited.
+"""
+import json
+import os
+import sys
+import time
+
+
+def stats(mnt):
+    with open(os.path.join(mnt, ".dlfs", "stats")) as f:
+        return json.loads(f.read())
+
+
+def wait_tier(mnt, maxsec):
+    t0 = time.monotonic()
+    last, since = None, t0
+    while True:
+        s = stats(mnt)
+        nv = s["tiers"]["nvme"]
+        key = (nv["written_chunks"], nv["write_dropped"],
+               s.get("prefetch", {}).get("pending", 0))
+        now = time.monotonic()
+        if key != last:
+            last, since = key, now
+        elif key[2] == 0 and now - since >= 1.0:
+            break
+        if now - t0 >= maxsec:
+            break
+        time.sleep(0.1)
+    # The last second was quiet by definition: do not count it.
+    return max(0.0, since - t0)
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "stats":
+        print(json.dumps(stats(args[0])))
+    elif cmd == "wait-tier":
+        print("%.3f" % wait_tier(args[0], float(args[1])))
+    else:
+        sys.exit("unknown command " + cmd)
+
+
+if __name__ == "__main__":
+    main()
