@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """PyTorch DataLoader throughput for tools/bench/mount (not part of dlfs).
 
-  loader.py ROOT EPOCHS [WORKERS] [BATCH]
+  loader.py ROOT EPOCHS [WORKERS] [BATCH] [WARMUP]
 
 torchvision ImageFolder(ROOT) with PIL decoding + ToTensor, DataLoader with
 shuffle=True (generator seeded with 0, so every system sees the same order),
-WORKERS workers (default 4), batch BATCH (default 64). One untimed warm-up
-epoch, then EPOCHS timed epochs (worker start-up included, as in training).
+WORKERS workers (default 4), batch BATCH (default 64). WARMUP untimed
+warm-up epochs (default 1; 0 times a cold first epoch, as tools/bench/epoch
+does), then EPOCHS timed epochs (worker start-up included, as in training).
 Prints one JSON object: samples, per-epoch seconds, samples/s of the median
 epoch, and the ImageFolder scan time.
 """
@@ -28,6 +29,7 @@ def main():
     epochs = int(sys.argv[2])
     workers = int(sys.argv[3]) if len(sys.argv) > 3 else 4
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 64
+    warmup = int(sys.argv[5]) if len(sys.argv) > 5 else 1
     torch.manual_seed(0)
     t0 = time.perf_counter()
     ds = datasets.ImageFolder(root, transform=transforms.ToTensor())
@@ -37,7 +39,7 @@ def main():
     dl = DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers,
                     generator=g)
     secs = []
-    for e in range(epochs + 1):
+    for e in range(warmup + epochs):
         n = 0
         t0 = time.perf_counter()
         for x, y in dl:
@@ -45,7 +47,7 @@ def main():
         dt = time.perf_counter() - t0
         if n != len(ds):
             sys.exit("epoch saw %d of %d samples" % (n, len(ds)))
-        if e:
+        if e >= warmup:
             secs.append(dt)
     med = statistics.median(secs)
     print(json.dumps({"samples": len(ds), "classes": len(ds.classes),
