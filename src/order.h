@@ -1,0 +1,65 @@
+/*
+ * Epoch orders: which file each rank reads at each position of an epoch.
+ *
+ * Files are numbered 0..n-1 in data (inode) order. An epoch's order is a
+ * sequence of all n files; rank r of w takes positions [r*n/w, (r+1)*n/w)
+ * of it, its share. Modes:
+ *   GLOBAL   the order is P(seed, epoch) over all files: uniform.
+ *   CHUNKED  chunks in random order, cut into windows of `window` chunks;
+ *            the files of a window are shuffled among themselves. Readers
+ *            of a window touch only its chunks, so storage sees whole-chunk
+ *            reads even with no cache.
+ *   LOCAL    rank r's share is always the files at positions
+ *            [r*n/w, (r+1)*n/w) of data order (its own contiguous shard,
+ *            and so its own chunks), shuffled anew every epoch.
+ * A file belongs to the chunk that holds its first byte; chunk_first[g]
+ * (g < n_chunks, and chunk_first[n_chunks] = n) is the first file of
+ * global chunk g, counting chunks of all containers in order.
+ *
+ * Positions map to files in O(1) (GLOBAL, LOCAL) or O(log chunks + window)
+ * (CHUNKED) time, and back again: dlfs_order_position tells a reader's
+ * progress from the file it reads.
+ *
+ * Ownership: a struct dlfs_order copies what it needs from the conf;
+ * immutable once built and safe to share between threads.
+ */
+#ifndef DLFS_ORDER_H
+#define DLFS_ORDER_H
+
+#include <stdint.h>
+
+#include "perm.h"
+
+enum dlfs_shuffle { DLFS_SHUFFLE_GLOBAL, DLFS_SHUFFLE_CHUNKED, DLFS_SHUFFLE_LOCAL };
+
+struct dlfs_order_conf {
+	uint64_t n_files;
+	enum dlfs_shuffle mode;
+	uint64_t seed;
+	uint32_t rank, size; /* this rank of size; size >= 1 */
+	uint32_t window;     /* CHUNKED: chunks per window (>= 1) */
+	uint64_t n_chunks;
+	const uint64_t *chunk_first; /* CHUNKED: n_chunks + 1 entries */
+};
+
+struct dlfs_order;
+
+/* The order of one epoch. @return 0, -EINVAL (bad conf), -ENOMEM. */
+int dlfs_order_new(const struct dlfs_order_conf *conf, uint64_t epoch,
+		   struct dlfs_order **out);
+void dlfs_order_free(struct dlfs_order *o);
+
+uint64_t dlfs_order_epoch(const struct dlfs_order *o);
+/* The share of this rank: its first global position and its length. */
+uint64_t dlfs_order_share_start(const struct dlfs_order *o);
+uint64_t dlfs_order_share_len(const struct dlfs_order *o);
+/* The file at global position pos (< n_files). */
+uint64_t dlfs_order_at(const struct dlfs_order *o, uint64_t pos);
+/* The global position of file f (< n_files). */
+uint64_t dlfs_order_position(const struct dlfs_order *o, uint64_t f);
+
+/* "global", "chunked", "local"; parse returns 0 or -EINVAL. */
+const char *dlfs_shuffle_name(enum dlfs_shuffle m);
+int dlfs_shuffle_parse(const char *s, enum dlfs_shuffle *m);
+
+#endif

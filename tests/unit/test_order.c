@@ -1,0 +1,120 @@
+/*
+ * Epoch orders: for every mode, the shares of 4 ranks together are every
+ * file exactly once, a position maps back to itself, two epochs differ,
+ * the same seed repeats; LOCAL keeps each rank on its own shard; CHUNKED
+ * keeps each window of positions inside its window of chunks.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "order.h"
+#include "tutil.h"
+
+enum { N = 5000, CHUNKS = 300, W = 4, WINDOW = 8 };
+static uint64_t chunk_first[CHUNKS + 1];
+
+/* Uneven files per chunk, some chunks empty (a big file's tail). */
+static void make_chunks(void)
+{
+	uint64_t f = 0;
+	for (int g = 0; g < CHUNKS; g++) {
+		chunk_first[g] = f;
+		uint64_t k = (g % 7 == 3) ? 0 : (uint64_t)(g * 37 % 29) + 3;
+		f += k;
+		if (f > N)
+			f = N;
+	}
+	chunk_first[CHUNKS] = N;
+}
+
+static uint64_t chunk_of(uint64_t f)
+{
+	int g = CHUNKS - 1;
+	while (chunk_first[g] > f)
+		g--;
+	return (uint64_t)g;
+}
+
+static void check_mode(enum dlfs_shuffle mode)
+{
+	struct dlfs_order_conf conf = {
+		.n_files = N, .mode = mode, .seed = 77, .size = W,
+		.window = WINDOW, .n_chunks = CHUNKS,
+		.chunk_first = chunk_first,
+	};
+	uint8_t *seen = calloc(N, 1);
+	uint64_t *e1 = calloc(N, sizeof(uint64_t));
+	int bad_pos = 0, dup = 0, differ = 0, repeat_bad = 0, shard_bad = 0;
+	for (uint32_t r = 0; r < W; r++) {
+		conf.rank = r;
+		struct dlfs_order *o, *o2, *o3;
+		CHECK_EQ(dlfs_order_new(&conf, 1, &o), 0);
+		CHECK_EQ(dlfs_order_new(&conf, 2, &o2), 0);
+		CHECK_EQ(dlfs_order_new(&conf, 1, &o3), 0);
+		uint64_t s = dlfs_order_share_start(o);
+		CHECK_EQ(s, (uint64_t)N * r / W);
+		CHECK_EQ(dlfs_order_share_len(o), (uint64_t)N * (r + 1) / W - s);
+		for (uint64_t j = 0; j < dlfs_order_share_len(o); j++) {
+			uint64_t f = dlfs_order_at(o, s + j);
+			if (f >= N || seen[f]++)
+				dup++;
+			else if (dlfs_order_position(o, f) != s + j)
+				bad_pos++;
+			e1[s + j] = f;
+			differ += dlfs_order_at(o2, s + j) != f;
+			repeat_bad += dlfs_order_at(o3, s + j) != f;
+			if (mode == DLFS_SHUFFLE_LOCAL &&
+			    (f < s || f >= s + dlfs_order_share_len(o)))
+				shard_bad++;
+		}
+		dlfs_order_free(o);
+		dlfs_order_free(o2);
+		dlfs_order_free(o3);
+	}
+	for (uint64_t f = 0; f < N; f++)
+		dup += !seen[f];
+	CHECK_EQ(dup, 0);
+	CHECK_EQ(bad_pos, 0);
+	CHECK_EQ(repeat_bad, 0);
+	CHECK_EQ(shard_bad, 0);
+	CHECK(differ > N / 2);
+	if (mode == DLFS_SHUFFLE_CHUNKED) {
+		/* Consecutive positions change chunks only at a window's
+		 * chunk boundaries: at most N chunks visited per window. */
+		uint64_t windows_seen = 0, i = 0;
+		while (i < N) {
+			uint64_t chunks[WINDOW * 4], nc = 0, j = i;
+			for (; j < N; j++) {
+				uint64_t g = chunk_of(e1[j]), k;
+				for (k = 0; k < nc && chunks[k] != g; k++)
+					;
+				if (k == nc) {
+					if (nc == WINDOW)
+						break;
+					chunks[nc++] = g;
+				}
+			}
+			windows_seen++;
+			i = j;
+		}
+		/* Each stretch of at most WINDOW chunks is a window, so
+		 * the stretches number about chunks-with-files / WINDOW. */
+		CHECK(windows_seen <= (CHUNKS + WINDOW - 1) / WINDOW + 1);
+	}
+	free(seen);
+	free(e1);
+}
+
+int main(void)
+{
+	make_chunks();
+	check_mode(DLFS_SHUFFLE_GLOBAL);
+	check_mode(DLFS_SHUFFLE_LOCAL);
+	check_mode(DLFS_SHUFFLE_CHUNKED);
+	enum dlfs_shuffle m;
+	CHECK_EQ(dlfs_shuffle_parse("chunked", &m), 0);
+	CHECK_EQ(m, DLFS_SHUFFLE_CHUNKED);
+	CHECK_EQ(dlfs_shuffle_parse("bogus", &m), -EINVAL);
+	return t_done("test_order");
+}
