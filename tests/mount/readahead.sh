@@ -1,0 +1,149 @@
+#!/bin/bash
+# readahead: sequential read-ahead (-o readahead, prefetch_threads) and the
+# other issue-4 read options. The dataset: one 8 MiB file in 64K chunks
+# (128 chunks), 300 small files, 1M containers.
+# (a) default options (RAM cache larger than the dataset): prefetch.enabled
+#     1, window_max_bytes = 64M; reading the big file front to back (128K
+#     reads, cold page cache) gives its exact bytes, with prefetch.issued >
+#     0, prefetch.used > 0, used + wasted <= issued, and no chunk read from
+#     the PFS twice (pfs.reads <= chunks of the containers the file spans);
+# (b) readahead=0: enabled 0, window_max_bytes 0, issued = used = wasted
+#     = 0 after the same read, bytes correct;
+# (c) readahead=1M: window_max_bytes = 1M, bytes correct, issued > 0;
+# (d) small files in random order, ram_cache of 8 chunks: all correct;
+#     used + wasted <= issued (the numbers are reported);
+# (e) prefetch_threads=1 and 8, pfs_io=direct and pfs_io=buffered: every
+#     file reads correctly, each chunk from the PFS once (pfs.bytes = the
+#     containers' data bytes).
+# No errors counted, no error logged, the daemon exits 0 on unmount.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+mount_setup
+. "$HERE/cachelib.sh"
+
+SRC="$T/src"
+mkdir -p "$SRC/small"
+"$PYTHON" - "$SRC" <<'PY'
+import os, random, sys
+r = random.Random(21)
+d = sys.argv[1]
+open(os.path.join(d, "big.bin"), "wb").write(r.randbytes(8 << 20))
+for i in range(300):
+    open(os.path.join(d, "small/s%03d" % i), "wb").write(r.randbytes(r.randrange(0, 6000)))
+PY
+DS="$T/ds.dlfs"
+pack "$SRC" -o "$DS" --chunk-size 64K --container-size 1M -q
+expect_ok "pack"
+G=$(ds_geom "$DS")
+# shellcheck disable=SC2034 # not every test uses every number
+read -r CHUNKS DATA NCONT CS <<<"$G"
+file_map "$SRC" "$DS" "$T/map.json"
+# Chunks of the containers that hold big.bin (from their headers).
+BIGCHUNKS=$("$PYTHON" - "$T/map.json" "$DS" <<'PY'
+import json, os, struct, sys
+f = json.load(open(sys.argv[1]))["big.bin"]
+h = open(os.path.join(sys.argv[2], "%06d.dlc" % f["container"]), "rb").read(64)
+cs, off, size = struct.unpack_from("<QQQ", h, 40)
+print((size + cs - 1) // cs)
+PY
+)
+note "$CHUNKS chunks in $NCONT containers; big.bin's container has $BIGCHUNKS"
+MNT="$T/mnt"
+mkdir "$MNT"
+
+# seqread: reads MNT/big.bin front to back in 128K reads after dropping
+# its page cache; its bytes must equal the source's.
+seqread() {
+	tmo "$PYTHON" - "$SRC/big.bin" "$MNT/big.bin" <<'PY' || fail "sequential read of big.bin gave wrong data or failed (see above)"
+import os, sys
+want = open(sys.argv[1], "rb").read()
+fd = os.open(sys.argv[2], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+out, pos = [], 0
+while True:
+    b = os.read(fd, 128 << 10)
+    if not b:
+        break
+    if b != want[pos:pos + len(b)]:
+        sys.exit("  big.bin: wrong bytes in [%d, %d)" % (pos, pos + len(b)))
+    pos += len(b)
+os.close(fd)
+if pos != len(want):
+    sys.exit("  big.bin: read %d bytes, expected %d" % (pos, len(want)))
+PY
+}
+
+# ---------------------------------------------------------------- (a)
+note "(a) default read-ahead"
+dlfs_mount "$DS" "$MNT"
+snap "$MNT" "$T/a0.json"
+stats_shape "$T/a0.json"
+sassert "$T/a0.json" -- 'prefetch.enabled == 1' 'prefetch.window_max_bytes == 64 << 20' \
+	'prefetch.issued == 0' 'nvme.enabled == 0' ||
+	fail "(a) defaults: read-ahead on with a 64M window, no NVMe tier without cache_dir"
+seqread
+snap "$MNT" "$T/a1.json"
+sassert "$T/a1.json" BIGCHUNKS="$BIGCHUNKS" -- 'prefetch.issued > 0' 'prefetch.used > 0' \
+	'prefetch.used + prefetch.wasted <= prefetch.issued' 'pfs.reads <= BIGCHUNKS' \
+	'not any(errors.values())' ||
+	fail "(a) a sequential read of an 8 MiB file: expected read-ahead to fetch chunks that the reader then used"
+note "(a) prefetch: $(sget "$T/a1.json" prefetch | tr -d '\n') pfs.reads $(sget "$T/a1.json" tiers.pfs.reads)"
+check_log "$DLFS_LOG"
+dlfs_umount "$MNT"
+check_log "$DLFS_LOG"
+
+# ---------------------------------------------------------------- (b)
+note "(b) readahead=0"
+dlfs_mount "$DS" "$MNT" -o readahead=0
+seqread
+snap "$MNT" "$T/b.json"
+sassert "$T/b.json" -- 'prefetch.enabled == 0' 'prefetch.window_max_bytes == 0' \
+	'prefetch.issued == 0' 'prefetch.used == 0' 'prefetch.wasted == 0' \
+	'pfs.reads > 0' 'not any(errors.values())' ||
+	fail "(b) readahead=0 must turn prefetching off"
+check_log "$DLFS_LOG"
+dlfs_umount "$MNT"
+check_log "$DLFS_LOG"
+
+# ---------------------------------------------------------------- (c)
+note "(c) readahead=1M"
+dlfs_mount "$DS" "$MNT" -o readahead=1M
+seqread
+snap "$MNT" "$T/c.json"
+sassert "$T/c.json" -- 'prefetch.enabled == 1' 'prefetch.window_max_bytes == 1 << 20' \
+	'prefetch.issued > 0' 'prefetch.used + prefetch.wasted <= prefetch.issued' \
+	'not any(errors.values())' ||
+	fail "(c) readahead=1M"
+check_log "$DLFS_LOG"
+dlfs_umount "$MNT"
+check_log "$DLFS_LOG"
+
+# ---------------------------------------------------------------- (d)
+note "(d) small files in random order, ram_cache=512K"
+dlfs_mount "$DS" "$MNT" -o ram_cache=512K
+readtree "$MNT" "$SRC" --slice 1: --seed 7 >/dev/null
+readtree "$MNT" "$SRC" --slice 1: --seed 8 >/dev/null
+snap "$MNT" "$T/d.json"
+sassert "$T/d.json" -- 'prefetch.used + prefetch.wasted <= prefetch.issued' \
+	'not any(errors.values())' ||
+	fail "(d) random reads of small files"
+note "(d) prefetch: $(sget "$T/d.json" prefetch | tr -d '\n'), pfs.reads $(sget "$T/d.json" tiers.pfs.reads)"
+check_log "$DLFS_LOG"
+dlfs_umount "$MNT"
+check_log "$DLFS_LOG"
+
+# ---------------------------------------------------------------- (e)
+for o in prefetch_threads=1 prefetch_threads=8 pfs_io=direct pfs_io=buffered; do
+	note "(e) -o $o"
+	dlfs_mount "$DS" "$MNT" -o "$o"
+	readtree "$MNT" "$SRC" >/dev/null
+	seqread
+	snap "$MNT" "$T/e.json"
+	sassert "$T/e.json" DATA="$DATA" -- 'pfs.bytes == DATA' 'not any(errors.values())' ||
+		fail "(e) -o $o: every file, each chunk read from the PFS once"
+	check_log "$DLFS_LOG"
+	dlfs_umount "$MNT"
+	check_log "$DLFS_LOG"
+done
+exit 0
