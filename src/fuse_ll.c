@@ -82,48 +82,6 @@ static void nvme_log(void *arg, const char *msg)
 	dlfs_log(arg, LOG_WARNING, "%s", msg);
 }
 
-static int render_info(struct dlfs_fs *fs)
-{
-	const struct dlfs_info *in = dlfs_ds_info(fs->ds);
-	const struct dlfs_super_rec *s = &in->super;
-	char q1[4096], q2[4096];
-	dlfs_quote(dlfs_ds_path(fs->ds), strlen(dlfs_ds_path(fs->ds)), q1,
-		   sizeof(q1));
-	dlfs_quote(fs->mountpoint, strlen(fs->mountpoint), q2, sizeof(q2));
-	/* dlfs_quote leaves no '"' unescaped? It keeps '"': escape it. */
-	for (char *p = q1; *p; p++)
-		if (*p == '"')
-			*p = '\'';
-	for (char *p = q2; *p; p++)
-		if (*p == '"')
-			*p = '\'';
-	int n = asprintf(
-		&fs->info_json,
-		"{\"path\": \"%s\", \"mountpoint\": \"%s\", "
-		"\"format_version\": \"%u.%u\", \"dataset_id\": \"%s\", "
-		"\"order\": \"%s\", \"creator\": \"%s\", \"chunk_size\": %llu, "
-		"\"container_size\": %llu, \"align\": %llu, \"inodes\": %llu, "
-		"\"files\": %llu, \"dirs\": %llu, \"symlinks\": %llu, "
-		"\"containers\": %llu, \"file_bytes\": %llu, "
-		"\"index_bytes\": %llu, \"first_file_ino\": %llu}\n",
-		q1, q2, s->format_major, s->format_minor, in->dataset_id_hex,
-		in->order, in->creator, (unsigned long long)s->chunk_size,
-		(unsigned long long)s->container_size,
-		(unsigned long long)s->align, (unsigned long long)s->n_inodes,
-		(unsigned long long)s->n_files, (unsigned long long)s->n_dirs,
-		(unsigned long long)s->n_symlinks,
-		(unsigned long long)s->n_containers,
-		(unsigned long long)s->total_file_bytes,
-		(unsigned long long)in->index_bytes,
-		(unsigned long long)s->first_file_ino);
-	if (n < 0) {
-		fs->info_json = NULL;
-		return -ENOMEM;
-	}
-	fs->info_len = (size_t)n;
-	return 0;
-}
-
 /* Open the NVMe tier of conf->cache_dir. */
 static int open_nvme(struct dlfs_fs *fs, struct dlfs_txn *t,
 		     struct dlfs_err *err)
@@ -184,7 +142,6 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 	fs->uid = getuid();
 	fs->gid = getgid();
 	dlfs_stats_init(&fs->stats);
-	pthread_mutex_init(&fs->ctl_lock, NULL);
 	pthread_mutex_init(&fs->log_lock, NULL);
 	if (pthread_key_create(&fs->txn_key, txn_destroy))
 		return dlfs_err_set(err, -EAGAIN, "pthread_key_create");
@@ -216,8 +173,33 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 				    dlfs_ds_info(ds)->super.n_inodes + 1))
 			return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
-	if (render_info(fs))
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static int render_stats(void *arg, char **json, size_t *len);
+
+/* The epoch views and the control namespace, once the prefetcher that
+ * the views plan for exists. */
+static int start_ctl(struct dlfs_fs *fs, struct dlfs_err *err)
+{
+	struct dlfs_views_conf vc = {
+		.ds = fs->ds,
+		.mode = fs->conf.shuffle,
+		.seed = fs->conf.seed,
+		.rank = 0,
+		.size = 1,
+		.window = fs->conf.shuffle_window,
+		.prefetch = fs->prefetch,
+		.ahead_bytes = fs->conf.readahead,
+	};
+	int ret = dlfs_views_new(&vc, &fs->views, err);
+	if (ret)
+		return ret;
+	ret = dlfs_ctl_init(&fs->ctl, fs->ds, fs->views, fs->mountpoint,
+			    fs->uid, fs->gid, fs->timeout, render_stats, fs);
+	if (ret)
+		return dlfs_err_set(err, ret, "out of memory");
+	fs->ctl_ready = 1;
 	return 0;
 }
 
@@ -252,6 +234,8 @@ int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)
 			ret = dlfs_prefetch_new(&pc, &fs->prefetch, err);
 		free(chunks);
 	}
+	if (!ret)
+		ret = start_ctl(fs, err);
 	return ret;
 }
 
@@ -268,13 +252,13 @@ void dlfs_fs_destroy(struct dlfs_fs *fs)
 	free(b);
 	pthread_key_delete(fs->buf_key);
 	/* Prefetchers use the cache; the NVMe tier drains its queue. */
+	if (fs->ctl_ready)
+		dlfs_ctl_destroy(&fs->ctl);
+	dlfs_views_free(fs->views);
 	dlfs_prefetch_free(fs->prefetch);
 	dlfs_nvme_close(fs->nvme);
 	dlfs_fetch_destroy(&fs->fetch);
 	dlfs_cache_free(fs->cache);
-	free(fs->info_json);
-	free(fs->stats_snap);
-	pthread_mutex_destroy(&fs->ctl_lock);
 	pthread_mutex_destroy(&fs->log_lock);
 }
 
@@ -283,30 +267,13 @@ void dlfs_fs_destroy(struct dlfs_fs *fs)
 static void fill_attr(const struct dlfs_fs *fs, const struct dlfs_inode *in,
 		      struct stat *st)
 {
-	memset(st, 0, sizeof(*st));
-	st->st_ino = in->ino;
-	st->st_mode = in->mode;
-	st->st_nlink = 1;
-	st->st_uid = fs->uid;
-	st->st_gid = fs->gid;
-	st->st_size = (off_t)in->size;
-	st->st_blksize = 4096;
-	st->st_blocks = (blkcnt_t)((in->size + 511) / 512);
-	st->st_mtim.tv_sec = in->mtime_sec;
-	st->st_mtim.tv_nsec = in->mtime_nsec;
-	st->st_atim = st->st_mtim;
-	st->st_ctim = st->st_mtim;
+	dlfs_ctl_fill_attr(fs->uid, fs->gid, in, st);
 }
 
-static int is_ctl(fuse_ino_t ino)
+/* The stats JSON, for the control namespace. */
+static int render_stats(void *arg, char **json, size_t *len)
 {
-	return ino > DLFS_CTL_BASE;
-}
-
-/* Render the stats into the snapshot, padded to whole 4 KiB pages so its
- * size rarely changes between a getattr and the read after it. */
-static int stats_snapshot(struct dlfs_fs *fs)
-{
+	struct dlfs_fs *fs = arg;
 	struct dlfs_tier_snap ts = {0};
 	dlfs_cache_get_stats(fs->cache, &ts.ram);
 	ts.nvme_enabled = fs->nvme != NULL;
@@ -315,72 +282,14 @@ static int stats_snapshot(struct dlfs_fs *fs)
 	ts.pf_enabled = fs->prefetch != NULL;
 	ts.pf_window_max = fs->prefetch ? fs->conf.readahead : 0;
 	ts.pf_dropped = dlfs_prefetch_dropped(fs->prefetch);
+	ts.pf_planned = dlfs_prefetch_planned(fs->prefetch);
+	ts.epoch = fs->views ? dlfs_views_current(fs->views) : UINT64_MAX;
 	size_t need = dlfs_stats_json(&fs->stats, &ts, NULL, 0) + 1;
-	size_t size = dlfs_roundup(need, 4096);
-	char *b = malloc(size + 1);
+	char *b = malloc(need);
 	if (!b)
 		return -ENOMEM;
-	size_t n = dlfs_stats_json(&fs->stats, &ts, b, size + 1);
-	memset(b + n, ' ', size - n);
-	b[size - 1] = '\n';
-	pthread_mutex_lock(&fs->ctl_lock);
-	free(fs->stats_snap);
-	fs->stats_snap = b;
-	fs->stats_len = size;
-	clock_gettime(CLOCK_REALTIME, &fs->stats_time);
-	pthread_mutex_unlock(&fs->ctl_lock);
-	return 0;
-}
-
-static int ctl_attr(struct dlfs_fs *fs, fuse_ino_t ino, struct stat *st)
-{
-	const struct dlfs_info *info = dlfs_ds_info(fs->ds);
-	memset(st, 0, sizeof(*st));
-	st->st_ino = ino;
-	st->st_uid = fs->uid;
-	st->st_gid = fs->gid;
-	st->st_nlink = 1;
-	st->st_blksize = 4096;
-	st->st_mtim.tv_sec = info->super.max_mtime_sec;
-	switch (ino) {
-	case DLFS_CTL_DIR:
-		st->st_mode = S_IFDIR | 0555;
-		st->st_size = 2;
-		break;
-	case DLFS_CTL_INFO:
-		st->st_mode = S_IFREG | 0444;
-		st->st_size = (off_t)fs->info_len;
-		break;
-	case DLFS_CTL_STATS: {
-		int ret = stats_snapshot(fs);
-		if (ret)
-			return ret;
-		st->st_mode = S_IFREG | 0444;
-		pthread_mutex_lock(&fs->ctl_lock);
-		st->st_size = (off_t)fs->stats_len;
-		/* A new mtime makes the kernel drop its cached pages. */
-		st->st_mtim = fs->stats_time;
-		pthread_mutex_unlock(&fs->ctl_lock);
-		break;
-	}
-	default:
-		return -ENOENT;
-	}
-	st->st_atim = st->st_mtim;
-	st->st_ctim = st->st_mtim;
-	return 0;
-}
-
-static int ctl_lookup(fuse_ino_t parent, const char *name, fuse_ino_t *ino)
-{
-	if (parent == DLFS_ROOT_INO && !strcmp(name, DLFS_CTL_NAME))
-		*ino = DLFS_CTL_DIR;
-	else if (parent == DLFS_CTL_DIR && !strcmp(name, "info"))
-		*ino = DLFS_CTL_INFO;
-	else if (parent == DLFS_CTL_DIR && !strcmp(name, "stats"))
-		*ino = DLFS_CTL_STATS;
-	else
-		return -ENOENT;
+	*len = dlfs_stats_json(&fs->stats, &ts, b, need);
+	*json = b;
 	return 0;
 }
 
@@ -394,29 +303,25 @@ static void dlfs_ll_lookup(fuse_req_t req, fuse_ino_t parent,
 	struct dlfs_txn *t;
 	struct dlfs_inode in;
 	uint64_t ino;
-	fuse_ino_t cino;
 	int ret;
 
 	dlfs_stats_add(&fs->stats.ops[DLFS_OP_LOOKUP], 1);
 	memset(&e, 0, sizeof(e));
-	if ((parent == DLFS_ROOT_INO || is_ctl(parent)) &&
-	    ctl_lookup(parent, name, &cino) == 0) {
-		ret = ctl_attr(fs, cino, &e.attr);
-		if (ret)
-			goto fail;
-		e.ino = cino;
-		e.attr_timeout = cino == DLFS_CTL_STATS ? 0 : fs->timeout;
-		e.entry_timeout = fs->timeout;
-		fuse_reply_entry(req, &e);
-		return;
-	}
-	if (is_ctl(parent)) {
-		ret = -ENOENT;
-		goto fail;
-	}
 	ret = txn_of(fs, &t);
 	if (ret)
 		goto fail;
+	if (parent == DLFS_ROOT_INO || dlfs_ctl_is(parent)) {
+		ret = dlfs_ctl_lookup(&fs->ctl, t, parent, name, &ino, &e.attr,
+				      &e.attr_timeout);
+		if (!ret) {
+			e.ino = ino;
+			e.entry_timeout = fs->timeout;
+			fuse_reply_entry(req, &e);
+			return;
+		}
+		if (ret != -ENOENT || dlfs_ctl_is(parent))
+			goto fail;
+	}
 	ret = dlfs_lookup(t, parent, name, strlen(name), &ino, NULL);
 	if (ret == -ENOENT) {
 		/* Negative entries are cached as long as positive ones. */
@@ -466,15 +371,15 @@ static void dlfs_ll_getattr(fuse_req_t req, fuse_ino_t ino,
 	(void)fi;
 
 	dlfs_stats_add(&fs->stats.ops[DLFS_OP_GETATTR], 1);
-	if (is_ctl(ino)) {
-		ret = ctl_attr(fs, ino, &st);
+	ret = txn_of(fs, &t);
+	if (!ret && dlfs_ctl_is(ino)) {
+		double tmo;
+		ret = dlfs_ctl_getattr(&fs->ctl, t, ino, &st, &tmo);
 		if (ret)
 			goto fail;
-		fuse_reply_attr(req, &st,
-				ino == DLFS_CTL_STATS ? 0 : fs->timeout);
+		fuse_reply_attr(req, &st, tmo);
 		return;
 	}
-	ret = txn_of(fs, &t);
 	if (!ret)
 		ret = dlfs_stat(t, ino, &in, NULL);
 	if (ret)
@@ -495,7 +400,7 @@ static void dlfs_ll_readlink(fuse_req_t req, fuse_ino_t ino)
 	int ret;
 
 	dlfs_stats_add(&fs->stats.ops[DLFS_OP_READLINK], 1);
-	ret = is_ctl(ino) ? -EINVAL : txn_of(fs, &t);
+	ret = dlfs_ctl_is(ino) ? -EINVAL : txn_of(fs, &t);
 	if (!ret)
 		ret = dlfs_stat(t, ino, &in, NULL);
 	if (!ret && !S_ISLNK(in.mode))
@@ -554,7 +459,10 @@ static int add_entry(struct dir_fill *d, const char *name, size_t len,
 			.ino = st->st_ino,
 			.generation = 1,
 			.attr = *st,
-			.attr_timeout = d->fs->timeout,
+			/* The stats change all the time. */
+			.attr_timeout = st->st_ino == DLFS_CTL_STATS
+						? 0
+						: d->fs->timeout,
 			.entry_timeout = d->fs->timeout,
 		};
 		need = fuse_add_direntry_plus(d->req, d->buf + d->used, room,
@@ -589,6 +497,12 @@ static int fill_one(void *arg, const struct dlfs_dirent *de)
 			 (off_t)(de->cookie + 2));
 }
 
+static int ctl_fill_one(void *arg, const char *name, const struct stat *st,
+			uint64_t next)
+{
+	return add_entry(arg, name, strlen(name), st, (off_t)next);
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       int plus)
 {
@@ -605,35 +519,14 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	if (is_ctl(ino)) {
-		if (ino != DLFS_CTL_DIR) {
-			ret = -ENOTDIR;
-			goto out;
-		}
-		static const struct {
-			const char *name;
-			fuse_ino_t ino;
-		} ents[] = {{".", DLFS_CTL_DIR},
-			    {"..", DLFS_ROOT_INO},
-			    {"info", DLFS_CTL_INFO},
-			    {"stats", DLFS_CTL_STATS}};
-		for (off_t i = off; i < 4; i++) {
-			if (ents[i].ino == DLFS_ROOT_INO) {
-				memset(&st, 0, sizeof(st));
-				st.st_ino = DLFS_ROOT_INO;
-				st.st_mode = S_IFDIR;
-			} else if ((ret = ctl_attr(fs, ents[i].ino, &st))) {
-				goto out;
-			}
-			if (add_entry(&d, ents[i].name, strlen(ents[i].name),
-				      &st, i + 1))
-				break;
-		}
-		goto out;
-	}
 	ret = txn_of(fs, &d.t);
 	if (ret)
 		goto out;
+	if (dlfs_ctl_is(ino)) {
+		ret = dlfs_ctl_readdir(&fs->ctl, d.t, ino, (uint64_t)off,
+				       ctl_fill_one, &d);
+		goto out;
+	}
 	struct dlfs_inode self;
 	ret = dlfs_stat(d.t, ino, &self, NULL);
 	if (ret)
@@ -706,35 +599,6 @@ static void log_read_error(struct dlfs_fs *fs, uint64_t ino,
 		 (unsigned long long)ino, err->msg);
 }
 
-static void ctl_read(fuse_req_t req, struct dlfs_fs *fs, fuse_ino_t ino,
-		     size_t size, off_t off)
-{
-	dlfs_stats_add(&fs->stats.ops[DLFS_OP_CONTROL], 1);
-	if (ino == DLFS_CTL_INFO) {
-		size_t n = (size_t)off < fs->info_len ? fs->info_len - (size_t)off
-						       : 0;
-		fuse_reply_buf(req, fs->info_json + (n ? off : 0),
-			       n < size ? n : size);
-		return;
-	}
-	if (ino != DLFS_CTL_STATS) {
-		fuse_reply_err(req, EISDIR);
-		return;
-	}
-	pthread_mutex_lock(&fs->ctl_lock);
-	if (!fs->stats_snap) {
-		pthread_mutex_unlock(&fs->ctl_lock);
-		if (stats_snapshot(fs)) {
-			fuse_reply_err(req, ENOMEM);
-			return;
-		}
-		pthread_mutex_lock(&fs->ctl_lock);
-	}
-	size_t n = (size_t)off < fs->stats_len ? fs->stats_len - (size_t)off : 0;
-	fuse_reply_buf(req, fs->stats_snap + (n ? off : 0), n < size ? n : size);
-	pthread_mutex_unlock(&fs->ctl_lock);
-}
-
 #define DLFS_READ_IOV 32
 
 /* Files up to this size are checked alone when their chunk is damaged. */
@@ -788,14 +652,37 @@ static void dlfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 	int ret;
 	(void)fi;
 
-	if (is_ctl(ino)) {
-		ctl_read(req, fs, ino, size, off);
-		return;
+	ret = txn_of(fs, &t);
+	if (ret)
+		goto fail;
+	if (dlfs_ctl_is(ino)) {
+		/* A control file is served here; a sample is its file. */
+		uint64_t file_ino;
+		size_t got;
+		dlfs_stats_add(&fs->stats.ops[DLFS_OP_CONTROL], 1);
+		bounce = malloc(size ? size : 1);
+		ret = bounce ? dlfs_ctl_read(&fs->ctl, t, ino, (uint64_t)off,
+					     size, bounce, &got, &file_ino)
+			     : -ENOMEM;
+		if (ret) {
+			free(bounce);
+			fuse_reply_err(req, -ret);
+			return;
+		}
+		if (!file_ino) {
+			fuse_reply_buf(req, bounce, got);
+			free(bounce);
+			return;
+		}
+		free(bounce);
+		bounce = NULL;
+		ino = file_ino;
+	} else if (off == 0 && fs->views) {
+		/* Progress of a reader of an epoch's file list. */
+		dlfs_views_note_read(fs->views, t, ino);
 	}
 	dlfs_stats_add(&fs->stats.ops[DLFS_OP_READ], 1);
-	ret = txn_of(fs, &t);
-	if (!ret)
-		ret = dlfs_stat(t, ino, &in, NULL);
+	ret = dlfs_stat(t, ino, &in, NULL);
 	if (!ret && !S_ISREG(in.mode))
 		ret = S_ISDIR(in.mode) ? -EISDIR : -EINVAL;
 	if (ret)
@@ -936,7 +823,7 @@ static int xattr_value(struct dlfs_fs *fs, fuse_ino_t ino, const char *name,
 	struct dlfs_txn *t;
 	struct dlfs_inode in;
 	*is_file = 0;
-	if (is_ctl(ino))
+	if (dlfs_ctl_is(ino))
 		return -ENODATA;
 	int ret = txn_of(fs, &t);
 	if (!ret)

@@ -9,7 +9,7 @@
  *
  * Thread-safety: ops run on many FUSE worker threads at once. Each worker
  * has its own index transaction (created on first use, ended when the
- * thread exits). Lock order: ctl_lock and log_lock are leaves; the cache
+ * thread exits). Lock order: log_lock is a leaf; the cache
  * has its own internal lock, never held across these.
  */
 #ifndef DLFS_FUSE_LL_H
@@ -20,18 +20,13 @@
 #include <pthread.h>
 
 #include "cache.h"
+#include "ctl.h"
 #include "dlfs/dataset.h"
 #include "fetch.h"
 #include "nvme.h"
 #include "prefetch.h"
 #include "stats.h"
 
-/* Inode numbers of the control namespace, far above any dataset's. */
-#define DLFS_CTL_BASE (UINT64_C(1) << 62)
-#define DLFS_CTL_DIR (DLFS_CTL_BASE + 1)
-#define DLFS_CTL_INFO (DLFS_CTL_BASE + 2)
-#define DLFS_CTL_STATS (DLFS_CTL_BASE + 3)
-#define DLFS_CTL_NAME ".dlfs"
 
 /* What the daemon's -o options set up (see dlfs(1)). */
 struct dlfs_fs_conf {
@@ -42,6 +37,9 @@ struct dlfs_fs_conf {
 	uint64_t readahead;     /* max window, bytes; 0 = off */
 	unsigned prefetch_threads;
 	int pfs_direct;         /* O_DIRECT container reads */
+	enum dlfs_shuffle shuffle; /* epoch views */
+	uint64_t seed;
+	uint32_t shuffle_window; /* chunks, for shuffle=chunked */
 };
 
 struct dlfs_fs {
@@ -59,12 +57,9 @@ struct dlfs_fs {
 	gid_t gid;
 	int foreground;  /* log to stderr; else syslog */
 	const char *mountpoint;
-	char *info_json; /* rendered once at mount */
-	size_t info_len;
-	pthread_mutex_t ctl_lock; /* guards the stats snapshot */
-	char *stats_snap;
-	size_t stats_len;
-	struct timespec stats_time;
+	struct dlfs_views *views; /* the epoch views */
+	struct dlfs_ctl ctl;      /* /.dlfs */
+	int ctl_ready;
 	pthread_mutex_t log_lock; /* guards logged[] */
 	uint64_t logged[64];      /* inodes already named in the log */
 	unsigned n_logged;

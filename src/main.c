@@ -3,14 +3,17 @@
  * checked before mounting; the command returns (without -f) only once
  * the mount is live, because the mount happens before daemonizing.
  */
+#include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dlfs/pack.h"
@@ -27,6 +30,9 @@ struct conf {
 	char *readahead;
 	char *prefetch_threads;
 	char *pfs_io;
+	char *shuffle;
+	char *shuffle_window;
+	char *seed;
 	int show_help;
 };
 
@@ -40,6 +46,9 @@ static const struct fuse_opt dlfs_opts[] = {
 	OPT("readahead=%s", readahead),
 	OPT("prefetch_threads=%s", prefetch_threads),
 	OPT("pfs_io=%s", pfs_io),
+	OPT("shuffle=%s", shuffle),
+	OPT("shuffle_window=%s", shuffle_window),
+	OPT("seed=%s", seed),
 	FUSE_OPT_END,
 };
 
@@ -60,6 +69,18 @@ static int opt_proc(void *data, const char *arg, int key,
 	return 1;
 }
 
+/* A whole decimal number. @return 0 or -EINVAL. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (!*s || *end || errno || *s == '-')
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 static void usage(const char *prog)
 {
 	printf("usage: %s DATASET MOUNTPOINT [-f] [-d] [-s] [-o opt,...]\n"
@@ -76,6 +97,12 @@ static void usage(const char *prog)
 	       "    -o prefetch_threads=N  read-ahead threads (default 2)\n"
 	       "    -o pfs_io=buffered|direct  container reads (default "
 	       "buffered)\n"
+	       "    -o shuffle=global|chunked|local  epoch views' order "
+	       "(default global)\n"
+	       "    -o shuffle_window=N    chunks per window, chunked "
+	       "(default 16)\n"
+	       "    -o seed=N              epoch order seed (default: "
+	       "random, see .dlfs/info)\n"
 	       "See dlfs(1). FUSE options:\n",
 	       prog);
 	fuse_cmdline_help();
@@ -94,7 +121,10 @@ int main(int argc, char **argv)
 	struct dlfs_fs fs;
 	int fs_ready = 0, ret = 1;
 	uint64_t ram = UINT64_C(1) << 30;
+	uint64_t v64 = 0;
 	struct dlfs_fs_conf fsc = {
+		.shuffle = DLFS_SHUFFLE_GLOBAL,
+		.shuffle_window = 16,
 		.cache_policy = DLFS_NVME_KEEP,
 		.readahead = UINT64_C(64) << 20,
 		.prefetch_threads = 2,
@@ -198,6 +228,31 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	fsc.pfs_direct = conf.pfs_io && !strcmp(conf.pfs_io, "direct");
+	if (conf.shuffle && dlfs_shuffle_parse(conf.shuffle, &fsc.shuffle)) {
+		fprintf(stderr,
+			"dlfs: -o shuffle=%s: global, chunked or local\n",
+			conf.shuffle);
+		ret = 2;
+		goto out;
+	}
+	if (conf.shuffle_window &&
+	    (parse_u64(conf.shuffle_window, &v64) || !v64 || v64 > 1u << 20)) {
+		fprintf(stderr,
+			"dlfs: -o shuffle_window=%s: a number of chunks from "
+			"1 to 1048576\n",
+			conf.shuffle_window);
+		ret = 2;
+		goto out;
+	}
+	if (conf.shuffle_window)
+		fsc.shuffle_window = (uint32_t)v64;
+	if (conf.seed && parse_u64(conf.seed, &fsc.seed)) {
+		fprintf(stderr, "dlfs: -o seed=%s: a number\n", conf.seed);
+		ret = 2;
+		goto out;
+	}
+	if (!conf.seed && getrandom(&fsc.seed, sizeof(fsc.seed), 0) < 0)
+		fsc.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 	fsc.cache_dir = conf.cache_dir;
 
 	if (stat(cmd.mountpoint, &st) < 0) {
@@ -323,6 +378,9 @@ out:
 	free(conf.readahead);
 	free(conf.prefetch_threads);
 	free(conf.pfs_io);
+	free(conf.shuffle);
+	free(conf.shuffle_window);
+	free(conf.seed);
 	fuse_opt_free_args(&args);
 	return ret;
 }

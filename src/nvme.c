@@ -59,6 +59,7 @@ struct dlfs_nvme {
 	unsigned pool_n, n_free, q_head, q_len;
 	unsigned *free_idx, *queue;
 	int writing, stop, writer_started;
+	int gone; /* the cache directory was removed: write nothing more */
 	pthread_t writer;
 	uint64_t used, present, hand;
 	unsigned logged, corrupt_logs;
@@ -267,6 +268,20 @@ static void write_one(struct dlfs_nvme *n, struct wbuf *w)
 	uint64_t vict[64];
 	int nv;
 
+	/* Writing into a removed directory would fill the disk with files
+	 * nobody can reach: notice it, say so once, stop writing. */
+	struct stat dst;
+	if (fstat(n->dirfd, &dst) == 0 && dst.st_nlink == 0) {
+		pthread_mutex_lock(&n->mu);
+		int first = !n->gone;
+		n->gone = 1;
+		pthread_mutex_unlock(&n->mu);
+		add(&n->write_dropped, 1);
+		if (first)
+			fault(n, LOG_GONE, -ENOENT, "cache directory removed",
+			      w->c);
+		return;
+	}
 	pthread_mutex_lock(&n->mu);
 	uint8_t s = atomic_load_explicit(&n->st[g], memory_order_relaxed);
 	if (s & ST_PRESENT) {
@@ -375,7 +390,7 @@ void dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 		return;
 	pthread_mutex_lock(&n->mu);
 	/* KEEP never evicts: once full, do not even copy. */
-	int full = !n->writer_started ||
+	int full = !n->writer_started || n->gone ||
 		   (n->policy == DLFS_NVME_KEEP &&
 		    n->used + alloc_of(len) > n->capacity);
 	uint8_t s = atomic_load_explicit(&n->st[g], memory_order_relaxed);

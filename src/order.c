@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct dlfs_order {
+struct dlfs_epoch {
 	uint64_t n, epoch, start, len;
 	enum dlfs_shuffle mode;
 	uint64_t seed;
@@ -25,12 +25,12 @@ static uint64_t share_bound(uint64_t n, uint32_t r, uint32_t w)
 }
 
 /* Files whose first byte is in global chunk g. */
-static uint64_t chunk_files(const struct dlfs_order *o, uint64_t g)
+static uint64_t chunk_files(const struct dlfs_epoch *o, uint64_t g)
 {
 	return o->chunk_first[g + 1] - o->chunk_first[g];
 }
 
-static void window_perm(const struct dlfs_order *o, uint64_t j,
+static void window_perm(const struct dlfs_epoch *o, uint64_t j,
 			struct dlfs_perm *p)
 {
 	dlfs_perm_init(p, o->win_start[j + 1] - o->win_start[j],
@@ -38,8 +38,8 @@ static void window_perm(const struct dlfs_order *o, uint64_t j,
 		       o->epoch);
 }
 
-int dlfs_order_new(const struct dlfs_order_conf *conf, uint64_t epoch,
-		   struct dlfs_order **out)
+int dlfs_epoch_new(const struct dlfs_epoch_conf *conf, uint64_t epoch,
+		   struct dlfs_epoch **out)
 {
 	*out = NULL;
 	if (!conf->size || conf->rank >= conf->size)
@@ -48,7 +48,7 @@ int dlfs_order_new(const struct dlfs_order_conf *conf, uint64_t epoch,
 	    (!conf->window || !conf->chunk_first ||
 	     conf->chunk_first[conf->n_chunks] != conf->n_files))
 		return -EINVAL;
-	struct dlfs_order *o = calloc(1, sizeof(*o));
+	struct dlfs_epoch *o = calloc(1, sizeof(*o));
 	if (!o)
 		return -ENOMEM;
 	o->n = conf->n_files;
@@ -75,7 +75,7 @@ int dlfs_order_new(const struct dlfs_order_conf *conf, uint64_t epoch,
 		o->chunk_first = malloc((o->n_chunks + 1) * sizeof(uint64_t));
 		o->win_start = malloc((o->n_windows + 1) * sizeof(uint64_t));
 		if (!o->chunk_first || !o->win_start) {
-			dlfs_order_free(o);
+			dlfs_epoch_free(o);
 			return -ENOMEM;
 		}
 		memcpy(o->chunk_first, conf->chunk_first,
@@ -99,7 +99,7 @@ int dlfs_order_new(const struct dlfs_order_conf *conf, uint64_t epoch,
 	return 0;
 }
 
-void dlfs_order_free(struct dlfs_order *o)
+void dlfs_epoch_free(struct dlfs_epoch *o)
 {
 	if (!o)
 		return;
@@ -108,22 +108,22 @@ void dlfs_order_free(struct dlfs_order *o)
 	free(o);
 }
 
-uint64_t dlfs_order_epoch(const struct dlfs_order *o)
+uint64_t dlfs_epoch_epoch(const struct dlfs_epoch *o)
 {
 	return o->epoch;
 }
 
-uint64_t dlfs_order_share_start(const struct dlfs_order *o)
+uint64_t dlfs_epoch_share_start(const struct dlfs_epoch *o)
 {
 	return o->start;
 }
 
-uint64_t dlfs_order_share_len(const struct dlfs_order *o)
+uint64_t dlfs_epoch_share_len(const struct dlfs_epoch *o)
 {
 	return o->len;
 }
 
-uint64_t dlfs_order_at(const struct dlfs_order *o, uint64_t pos)
+uint64_t dlfs_epoch_at(const struct dlfs_epoch *o, uint64_t pos)
 {
 	switch (o->mode) {
 	case DLFS_SHUFFLE_GLOBAL:
@@ -172,7 +172,7 @@ uint64_t dlfs_order_at(const struct dlfs_order *o, uint64_t pos)
 	return 0;
 }
 
-uint64_t dlfs_order_position(const struct dlfs_order *o, uint64_t f)
+uint64_t dlfs_epoch_position(const struct dlfs_epoch *o, uint64_t f)
 {
 	switch (o->mode) {
 	case DLFS_SHUFFLE_GLOBAL:

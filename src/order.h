@@ -17,10 +17,10 @@
  * global chunk g, counting chunks of all containers in order.
  *
  * Positions map to files in O(1) (GLOBAL, LOCAL) or O(log chunks + window)
- * (CHUNKED) time, and back again: dlfs_order_position tells a reader's
+ * (CHUNKED) time, and back again: dlfs_epoch_position tells a reader's
  * progress from the file it reads.
  *
- * Ownership: a struct dlfs_order copies what it needs from the conf;
+ * Ownership: a struct dlfs_epoch copies what it needs from the conf;
  * immutable once built and safe to share between threads.
  */
 #ifndef DLFS_ORDER_H
@@ -32,7 +32,7 @@
 
 enum dlfs_shuffle { DLFS_SHUFFLE_GLOBAL, DLFS_SHUFFLE_CHUNKED, DLFS_SHUFFLE_LOCAL };
 
-struct dlfs_order_conf {
+struct dlfs_epoch_conf {
 	uint64_t n_files;
 	enum dlfs_shuffle mode;
 	uint64_t seed;
@@ -42,21 +42,21 @@ struct dlfs_order_conf {
 	const uint64_t *chunk_first; /* CHUNKED: n_chunks + 1 entries */
 };
 
-struct dlfs_order;
+struct dlfs_epoch;
 
 /* The order of one epoch. @return 0, -EINVAL (bad conf), -ENOMEM. */
-int dlfs_order_new(const struct dlfs_order_conf *conf, uint64_t epoch,
-		   struct dlfs_order **out);
-void dlfs_order_free(struct dlfs_order *o);
+int dlfs_epoch_new(const struct dlfs_epoch_conf *conf, uint64_t epoch,
+		   struct dlfs_epoch **out);
+void dlfs_epoch_free(struct dlfs_epoch *o);
 
-uint64_t dlfs_order_epoch(const struct dlfs_order *o);
+uint64_t dlfs_epoch_epoch(const struct dlfs_epoch *o);
 /* The share of this rank: its first global position and its length. */
-uint64_t dlfs_order_share_start(const struct dlfs_order *o);
-uint64_t dlfs_order_share_len(const struct dlfs_order *o);
+uint64_t dlfs_epoch_share_start(const struct dlfs_epoch *o);
+uint64_t dlfs_epoch_share_len(const struct dlfs_epoch *o);
 /* The file at global position pos (< n_files). */
-uint64_t dlfs_order_at(const struct dlfs_order *o, uint64_t pos);
+uint64_t dlfs_epoch_at(const struct dlfs_epoch *o, uint64_t pos);
 /* The global position of file f (< n_files). */
-uint64_t dlfs_order_position(const struct dlfs_order *o, uint64_t f);
+uint64_t dlfs_epoch_position(const struct dlfs_epoch *o, uint64_t f);
 
 /* "global", "chunked", "local"; parse returns 0 or -EINVAL. */
 const char *dlfs_shuffle_name(enum dlfs_shuffle m);

@@ -40,7 +40,7 @@ struct dlfs_prefetch {
 	int stop;
 	unsigned n_threads;
 	pthread_t *threads;
-	_Atomic uint64_t dropped;
+	_Atomic uint64_t dropped, planned;
 };
 
 static void sleep_ms(unsigned ms)
@@ -104,6 +104,22 @@ void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 	pthread_mutex_unlock(mu);
 	for (uint64_t j = from; from && j <= to; j++)
 		enqueue(pf, c, j);
+}
+
+void dlfs_prefetch_plan(struct dlfs_prefetch *pf, const uint32_t *c,
+			const uint64_t *k, unsigned n)
+{
+	if (!pf)
+		return;
+	for (unsigned i = 0; i < n; i++)
+		if (c[i] < pf->n_containers && k[i] < pf->n_chunks[c[i]])
+			enqueue(pf, c[i], k[i]);
+	atomic_fetch_add_explicit(&pf->planned, n, memory_order_relaxed);
+}
+
+uint64_t dlfs_prefetch_planned(struct dlfs_prefetch *pf)
+{
+	return pf ? atomic_load(&pf->planned) : 0;
 }
 
 int dlfs_prefetch_in_stream(struct dlfs_prefetch *pf, uint32_t c,

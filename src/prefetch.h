@@ -53,6 +53,14 @@ void dlfs_prefetch_free(struct dlfs_prefetch *pf);
 void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 			int was_prefetched);
 
+/*
+ * Queue chunks a reader will need (the epoch views' plan), in the order
+ * given. Counted in dlfs_prefetch_planned.
+ */
+void dlfs_prefetch_plan(struct dlfs_prefetch *pf, const uint32_t *c,
+			const uint64_t *k, unsigned n);
+uint64_t dlfs_prefetch_planned(struct dlfs_prefetch *pf);
+
 /* Is (c, k) the chunk a stream in c last read, or the one after it? */
 int dlfs_prefetch_in_stream(struct dlfs_prefetch *pf, uint32_t c,
 			    uint64_t k);

@@ -115,10 +115,14 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	put(&o,
 	    "  \"prefetch\": {\"enabled\": %d, \"window_max_bytes\": %llu, "
 	    "\"issued\": %llu, \"used\": %llu, \"wasted\": %llu, "
-	    "\"pending\": %llu, \"dropped\": %llu},\n",
+	    "\"pending\": %llu, \"dropped\": %llu, \"planned\": %llu},\n",
 	    t->pf_enabled, U(t->pf_window_max), U(ram->pf_issued),
 	    U(ram->pf_used), U(ram->pf_wasted), U(ram->pf_pending),
-	    U(t->pf_dropped));
+	    U(t->pf_dropped), U(t->pf_planned));
+	if (t->epoch == UINT64_MAX)
+		put(&o, "  \"epoch\": null,\n");
+	else
+		put(&o, "  \"epoch\": %llu,\n", U(t->epoch));
 	put(&o, "  \"errors\": {\"checksum\": %llu, \"container\": "
 		"%llu, \"io\": %llu, \"nvme\": %llu}\n}\n",
 	    ld(&s->err_checksum), ld(&s->err_container), ld(&s->err_io),

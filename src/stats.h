@@ -58,7 +58,8 @@ struct dlfs_tier_snap {
 	const char *nvme_policy;
 	struct dlfs_nvme_stats nvme;
 	int pf_enabled;
-	uint64_t pf_window_max, pf_dropped;
+	uint64_t pf_window_max, pf_dropped, pf_planned;
+	uint64_t epoch; /* current epoch of the views, UINT64_MAX none */
 };
 
 /*

@@ -38,7 +38,7 @@ static uint64_t chunk_of(uint64_t f)
 
 static void check_mode(enum dlfs_shuffle mode)
 {
-	struct dlfs_order_conf conf = {
+	struct dlfs_epoch_conf conf = {
 		.n_files = N, .mode = mode, .seed = 77, .size = W,
 		.window = WINDOW, .n_chunks = CHUNKS,
 		.chunk_first = chunk_first,
@@ -48,29 +48,29 @@ static void check_mode(enum dlfs_shuffle mode)
 	int bad_pos = 0, dup = 0, differ = 0, repeat_bad = 0, shard_bad = 0;
 	for (uint32_t r = 0; r < W; r++) {
 		conf.rank = r;
-		struct dlfs_order *o, *o2, *o3;
-		CHECK_EQ(dlfs_order_new(&conf, 1, &o), 0);
-		CHECK_EQ(dlfs_order_new(&conf, 2, &o2), 0);
-		CHECK_EQ(dlfs_order_new(&conf, 1, &o3), 0);
-		uint64_t s = dlfs_order_share_start(o);
+		struct dlfs_epoch *o, *o2, *o3;
+		CHECK_EQ(dlfs_epoch_new(&conf, 1, &o), 0);
+		CHECK_EQ(dlfs_epoch_new(&conf, 2, &o2), 0);
+		CHECK_EQ(dlfs_epoch_new(&conf, 1, &o3), 0);
+		uint64_t s = dlfs_epoch_share_start(o);
 		CHECK_EQ(s, (uint64_t)N * r / W);
-		CHECK_EQ(dlfs_order_share_len(o), (uint64_t)N * (r + 1) / W - s);
-		for (uint64_t j = 0; j < dlfs_order_share_len(o); j++) {
-			uint64_t f = dlfs_order_at(o, s + j);
+		CHECK_EQ(dlfs_epoch_share_len(o), (uint64_t)N * (r + 1) / W - s);
+		for (uint64_t j = 0; j < dlfs_epoch_share_len(o); j++) {
+			uint64_t f = dlfs_epoch_at(o, s + j);
 			if (f >= N || seen[f]++)
 				dup++;
-			else if (dlfs_order_position(o, f) != s + j)
+			else if (dlfs_epoch_position(o, f) != s + j)
 				bad_pos++;
 			e1[s + j] = f;
-			differ += dlfs_order_at(o2, s + j) != f;
-			repeat_bad += dlfs_order_at(o3, s + j) != f;
+			differ += dlfs_epoch_at(o2, s + j) != f;
+			repeat_bad += dlfs_epoch_at(o3, s + j) != f;
 			if (mode == DLFS_SHUFFLE_LOCAL &&
-			    (f < s || f >= s + dlfs_order_share_len(o)))
+			    (f < s || f >= s + dlfs_epoch_share_len(o)))
 				shard_bad++;
 		}
-		dlfs_order_free(o);
-		dlfs_order_free(o2);
-		dlfs_order_free(o3);
+		dlfs_epoch_free(o);
+		dlfs_epoch_free(o2);
+		dlfs_epoch_free(o3);
 	}
 	for (uint64_t f = 0; f < N; f++)
 		dup += !seen[f];

@@ -1,0 +1,428 @@
+/* The /.dlfs control namespace: see ctl.h. */
+#include "ctl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlfs/format.h"
+#include "util.h"
+
+/* Epoch view inodes: kind, epoch and position packed under the base. */
+#define V_KIND_SHIFT 56
+#define V_EPOCH_SHIFT 40
+#define V_POS_MASK ((UINT64_C(1) << V_EPOCH_SHIFT) - 1)
+enum { V_EPOCH = 1, V_FILES = 2, V_SAMPLES = 3, V_SAMPLE = 4 };
+
+static uint64_t vino(unsigned kind, uint64_t e, uint64_t j)
+{
+	return DLFS_CTL_BASE | ((uint64_t)kind << V_KIND_SHIFT) |
+	       (e << V_EPOCH_SHIFT) | j;
+}
+
+static unsigned vkind(uint64_t ino)
+{
+	return (unsigned)((ino & ~DLFS_CTL_BASE) >> V_KIND_SHIFT);
+}
+
+static uint64_t vepoch(uint64_t ino)
+{
+	return ((ino & ~DLFS_CTL_BASE) >> V_EPOCH_SHIFT) &
+	       ((UINT64_C(1) << (V_KIND_SHIFT - V_EPOCH_SHIFT)) - 1);
+}
+
+void dlfs_ctl_fill_attr(uid_t uid, gid_t gid, const struct dlfs_inode *in,
+			struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = in->ino;
+	st->st_mode = in->mode;
+	st->st_nlink = 1;
+	st->st_uid = uid;
+	st->st_gid = gid;
+	st->st_size = (off_t)in->size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((in->size + 511) / 512);
+	st->st_mtim.tv_sec = in->mtime_sec;
+	st->st_mtim.tv_nsec = in->mtime_nsec;
+	st->st_atim = st->st_mtim;
+	st->st_ctim = st->st_mtim;
+}
+
+/* JSON string contents: quote and backslash escaped, controls as \u. */
+static void json_str(const char *in, char *out, size_t len)
+{
+	size_t o = 0;
+	for (; *in && o + 7 < len; in++) {
+		unsigned char ch = (unsigned char)*in;
+		if (ch == '"' || ch == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)ch;
+		} else if (ch < 0x20) {
+			o += (size_t)snprintf(out + o, len - o, "\\u%04x", ch);
+		} else {
+			out[o++] = (char)ch;
+		}
+	}
+	out[o] = '\0';
+}
+
+static int render_info(struct dlfs_ctl *c, const char *mountpoint)
+{
+	const struct dlfs_info *in = dlfs_ds_info(c->ds);
+	const struct dlfs_super_rec *s = &in->super;
+	char q1[8192], q2[8192], sh[512] = "";
+	if (c->views) {
+		sh[0] = ',';
+		sh[1] = ' ';
+		dlfs_views_describe(c->views, sh + 2, sizeof(sh) - 2);
+	}
+	json_str(dlfs_ds_path(c->ds), q1, sizeof(q1));
+	json_str(mountpoint, q2, sizeof(q2));
+	int n = asprintf(
+		&c->info_json,
+		"{\"path\": \"%s\", \"mountpoint\": \"%s\", "
+		"\"format_version\": \"%u.%u\", \"dataset_id\": \"%s\", "
+		"\"order\": \"%s\", \"creator\": \"%s\", \"chunk_size\": %llu, "
+		"\"container_size\": %llu, \"align\": %llu, \"inodes\": %llu, "
+		"\"files\": %llu, \"dirs\": %llu, \"symlinks\": %llu, "
+		"\"containers\": %llu, \"file_bytes\": %llu, "
+		"\"index_bytes\": %llu, \"first_file_ino\": %llu%s}\n",
+		q1, q2, s->format_major, s->format_minor, in->dataset_id_hex,
+		in->order, in->creator, (unsigned long long)s->chunk_size,
+		(unsigned long long)s->container_size,
+		(unsigned long long)s->align, (unsigned long long)s->n_inodes,
+		(unsigned long long)s->n_files, (unsigned long long)s->n_dirs,
+		(unsigned long long)s->n_symlinks,
+		(unsigned long long)s->n_containers,
+		(unsigned long long)s->total_file_bytes,
+		(unsigned long long)in->index_bytes,
+		(unsigned long long)s->first_file_ino, sh);
+	if (n < 0) {
+		c->info_json = NULL;
+		return -ENOMEM;
+	}
+	c->info_len = (size_t)n;
+	return 0;
+}
+
+int dlfs_ctl_init(struct dlfs_ctl *c, struct dlfs_ds *ds,
+		  struct dlfs_views *views, const char *mountpoint, uid_t uid,
+		  gid_t gid, double timeout, dlfs_ctl_stats_fn stats,
+		  void *stats_arg)
+{
+	memset(c, 0, sizeof(*c));
+	c->ds = ds;
+	c->views = views;
+	c->uid = uid;
+	c->gid = gid;
+	c->timeout = timeout;
+	c->stats = stats;
+	c->stats_arg = stats_arg;
+	pthread_mutex_init(&c->lock, NULL);
+	return render_info(c, mountpoint);
+}
+
+void dlfs_ctl_destroy(struct dlfs_ctl *c)
+{
+	free(c->info_json);
+	free(c->stats_snap);
+	pthread_mutex_destroy(&c->lock);
+}
+
+/* Render the stats into the snapshot, padded to whole 4 KiB pages so its
+ * size rarely changes between a getattr and the read after it. */
+static int stats_snapshot(struct dlfs_ctl *c)
+{
+	char *json;
+	size_t n;
+	int ret = c->stats(c->stats_arg, &json, &n);
+	if (ret)
+		return ret;
+	size_t size = dlfs_roundup(n + 1, 4096);
+	char *b = realloc(json, size);
+	if (!b) {
+		free(json);
+		return -ENOMEM;
+	}
+	memset(b + n, ' ', size - n);
+	b[size - 1] = '\n';
+	pthread_mutex_lock(&c->lock);
+	free(c->stats_snap);
+	c->stats_snap = b;
+	c->stats_len = size;
+	clock_gettime(CLOCK_REALTIME, &c->stats_time);
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+static void base_attr(const struct dlfs_ctl *c, uint64_t ino, struct stat *st,
+		      int dir)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = ino;
+	st->st_uid = c->uid;
+	st->st_gid = c->gid;
+	st->st_nlink = dir ? 2 : 1;
+	st->st_blksize = 4096;
+	st->st_mode = dir ? S_IFDIR | 0555 : S_IFREG | 0444;
+	st->st_mtim.tv_sec = dlfs_ds_info(c->ds)->super.max_mtime_sec;
+	st->st_atim = st->st_mtim;
+	st->st_ctim = st->st_mtim;
+}
+
+int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		     struct stat *st, double *attr_timeout)
+{
+	int ret;
+	*attr_timeout = c->timeout;
+	if (!dlfs_ctl_is(ino))
+		return -ENOENT;
+	switch (ino) {
+	case DLFS_CTL_DIR:
+	case DLFS_CTL_EPOCHS:
+		if (ino == DLFS_CTL_EPOCHS && !c->views)
+			return -ENOENT;
+		base_attr(c, ino, st, 1);
+		return 0;
+	case DLFS_CTL_INFO:
+		base_attr(c, ino, st, 0);
+		st->st_size = (off_t)c->info_len;
+		return 0;
+	case DLFS_CTL_STATS:
+		if ((ret = stats_snapshot(c)))
+			return ret;
+		base_attr(c, ino, st, 0);
+		pthread_mutex_lock(&c->lock);
+		st->st_size = (off_t)c->stats_len;
+		/* A new mtime makes the kernel drop its cached pages. */
+		st->st_mtim = c->stats_time;
+		pthread_mutex_unlock(&c->lock);
+		*attr_timeout = 0;
+		return 0;
+	}
+	if (!c->views)
+		return -ENOENT;
+	uint64_t e = vepoch(ino), j = ino & V_POS_MASK;
+	switch (vkind(ino)) {
+	case V_EPOCH:
+	case V_SAMPLES:
+		base_attr(c, ino, st, 1);
+		return 0;
+	case V_FILES: {
+		struct dlfs_views_list l;
+		if ((ret = dlfs_views_files(c->views, txn, e, &l, NULL)))
+			return ret;
+		base_attr(c, ino, st, 0);
+		st->st_size = (off_t)l.len;
+		dlfs_views_put_files(c->views, &l);
+		return 0;
+	}
+	case V_SAMPLE: {
+		uint64_t fino;
+		struct dlfs_inode in;
+		ret = dlfs_views_sample(c->views, txn, e, j, 0, &fino, NULL);
+		if (!ret)
+			ret = dlfs_stat(txn, fino, &in, NULL);
+		if (ret)
+			return ret;
+		dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
+		st->st_ino = ino;
+		st->st_mode = S_IFREG | (in.mode & 0444);
+		return 0;
+	}
+	}
+	return -ENOENT;
+}
+
+/* An epoch number as the directory spells it: decimal, no leading 0. */
+static int parse_epoch(const char *name, uint64_t *e)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+	for (; name[i] >= '0' && name[i] <= '9' && i < 6; i++)
+		v = v * 10 + (uint64_t)(name[i] - '0');
+	if (!i || name[i] || (name[0] == '0' && i > 1) ||
+	    v > DLFS_VIEWS_MAX_EPOCH)
+		return -ENOENT;
+	*e = v;
+	return 0;
+}
+
+int dlfs_ctl_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t parent,
+		    const char *name, uint64_t *ino, struct stat *st,
+		    double *attr_timeout)
+{
+	uint64_t e, j;
+	int ret;
+	if (!dlfs_ctl_is(parent)) {
+		if (parent != DLFS_ROOT_INO || strcmp(name, DLFS_CTL_NAME))
+			return -ENOENT;
+		*ino = DLFS_CTL_DIR;
+	} else if (parent == DLFS_CTL_DIR) {
+		if (!strcmp(name, "info"))
+			*ino = DLFS_CTL_INFO;
+		else if (!strcmp(name, "stats"))
+			*ino = DLFS_CTL_STATS;
+		else if (!strcmp(name, "epochs") && c->views)
+			*ino = DLFS_CTL_EPOCHS;
+		else
+			return -ENOENT;
+	} else if (parent == DLFS_CTL_EPOCHS) {
+		if (parse_epoch(name, &e))
+			return -ENOENT;
+		*ino = vino(V_EPOCH, e, 0);
+	} else if (vkind(parent) == V_EPOCH) {
+		e = vepoch(parent);
+		if (!strcmp(name, "files"))
+			*ino = vino(V_FILES, e, 0);
+		else if (!strcmp(name, "samples"))
+			*ino = vino(V_SAMPLES, e, 0);
+		else
+			return -ENOENT;
+	} else if (vkind(parent) == V_SAMPLES) {
+		e = vepoch(parent);
+		ret = dlfs_views_parse_name(c->views, txn, e, name, &j, NULL);
+		if (ret)
+			return ret;
+		if (j > V_POS_MASK)
+			return -ENOENT;
+		*ino = vino(V_SAMPLE, e, j);
+	} else {
+		return -ENOTDIR;
+	}
+	return dlfs_ctl_getattr(c, txn, *ino, st, attr_timeout);
+}
+
+int dlfs_ctl_readdir(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		     uint64_t off, dlfs_ctl_dir_cb cb, void *arg)
+{
+	struct stat st;
+	double tmo;
+	char name[DLFS_NAME_MAX + 1];
+	int ret = dlfs_ctl_getattr(c, txn, ino, &st, &tmo);
+	if (ret)
+		return ret;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	uint64_t parent = ino == DLFS_CTL_DIR ? DLFS_ROOT_INO
+			  : ino == DLFS_CTL_EPOCHS ? DLFS_CTL_DIR
+			  : vkind(ino) == V_EPOCH ? DLFS_CTL_EPOCHS
+						  : vino(V_EPOCH, vepoch(ino), 0);
+	/* Offsets: 1 after ".", 2 after "..", then 3 + i after entry i. */
+	if (off < 1) {
+		if (cb(arg, ".", &st, 1))
+			return 0;
+		off = 1;
+	}
+	if (off < 2) {
+		base_attr(c, parent, &st, 1);
+		if (cb(arg, "..", &st, 2))
+			return 0;
+		off = 2;
+	}
+	uint64_t e = vepoch(ino);
+	for (uint64_t i = off - 2;; i++) {
+		uint64_t child;
+		const char *n = name;
+		if (ino == DLFS_CTL_DIR) {
+			static const char *const names[] = {"info", "stats",
+							    "epochs"};
+			static const uint64_t inos[] = {
+				DLFS_CTL_INFO, DLFS_CTL_STATS, DLFS_CTL_EPOCHS};
+			if (i >= (c->views ? 3u : 2u))
+				return 0;
+			n = names[i];
+			child = inos[i];
+		} else if (ino == DLFS_CTL_EPOCHS) {
+			/* Every epoch is reachable; the current one and the
+			 * next are listed (0 and 1 before any is read). */
+			uint64_t cur = dlfs_views_current(c->views);
+			uint64_t first = cur == UINT64_MAX ? 0 : cur;
+			if (i >= 2 || first + i > DLFS_VIEWS_MAX_EPOCH)
+				return 0;
+			snprintf(name, sizeof(name), "%llu",
+				 (unsigned long long)(first + i));
+			child = vino(V_EPOCH, first + i, 0);
+		} else if (vkind(ino) == V_EPOCH) {
+			if (i >= 2)
+				return 0;
+			n = i ? "samples" : "files";
+			child = vino(i ? V_SAMPLES : V_FILES, e, 0);
+		} else {
+			uint64_t len;
+			ret = dlfs_views_share_len(c->views, txn, e, &len, NULL);
+			if (ret)
+				return ret;
+			if (i >= len || i > V_POS_MASK)
+				return 0;
+			ret = dlfs_views_sample_name(c->views, txn, e, i, name,
+						     sizeof(name), NULL);
+			if (ret < 0)
+				return ret;
+			child = vino(V_SAMPLE, e, i);
+		}
+		ret = dlfs_ctl_getattr(c, txn, child, &st, &tmo);
+		if (ret)
+			return ret;
+		if (cb(arg, n, &st, i + 3))
+			return 0;
+	}
+}
+
+static size_t copy_range(const char *src, size_t len, uint64_t off,
+			 size_t size, char *buf)
+{
+	if (off >= len)
+		return 0;
+	size_t n = len - (size_t)off < size ? len - (size_t)off : size;
+	memcpy(buf, src + off, n);
+	return n;
+}
+
+int dlfs_ctl_read(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		  uint64_t off, size_t size, char *buf, size_t *got,
+		  uint64_t *file_ino)
+{
+	int ret = 0;
+	*file_ino = 0;
+	*got = 0;
+	if (ino == DLFS_CTL_INFO) {
+		*got = copy_range(c->info_json, c->info_len, off, size, buf);
+		return 0;
+	}
+	if (ino == DLFS_CTL_STATS) {
+		pthread_mutex_lock(&c->lock);
+		if (!c->stats_snap) {
+			pthread_mutex_unlock(&c->lock);
+			if ((ret = stats_snapshot(c)))
+				return ret;
+			pthread_mutex_lock(&c->lock);
+		}
+		*got = copy_range(c->stats_snap, c->stats_len, off, size, buf);
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	if (ino == DLFS_CTL_DIR || ino == DLFS_CTL_EPOCHS || !c->views)
+		return ino == DLFS_CTL_DIR || ino == DLFS_CTL_EPOCHS ? -EISDIR
+								      : -ENOENT;
+	uint64_t e = vepoch(ino);
+	switch (vkind(ino)) {
+	case V_FILES: {
+		struct dlfs_views_list l;
+		if ((ret = dlfs_views_files(c->views, txn, e, &l, NULL)))
+			return ret;
+		*got = copy_range(l.data, l.len, off, size, buf);
+		dlfs_views_put_files(c->views, &l);
+		return 0;
+	}
+	case V_SAMPLE:
+		/* The first piece of a sample moves the reader on. */
+		return dlfs_views_sample(c->views, txn, e, ino & V_POS_MASK,
+					 off == 0, file_ino, NULL);
+	case V_EPOCH:
+	case V_SAMPLES:
+		return -EISDIR;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,103 @@
+/*
+ * The /.dlfs control namespace, without FUSE: its inode numbers, names,
+ * attributes, directory listings and contents.
+ *
+ *   /.dlfs/info                 the dataset's metadata, JSON
+ *   /.dlfs/stats                live counters, JSON (rendered by a callback)
+ *   /.dlfs/epochs/E/files       this node's share of epoch E, a path a line
+ *   /.dlfs/epochs/E/samples/N.ext  the same order as files named by position
+ *
+ * Inode numbers live above DLFS_CTL_BASE, far from any dataset's; an
+ * epoch view's number encodes its kind, epoch and position, so nothing is
+ * allocated per view. A sample is a read-only file whose attributes and
+ * bytes are its sample's: reads of it are reads of that file
+ * (dlfs_ctl_read says which).
+ *
+ * Thread-safety: all calls are safe from any thread. Lock order: the
+ * stats lock is a leaf; the views have their own.
+ */
+#ifndef DLFS_CTL_H
+#define DLFS_CTL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "dlfs/dataset.h"
+#include "views.h"
+
+#define DLFS_CTL_BASE (UINT64_C(1) << 62)
+#define DLFS_CTL_DIR (DLFS_CTL_BASE + 1)
+#define DLFS_CTL_INFO (DLFS_CTL_BASE + 2)
+#define DLFS_CTL_STATS (DLFS_CTL_BASE + 3)
+#define DLFS_CTL_EPOCHS (DLFS_CTL_BASE + 4)
+#define DLFS_CTL_NAME ".dlfs"
+
+static inline int dlfs_ctl_is(uint64_t ino)
+{
+	return ino > DLFS_CTL_BASE;
+}
+
+/* Render the stats JSON into a malloc'd buffer. @return 0 or -ENOMEM. */
+typedef int (*dlfs_ctl_stats_fn)(void *arg, char **json, size_t *len);
+
+struct dlfs_ctl {
+	struct dlfs_ds *ds;
+	struct dlfs_views *views; /* NULL: no epochs directory */
+	uid_t uid;
+	gid_t gid;
+	double timeout; /* for everything that never changes */
+	dlfs_ctl_stats_fn stats;
+	void *stats_arg;
+	char *info_json; /* rendered once */
+	size_t info_len;
+	pthread_mutex_t lock; /* guards the stats snapshot */
+	char *stats_snap;
+	size_t stats_len;
+	struct timespec stats_time;
+};
+
+int dlfs_ctl_init(struct dlfs_ctl *c, struct dlfs_ds *ds,
+		  struct dlfs_views *views, const char *mountpoint, uid_t uid,
+		  gid_t gid, double timeout, dlfs_ctl_stats_fn stats,
+		  void *stats_arg);
+void dlfs_ctl_destroy(struct dlfs_ctl *c);
+
+/* The attributes of a dataset inode as the mount shows them. */
+void dlfs_ctl_fill_attr(uid_t uid, gid_t gid, const struct dlfs_inode *in,
+			struct stat *st);
+
+/*
+ * Look name up in parent, a control directory or the root (where only
+ * ".dlfs" is ours). @return 0 with *ino, *st and *attr_timeout; -ENOENT;
+ * or -ENOTDIR when parent is not a control directory.
+ */
+int dlfs_ctl_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t parent,
+		    const char *name, uint64_t *ino, struct stat *st,
+		    double *attr_timeout);
+
+int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		     struct stat *st, double *attr_timeout);
+
+/* Called per entry with the offset that resumes after it; returns 1 when
+ * it has no room (the entry is not consumed). */
+typedef int (*dlfs_ctl_dir_cb)(void *arg, const char *name,
+			       const struct stat *st, uint64_t next);
+/* List control directory ino from offset off ("." and ".." included).
+ * @return 0 or a negative errno (-ENOTDIR for a file). */
+int dlfs_ctl_readdir(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		     uint64_t off, dlfs_ctl_dir_cb cb, void *arg);
+
+/*
+ * Read a control file: up to size bytes at off into buf, *got set; or, for
+ * a sample, *file_ino set to the dataset file to read instead (and *got
+ * untouched). @return 0 or a negative errno (-EISDIR for a directory).
+ */
+int dlfs_ctl_read(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		  uint64_t off, size_t size, char *buf, size_t *got,
+		  uint64_t *file_ino);
+
+#endif

@@ -1,0 +1,470 @@
+/* Epoch views: see views.h. */
+#include "views.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlfs/format.h"
+#include "paths.h"
+
+#define ORDERS 4 /* epochs whose orders are kept */
+#define LISTS 2  /* epochs whose rendered lists are kept */
+#define PLAN_MAX 256 /* files looked at per planning step */
+
+struct list {
+	uint64_t epoch; /* UINT64_MAX: empty */
+	char *data;
+	size_t len;
+	unsigned refs; /* a slot is reused only when nobody holds it */
+};
+
+struct dlfs_views {
+	struct dlfs_views_conf conf;
+	const struct dlfs_info *info;
+	uint64_t n_files, first_file, cs, base;
+
+	pthread_mutex_t mu; /* guards everything below */
+	struct dlfs_epoch *orders[ORDERS];
+	unsigned order_hand;
+	struct dlfs_paths *paths;
+	uint64_t *chunk_first;   /* chunked: n_chunks + 1 */
+	uint64_t *cont_first;    /* global chunk id of each container's 0 */
+	uint64_t n_chunks;
+	struct list lists[LISTS];
+	unsigned list_hand;
+	uint64_t planned_epoch, planned_to; /* share positions planned */
+
+	_Atomic uint64_t current;
+};
+
+int dlfs_views_new(const struct dlfs_views_conf *conf, struct dlfs_views **out,
+		   struct dlfs_err *err)
+{
+	struct dlfs_views *v = calloc(1, sizeof(*v));
+	if (!v)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	v->conf = *conf;
+	if (!v->conf.size)
+		v->conf.size = 1;
+	if (!v->conf.window)
+		v->conf.window = 1;
+	v->info = dlfs_ds_info(conf->ds);
+	v->n_files = v->info->super.n_files;
+	v->first_file = v->info->super.first_file_ino;
+	v->cs = v->info->super.chunk_size;
+	v->base = DLFS_DATA_OFFSET(v->cs);
+	for (int i = 0; i < LISTS; i++)
+		v->lists[i].epoch = UINT64_MAX;
+	v->planned_epoch = UINT64_MAX;
+	atomic_init(&v->current, UINT64_MAX);
+	pthread_mutex_init(&v->mu, NULL);
+	*out = v;
+	return 0;
+}
+
+void dlfs_views_free(struct dlfs_views *v)
+{
+	if (!v)
+		return;
+	for (int i = 0; i < ORDERS; i++)
+		dlfs_epoch_free(v->orders[i]);
+	for (int i = 0; i < LISTS; i++)
+		free(v->lists[i].data);
+	dlfs_paths_free(v->paths);
+	free(v->chunk_first);
+	free(v->cont_first);
+	pthread_mutex_destroy(&v->mu);
+	free(v);
+}
+
+int dlfs_views_describe(const struct dlfs_views *v, char *buf, size_t len)
+{
+	return snprintf(buf, len,
+			"\"shuffle\": \"%s\", \"seed\": %llu, "
+			"\"shuffle_window\": %u, \"rank\": %u, \"ranks\": %u",
+			dlfs_shuffle_name(v->conf.mode),
+			(unsigned long long)v->conf.seed, v->conf.window,
+			v->conf.rank, v->conf.size);
+}
+
+uint64_t dlfs_views_current(struct dlfs_views *v)
+{
+	return atomic_load_explicit(&v->current, memory_order_relaxed);
+}
+
+/* Global chunk numbering, and for chunked mode each chunk's first file
+ * (caller holds mu). */
+static int build_chunks(struct dlfs_views *v, struct dlfs_txn *txn,
+			int with_files, struct dlfs_err *err)
+{
+	uint32_t nc = (uint32_t)v->info->super.n_containers;
+	int ret = 0;
+	if (!v->cont_first) {
+		uint64_t *cf = calloc((size_t)nc + 1, sizeof(*cf));
+		if (!cf)
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+		for (uint32_t c = 0; c < nc && !ret; c++) {
+			struct dlfs_container_rec cr;
+			ret = dlfs_container_get(txn, c, &cr, err);
+			cf[c + 1] = cf[c] + (ret ? 0 : cr.n_chunks);
+		}
+		if (ret) {
+			free(cf);
+			return ret;
+		}
+		v->cont_first = cf;
+		v->n_chunks = cf[nc];
+	}
+	if (!with_files || v->chunk_first)
+		return 0;
+	/* Files are in data order: one pass gives each chunk's first. */
+	uint64_t *first = malloc((v->n_chunks + 1) * sizeof(*first));
+	if (!first)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	uint64_t g = 0;
+	for (uint64_t f = 0; f < v->n_files; f++) {
+		struct dlfs_inode in;
+		ret = dlfs_stat(txn, v->first_file + f, &in, err);
+		if (ret) {
+			free(first);
+			return ret;
+		}
+		uint64_t fg = v->cont_first[in.container] +
+			      (in.offset - v->base) / v->cs;
+		while (g <= fg && g < v->n_chunks)
+			first[g++] = f;
+	}
+	while (g <= v->n_chunks)
+		first[g++] = v->n_files;
+	v->chunk_first = first;
+	return 0;
+}
+
+/* The order of epoch e (caller holds mu). */
+static int order_of(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
+		    struct dlfs_epoch **out, struct dlfs_err *err)
+{
+	for (int i = 0; i < ORDERS; i++)
+		if (v->orders[i] && dlfs_epoch_epoch(v->orders[i]) == e) {
+			*out = v->orders[i];
+			return 0;
+		}
+	int ret;
+	if (v->conf.mode == DLFS_SHUFFLE_CHUNKED &&
+	    (ret = build_chunks(v, txn, 1, err)))
+		return ret;
+	struct dlfs_epoch_conf oc = {
+		.n_files = v->n_files, .mode = v->conf.mode,
+		.seed = v->conf.seed, .rank = v->conf.rank,
+		.size = v->conf.size, .window = v->conf.window,
+		.n_chunks = v->n_chunks, .chunk_first = v->chunk_first,
+	};
+	struct dlfs_epoch *o;
+	ret = dlfs_epoch_new(&oc, e, &o);
+	if (ret)
+		return dlfs_err_set(err, ret, "epoch %llu: cannot build its order",
+				    (unsigned long long)e);
+	unsigned i = v->order_hand++ % ORDERS;
+	dlfs_epoch_free(v->orders[i]);
+	v->orders[i] = o;
+	*out = o;
+	return 0;
+}
+
+int dlfs_views_share_len(struct dlfs_views *v, struct dlfs_txn *txn,
+			 uint64_t e, uint64_t *len, struct dlfs_err *err)
+{
+	struct dlfs_epoch *o;
+	pthread_mutex_lock(&v->mu);
+	int ret = order_of(v, txn, e, &o, err);
+	if (!ret)
+		*len = dlfs_epoch_share_len(o);
+	pthread_mutex_unlock(&v->mu);
+	return ret;
+}
+
+/*
+ * Plan read-ahead from share position j of epoch e: the files from the
+ * last planned position up to about ahead_bytes of chunks past j, their
+ * chunks deduplicated and sorted into container-offset order (caller
+ * holds mu).
+ */
+static void plan(struct dlfs_views *v, struct dlfs_txn *txn,
+		 struct dlfs_epoch *o, uint64_t e, uint64_t j)
+{
+	uint32_t cs[PLAN_MAX];
+	uint64_t ks[PLAN_MAX];
+	unsigned n = 0;
+	if (!v->conf.prefetch || !v->conf.ahead_bytes)
+		return;
+	if (v->planned_epoch != e || v->planned_to < j + 1 ||
+	    v->planned_to > j + 4 * PLAN_MAX) {
+		v->planned_epoch = e;
+		v->planned_to = j + 1;
+	}
+	uint64_t chunks_ahead = v->conf.ahead_bytes / v->cs;
+	if (chunks_ahead < 1)
+		chunks_ahead = 1;
+	uint64_t len = dlfs_epoch_share_len(o), start = dlfs_epoch_share_start(o);
+	/* Plan only when less than half the distance is left. */
+	if (v->planned_to > j + chunks_ahead / 2 + 1)
+		return;
+	while (v->planned_to < len && n < PLAN_MAX &&
+	       v->planned_to <= j + chunks_ahead) {
+		uint64_t f = dlfs_epoch_at(o, start + v->planned_to++);
+		struct dlfs_inode in;
+		if (dlfs_stat(txn, v->first_file + f, &in, NULL) || !in.size)
+			continue;
+		uint64_t k0 = (in.offset - v->base) / v->cs;
+		uint64_t k1 = (in.offset + in.size - 1 - v->base) / v->cs;
+		for (uint64_t k = k0; k <= k1 && n < PLAN_MAX; k++) {
+			unsigned i;
+			for (i = 0; i < n; i++)
+				if (cs[i] == in.container && ks[i] == k)
+					break;
+			if (i == n) {
+				cs[n] = in.container;
+				ks[n++] = k;
+			}
+		}
+	}
+	/* Container-offset order: an insertion sort of at most PLAN_MAX. */
+	for (unsigned a = 1; a < n; a++) {
+		uint32_t c = cs[a];
+		uint64_t k = ks[a];
+		unsigned b = a;
+		for (; b > 0 && (cs[b - 1] > c || (cs[b - 1] == c && ks[b - 1] > k));
+		     b--) {
+			cs[b] = cs[b - 1];
+			ks[b] = ks[b - 1];
+		}
+		cs[b] = c;
+		ks[b] = k;
+	}
+	dlfs_prefetch_plan(v->conf.prefetch, cs, ks, n);
+}
+
+int dlfs_views_sample(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
+		      uint64_t j, int mark, uint64_t *ino,
+		      struct dlfs_err *err)
+{
+	struct dlfs_epoch *o;
+	pthread_mutex_lock(&v->mu);
+	int ret = order_of(v, txn, e, &o, err);
+	if (!ret && j >= dlfs_epoch_share_len(o))
+		ret = dlfs_err_set(err, -ENOENT, "no sample %llu in epoch %llu",
+				   (unsigned long long)j, (unsigned long long)e);
+	if (!ret) {
+		*ino = v->first_file +
+		       dlfs_epoch_at(o, dlfs_epoch_share_start(o) + j);
+		if (mark) {
+			atomic_store_explicit(&v->current, e,
+					      memory_order_relaxed);
+			plan(v, txn, o, e, j);
+		}
+	}
+	pthread_mutex_unlock(&v->mu);
+	return ret;
+}
+
+static int paths_of(struct dlfs_views *v, struct dlfs_txn *txn,
+		    struct dlfs_err *err)
+{
+	if (v->paths)
+		return 0;
+	return dlfs_paths_build(txn, v->info, &v->paths, err);
+}
+
+static unsigned digits(uint64_t n)
+{
+	unsigned d = 1;
+	while (n >= 10) {
+		n /= 10;
+		d++;
+	}
+	return d;
+}
+
+/* The extension of file ino: its name from the last '.', or "". */
+static void extension(const struct dlfs_paths *p, uint64_t ino,
+		      const char **ext, size_t *len)
+{
+	size_t nlen;
+	const char *name = dlfs_paths_name(p, ino, &nlen);
+	*ext = "";
+	*len = 0;
+	for (size_t i = name ? nlen : 0; i-- > 1;)
+		if (name[i] == '.') {
+			*ext = name + i;
+			*len = nlen - i;
+			return;
+		}
+}
+
+int dlfs_views_sample_name(struct dlfs_views *v, struct dlfs_txn *txn,
+			   uint64_t e, uint64_t j, char *buf, size_t len,
+			   struct dlfs_err *err)
+{
+	struct dlfs_epoch *o;
+	const char *ext;
+	size_t elen;
+	pthread_mutex_lock(&v->mu);
+	int ret = order_of(v, txn, e, &o, err);
+	if (!ret)
+		ret = paths_of(v, txn, err);
+	if (!ret && j >= dlfs_epoch_share_len(o))
+		ret = -ENOENT;
+	if (!ret) {
+		uint64_t f = dlfs_epoch_at(o, dlfs_epoch_share_start(o) + j);
+		uint64_t last = dlfs_epoch_share_len(o);
+		extension(v->paths, v->first_file + f, &ext, &elen);
+		int n = snprintf(buf, len, "%0*llu%.*s",
+				 (int)digits(last ? last - 1 : 0),
+				 (unsigned long long)j, (int)elen, ext);
+		ret = n < 0 || (size_t)n >= len ? -ENAMETOOLONG : n;
+	}
+	pthread_mutex_unlock(&v->mu);
+	return ret;
+}
+
+int dlfs_views_parse_name(struct dlfs_views *v, struct dlfs_txn *txn,
+			  uint64_t e, const char *name, uint64_t *j,
+			  struct dlfs_err *err)
+{
+	uint64_t n = 0;
+	size_t i = 0;
+	for (; name[i] >= '0' && name[i] <= '9'; i++) {
+		if (n > (UINT64_MAX - 9) / 10)
+			return -ENOENT;
+		n = n * 10 + (uint64_t)(name[i] - '0');
+	}
+	if (!i)
+		return -ENOENT;
+	/* The one spelling the directory lists, nothing else. */
+	char want[DLFS_NAME_MAX + 1];
+	int ret = dlfs_views_sample_name(v, txn, e, n, want, sizeof(want), err);
+	if (ret < 0)
+		return ret == -ENAMETOOLONG ? -ENOENT : ret;
+	if (strcmp(want, name))
+		return -ENOENT;
+	*j = n;
+	return 0;
+}
+
+/* Render the list of epoch e into a new buffer (caller holds mu). */
+static int render(struct dlfs_views *v, struct dlfs_epoch *o, char **out,
+		  size_t *outlen)
+{
+	size_t cap = 1 << 16, len = 0;
+	char *b = malloc(cap), path[4096 + 2];
+	if (!b)
+		return -ENOMEM;
+	uint64_t start = dlfs_epoch_share_start(o);
+	for (uint64_t j = 0; j < dlfs_epoch_share_len(o); j++) {
+		uint64_t f = dlfs_epoch_at(o, start + j);
+		int n = dlfs_paths_get(v->paths, v->first_file + f, path,
+				       sizeof(path) - 1);
+		if (n < 0) {
+			free(b);
+			return n;
+		}
+		path[n++] = '\n';
+		if (len + (size_t)n > cap) {
+			while (len + (size_t)n > cap)
+				cap *= 2;
+			char *nb = realloc(b, cap);
+			if (!nb) {
+				free(b);
+				return -ENOMEM;
+			}
+			b = nb;
+		}
+		memcpy(b + len, path, (size_t)n);
+		len += (size_t)n;
+	}
+	*out = b;
+	*outlen = len;
+	return 0;
+}
+
+int dlfs_views_files(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
+		     struct dlfs_views_list *out, struct dlfs_err *err)
+{
+	struct dlfs_epoch *o;
+	int ret = 0;
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&v->mu);
+	struct list *l = NULL;
+	for (int i = 0; i < LISTS; i++)
+		if (v->lists[i].epoch == e)
+			l = &v->lists[i];
+	if (!l) {
+		ret = order_of(v, txn, e, &o, err);
+		if (!ret)
+			ret = paths_of(v, txn, err);
+		char *data = NULL;
+		size_t len = 0;
+		if (!ret && (ret = render(v, o, &data, &len)))
+			dlfs_err_set(err, ret, "epoch %llu: cannot list it",
+				     (unsigned long long)e);
+		if (!ret) {
+			/* Reuse a slot nobody holds. */
+			for (int t = 0; t < LISTS && !l; t++) {
+				struct list *c =
+					&v->lists[v->list_hand++ % LISTS];
+				if (!c->refs)
+					l = c;
+			}
+			if (!l) {
+				free(data);
+				ret = dlfs_err_set(err, -EBUSY,
+						   "epoch lists all in use");
+			} else {
+				free(l->data);
+				l->epoch = e;
+				l->data = data;
+				l->len = len;
+			}
+		}
+	}
+	if (!ret) {
+		l->refs++;
+		out->data = l->data;
+		out->len = l->len;
+		out->ref = l;
+		atomic_store_explicit(&v->current, e, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&v->mu);
+	return ret;
+}
+
+void dlfs_views_put_files(struct dlfs_views *v, struct dlfs_views_list *l)
+{
+	if (!l->ref)
+		return;
+	pthread_mutex_lock(&v->mu);
+	((struct list *)l->ref)->refs--;
+	pthread_mutex_unlock(&v->mu);
+	memset(l, 0, sizeof(*l));
+}
+
+void dlfs_views_note_read(struct dlfs_views *v, struct dlfs_txn *txn,
+			  uint64_t ino)
+{
+	uint64_t e = dlfs_views_current(v);
+	if (e == UINT64_MAX || !v->conf.prefetch || ino < v->first_file ||
+	    ino - v->first_file >= v->n_files)
+		return;
+	struct dlfs_epoch *o;
+	pthread_mutex_lock(&v->mu);
+	if (!order_of(v, txn, e, &o, NULL)) {
+		uint64_t pos = dlfs_epoch_position(o, ino - v->first_file);
+		uint64_t s = dlfs_epoch_share_start(o);
+		if (pos >= s && pos - s < dlfs_epoch_share_len(o))
+			plan(v, txn, o, e, pos - s);
+	}
+	pthread_mutex_unlock(&v->mu);
+}

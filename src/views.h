@@ -1,0 +1,101 @@
+/*
+ * Epoch views: this node's share of epoch E, as a list of paths
+ * (/.dlfs/epochs/E/files) and as a directory of samples whose sorted names
+ * follow it (/.dlfs/epochs/E/samples/). Reading either makes E the current
+ * epoch: the views then plan read-ahead along the order, a bounded
+ * distance past the reader, in container-offset order.
+ *
+ * The module keeps what the views need, built on first use: the orders
+ * of the most recent epochs, the inode-to-path table, the rendered lists
+ * of the last epochs, and (for the chunked mode) the first file of every
+ * chunk. Nothing of it exists until a view is first used.
+ *
+ * Thread-safety: every call is safe from any thread; one mutex guards the
+ * caches, and rendering a list happens under it (at most once per epoch).
+ * The returned list stays valid while the caller holds a reference
+ * (dlfs_views_files / dlfs_views_put_files).
+ */
+#ifndef DLFS_VIEWS_H
+#define DLFS_VIEWS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlfs/dataset.h"
+#include "order.h"
+#include "prefetch.h"
+
+/* Epochs 0 .. DLFS_VIEWS_MAX_EPOCH are addressable. */
+#define DLFS_VIEWS_MAX_EPOCH 65535u
+
+struct dlfs_views;
+
+struct dlfs_views_conf {
+	struct dlfs_ds *ds;
+	enum dlfs_shuffle mode;
+	uint64_t seed;
+	uint32_t rank, size;
+	uint32_t window;             /* chunked: chunks per window */
+	struct dlfs_prefetch *prefetch; /* may be NULL: no clairvoyance */
+	uint64_t ahead_bytes;        /* how far past the reader to plan */
+};
+
+int dlfs_views_new(const struct dlfs_views_conf *conf, struct dlfs_views **out,
+		   struct dlfs_err *err);
+void dlfs_views_free(struct dlfs_views *v);
+
+/* This rank's share of epoch e: its length (built on first use). */
+int dlfs_views_share_len(struct dlfs_views *v, struct dlfs_txn *txn,
+			 uint64_t e, uint64_t *len, struct dlfs_err *err);
+
+/*
+ * The inode of the file at position j of this rank's share of epoch e.
+ * Also tells the planner that the reader is at j of e when mark is set.
+ */
+int dlfs_views_sample(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
+		      uint64_t j, int mark, uint64_t *ino,
+		      struct dlfs_err *err);
+
+/*
+ * Name of sample j of epoch e: the position zero-padded to the width of
+ * the share's last position, then the file's extension (its name from the
+ * last '.', if it has one that is not its first byte). @return its length
+ * or a negative errno.
+ */
+int dlfs_views_sample_name(struct dlfs_views *v, struct dlfs_txn *txn,
+			   uint64_t e, uint64_t j, char *buf, size_t len,
+			   struct dlfs_err *err);
+
+/* Parse a sample name back to its position (checking the extension). */
+int dlfs_views_parse_name(struct dlfs_views *v, struct dlfs_txn *txn,
+			  uint64_t e, const char *name, uint64_t *j,
+			  struct dlfs_err *err);
+
+/*
+ * The rendered list of epoch e: one path a line. Holds a reference the
+ * caller drops with dlfs_views_put_files. Marks e as the current epoch.
+ */
+struct dlfs_views_list {
+	const char *data;
+	size_t len;
+	void *ref; /* private */
+};
+int dlfs_views_files(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
+		     struct dlfs_views_list *out, struct dlfs_err *err);
+void dlfs_views_put_files(struct dlfs_views *v, struct dlfs_views_list *l);
+
+/*
+ * A read of file ino at offset 0 happened (any path): if it is in the
+ * current epoch's share, the reader is there; plan read-ahead.
+ */
+void dlfs_views_note_read(struct dlfs_views *v, struct dlfs_txn *txn,
+			  uint64_t ino);
+
+/* JSON members (no braces) describing the shuffle: mode, seed, window,
+ * rank and ranks. @return the length, as snprintf. */
+int dlfs_views_describe(const struct dlfs_views *v, char *buf, size_t len);
+
+/* The current epoch, or UINT64_MAX before any view was read. */
+uint64_t dlfs_views_current(struct dlfs_views *v);
+
+#endif
