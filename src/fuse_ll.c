@@ -93,17 +93,19 @@ static int open_nvme(struct dlfs_fs *fs, struct dlfs_txn *t,
 	int ret = 0;
 	if (!data)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	/* On disk a chunk takes its length rounded up to 4 KiB; only the
+	 * last chunk of a container can be short. */
 	for (uint32_t c = 0; c < nc && !ret; c++) {
 		struct dlfs_container_rec cr;
 		ret = dlfs_container_get(t, c, &cr, err);
 		data[c] = ret ? 0 : cr.data_size;
-		total += data[c];
+		total += dlfs_roundup(data[c], 4096);
 	}
 	uint64_t cap = fs->conf.cache_size;
 	if (!ret && !cap) {
 		/* Default: the whole dataset, within 90% of the free space. */
 		struct statvfs sv;
-		cap = dlfs_roundup(total, 4096) + 4096 * (uint64_t)nc;
+		cap = total;
 		if (statvfs(fs->conf.cache_dir, &sv) == 0) {
 			uint64_t room = (uint64_t)sv.f_bavail * sv.f_frsize /
 					10 * 9;

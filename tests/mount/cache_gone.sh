@@ -8,6 +8,8 @@
 #  - the cache_dir made again, empty, while mounted: a pass reads correctly;
 #  - the cache_dir replaced by a regular file while mounted: a pass reads
 #    correctly;
+#  - the removal is noticed: nvme.errors and errors.nvme >= 1, and one log
+#    line says the cache directory was removed;
 #  - no errors.{checksum,container,io}; the daemon exits 0 on unmount and
 #    logs nothing bad other than lines about the cache;
 #  - a remount on the cache_dir (missing again) re-creates it: nvme.enabled
@@ -60,6 +62,12 @@ snap "$MNT" "$T/s1.json"
 sassert "$T/s1.json" -- 'errors.checksum == 0' 'errors.container == 0' 'errors.io == 0' \
 	'nvme.corrupt == 0' ||
 	fail "a vanished cache dir was counted as a dataset error or as corrupt data"
+sassert "$T/s1.json" -- 'nvme.errors >= 1' 'errors.nvme >= 1' ||
+	fail "the removed cache dir was not noticed (nvme.errors, errors.nvme)"
+grep -qiE 'cache directory removed' "$DLFS_LOG" ||
+	fail "the daemon log does not say the cache directory was removed"
+[ "$(grep -ciE 'cache directory removed' "$DLFS_LOG")" -le 1 ] ||
+	fail "the removed cache dir was logged more than once"
 note "nvme: errors $(sget "$T/s1.json" tiers.nvme.errors), errors.nvme $(sget "$T/s1.json" errors.nvme), hits $(sget "$T/s1.json" tiers.nvme.hits), written $(sget "$T/s1.json" tiers.nvme.written_chunks)"
 check_log "$DLFS_LOG" "$CACHE_RE"
 dlfs_umount "$MNT"
