@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 enum slot_state { SLOT_FREE, SLOT_LOADING, SLOT_READY };
 
@@ -33,6 +34,27 @@ struct dlfs_cache {
 	unsigned pf_limit, pf_pending, demand_loading;
 	uint64_t pf_issued, pf_used, pf_wasted;
 };
+
+/*
+ * A chunk buffer. Chunks of 2 MiB and more go in transparent huge pages:
+ * an O_DIRECT read into 4 KiB pages is cut into 512 KiB requests (one bio
+ * holds at most 256 pages, a request 128 segments), into huge pages into
+ * requests as large as the device takes, and a PFS that counts requests
+ * (IOPS) sees a third as many. @return 0 or -ENOMEM.
+ */
+static int chunk_alloc(size_t chunk_size, uint8_t **out)
+{
+	const size_t huge = (size_t)2 << 20;
+	size_t align = chunk_size >= huge ? huge : 4096;
+	size_t size = (chunk_size + align - 1) / align * align;
+	void *b = NULL;
+	if (posix_memalign(&b, align, size))
+		return -ENOMEM;
+	if (align == huge)
+		madvise(b, size, MADV_HUGEPAGE); /* a hint: fine if refused */
+	*out = b;
+	return 0;
+}
 
 static uint64_t key_of(uint32_t c, uint64_t k)
 {
@@ -212,8 +234,8 @@ int dlfs_cache_get(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 		/* Everything is pinned: serve from a private buffer. */
 		c->bypass++;
 		pthread_mutex_unlock(&c->mu);
-		void *b = NULL;
-		if (posix_memalign(&b, 4096, c->chunk_size))
+		uint8_t *b = NULL;
+		if (chunk_alloc(c->chunk_size, &b))
 			return dlfs_err_set(err, -ENOMEM, "out of memory");
 		ret = c->load(c->arg, ctx, cont, k, b, c->chunk_size,
 			      &ref->len, err);
@@ -227,7 +249,7 @@ int dlfs_cache_get(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 		return 0;
 	}
 	struct slot *s = &c->slots[i];
-	if (!s->buf && posix_memalign((void **)&s->buf, 4096, c->chunk_size)) {
+	if (!s->buf && chunk_alloc(c->chunk_size, &s->buf)) {
 		s->buf = NULL;
 		pthread_mutex_unlock(&c->mu);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
@@ -303,7 +325,7 @@ int dlfs_cache_prefetch(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 		return -EAGAIN;
 	}
 	struct slot *s = &c->slots[i];
-	if (!s->buf && posix_memalign((void **)&s->buf, 4096, c->chunk_size)) {
+	if (!s->buf && chunk_alloc(c->chunk_size, &s->buf)) {
 		s->buf = NULL;
 		pthread_mutex_unlock(&c->mu);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");

@@ -331,9 +331,28 @@ static int container_validate(struct dlfs_ds *ds, uint32_t c, int fd,
 	return 0;
 }
 
-void dlfs_ds_set_direct(struct dlfs_ds *ds, int on)
+void dlfs_ds_set_chunk_io(struct dlfs_ds *ds, enum dlfs_chunk_io io)
 {
-	ds->direct = on;
+	ds->chunk_io = io;
+}
+
+/* The fd chunk reads use, per dlfs_ds_set_chunk_io; -1 = the plain one. */
+static void open_chunk_fd(struct dlfs_ds *ds, struct dlfs_container_slot *s,
+			  const char *cpath)
+{
+	s->dfd = -1;
+	s->dfd_direct = 0;
+	if (ds->chunk_io == DLFS_CHUNK_IO_DIRECT) {
+		s->dfd = open(cpath, O_RDONLY | O_CLOEXEC | O_DIRECT);
+		s->dfd_direct = s->dfd >= 0;
+	}
+	if (s->dfd < 0 && ds->chunk_io != DLFS_CHUNK_IO_PLAIN) {
+		/* No read-ahead past the chunk: it would be read for nothing
+		 * and dropped. */
+		s->dfd = open(cpath, O_RDONLY | O_CLOEXEC);
+		if (s->dfd >= 0)
+			posix_fadvise(s->dfd, 0, 0, POSIX_FADV_RANDOM);
+	}
 }
 
 int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
@@ -370,13 +389,7 @@ int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
 				close(f);
 			} else {
 				s->fd = f;
-				s->dfd = -1;
-				/* Without O_DIRECT support, fall back to
-				 * buffered reads and DONTNEED. */
-				if (ds->direct)
-					s->dfd = open(cpath, O_RDONLY |
-							     O_CLOEXEC |
-							     O_DIRECT);
+				open_chunk_fd(ds, s, cpath);
 			}
 		}
 		free(cpath);
@@ -470,10 +483,12 @@ int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 	if (want > cap)
 		want = cr.length;
 	char name[DLFS_CONTAINER_NAME_MAX];
-	int dfd = ds->containers[c].dfd;
-	int direct = dfd >= 0 && want % 4096 == 0 &&
+	const struct dlfs_container_slot *slot = &ds->containers[c];
+	int direct = slot->dfd_direct && want % 4096 == 0 &&
 		     (uintptr_t)buf % 4096 == 0;
-	ssize_t n = dlfs_pread_full(direct ? dfd : fd, buf, want, off);
+	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
+		fd = slot->dfd;
+	ssize_t n = dlfs_pread_full(fd, buf, want, off);
 	if (n < 0) {
 		dlfs_container_name(c, name);
 		return dlfs_err_sys(err, (int)n, "%s/%s: read at offset %llu",

@@ -18,7 +18,8 @@
 struct dlfs_container_slot {
 	_Atomic int state; /* 0 not tried, 1 open, < 0 failed with that errno */
 	int fd;
-	int dfd; /* the same file with O_DIRECT, or -1 (pfs_io=direct only) */
+	int dfd; /* the same file for chunk reads (RANDOM, DIRECT), or -1 */
+	int dfd_direct; /* dfd has O_DIRECT */
 	char *msg; /* why it failed, when state < 0 */
 };
 
@@ -42,7 +43,7 @@ struct dlfs_ds {
 	struct dlfs_info info;
 	pthread_mutex_t open_lock;
 	struct dlfs_container_slot *containers; /* n_containers slots */
-	int direct; /* read chunks with O_DIRECT (dlfs_ds_set_direct) */
+	enum dlfs_chunk_io chunk_io; /* dlfs_ds_set_chunk_io */
 	pthread_mutex_t rd_lock; /* guards rd; never held with open_lock */
 	struct dlfs_rd_slot rd[DLFS_RD_SLOTS];
 };

@@ -269,7 +269,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlfs: %s\n", err.msg);
 		goto out;
 	}
-	dlfs_ds_set_direct(ds, fsc.pfs_direct);
+	dlfs_ds_set_chunk_io(ds, fsc.pfs_direct ? DLFS_CHUNK_IO_DIRECT
+						: DLFS_CHUNK_IO_RANDOM);
 	const struct dlfs_info *info = dlfs_ds_info(ds);
 	if (ram < 2 * info->super.chunk_size) {
 		fprintf(stderr,

@@ -129,11 +129,16 @@ int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
 			 struct dlfs_err *err);
 
 /*
- * Read chunks (dlfs_chunk_read) with O_DIRECT instead of buffered reads
- * followed by POSIX_FADV_DONTNEED. Call before the first container is
- * opened; where O_DIRECT is refused, buffered reads are used.
+ * How dlfs_chunk_read reads containers. PLAIN (the default): buffered
+ * reads through the file's usual fd, pages dropped after. RANDOM: through
+ * a second fd marked POSIX_FADV_RANDOM, so the kernel reads the chunk and
+ * nothing past it, pages dropped after. DIRECT: O_DIRECT, where the
+ * filesystem allows it (else RANDOM). Set before the first container is
+ * opened.
  */
-void dlfs_ds_set_direct(struct dlfs_ds *ds, int on);
+enum dlfs_chunk_io { DLFS_CHUNK_IO_PLAIN, DLFS_CHUNK_IO_RANDOM,
+		     DLFS_CHUNK_IO_DIRECT };
+void dlfs_ds_set_chunk_io(struct dlfs_ds *ds, enum dlfs_chunk_io io);
 
 /*
  * Read len bytes of container c at offset off into buf, retrying short
@@ -155,7 +160,7 @@ int dlfs_file_pread(struct dlfs_ds *ds, const struct dlfs_inode *in,
 /*
  * Read chunk k of container c into buf (cap bytes, at least the chunk
  * size, 4 KiB aligned) in one read, and check it against its xxh3 in the
- * index. The read bypasses the page cache (O_DIRECT, dlfs_ds_set_direct)
+ * index. The read bypasses the page cache (O_DIRECT, dlfs_ds_set_chunk_io)
  * or its pages are dropped after it, so the bytes are not kept twice. *len is set to the chunk's length. @return 0,
  * -EBADMSG (DLFS_ECHECKSUM) on a checksum mismatch (err names the
  * container and offset; buf and *len then hold the untrusted bytes),
