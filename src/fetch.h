@@ -1,8 +1,8 @@
 /*
  * Where a chunk comes from when the RAM tier misses: the NVMe tier, then
- * the PFS (the dataset's containers). Every chunk is checked against the
- * index before it is used; one that came from the PFS is handed to the
- * NVMe tier to keep. Also the NVMe tier's file path: a small file whose
+ * its home node over MPI, then the PFS (the dataset's containers). Every
+ * chunk is checked against the index before it is used; one that came
+ * from a peer or the PFS is handed to the NVMe tier to keep. Also the NVMe tier's file path: a small file whose
  * chunks are all on NVMe is read alone, not as whole chunks, so random
  * reads of a dataset larger than RAM cost what the file costs.
  *
@@ -18,6 +18,7 @@
 
 #include "dlfs/dataset.h"
 #include "nvme.h"
+#include "peer.h"
 #include "stats.h"
 
 /* Files up to this size are checked alone against their own checksum
@@ -29,6 +30,8 @@
 struct dlfs_fetch {
 	struct dlfs_ds *ds;
 	struct dlfs_nvme *nvme; /* NULL without a cache_dir */
+	struct dlfs_peer *peer; /* NULL alone */
+	const uint64_t *cont_first; /* with a peer: global id of chunk 0 */
 	struct dlfs_stats *stats;
 	/* One bit per inode: the file's bytes in the NVMe tier passed its
 	 * checksum, so later pieces of it need no check (a file is often
@@ -44,7 +47,7 @@ void dlfs_fetch_destroy(struct dlfs_fetch *f);
 /*
  * The RAM tier's loader (a dlfs_cache_load_fn; arg is a struct
  * dlfs_fetch, ctx the caller's struct dlfs_txn): chunk k of container c
- * from NVMe, else from the PFS. @return as dlfs_chunk_read.
+ * from NVMe, else its home peer, else the PFS. @return as dlfs_chunk_read.
  */
 int dlfs_fetch_chunk(void *arg, void *ctx, uint32_t c, uint64_t k, void *buf,
 		     size_t cap, size_t *len, struct dlfs_err *err);

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dlfs/format.h"
 #include "util.h"
 
 #include <xxhash.h>
@@ -151,6 +152,23 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 		return dlfs_err_set(err, -EAGAIN, "pthread_key_create");
 	fs->fetch.ds = ds;
 	fs->fetch.stats = &fs->stats;
+	{
+		uint32_t nc = (uint32_t)dlfs_ds_info(ds)->super.n_containers;
+		struct dlfs_txn *t;
+		int r = txn_of(fs, &t);
+		fs->cont_first = calloc((size_t)nc + 1, sizeof(uint64_t));
+		if (r || !fs->cont_first)
+			return dlfs_err_set(err, r ? r : -ENOMEM,
+					    "out of memory");
+		for (uint32_t c = 0; c < nc && !r; c++) {
+			struct dlfs_container_rec cr;
+			r = dlfs_container_get(t, c, &cr, err);
+			fs->cont_first[c + 1] =
+				fs->cont_first[c] + (r ? 0 : cr.n_chunks);
+		}
+		if (r)
+			return r;
+	}
 	int ret = dlfs_cache_new(dlfs_ds_info(ds)->super.chunk_size,
 				 conf->ram_cache, dlfs_fetch_chunk, &fs->fetch,
 				 &fs->cache, err);
@@ -180,6 +198,114 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 
 static int render_stats(void *arg, char **json, size_t *len);
 
+/* Container and chunk of global chunk g. */
+static void locate(const struct dlfs_fs *fs, uint64_t g, uint32_t *c,
+		   uint64_t *k)
+{
+	uint32_t lo = 0, hi = (uint32_t)dlfs_ds_info(fs->ds)->super.n_containers;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (fs->cont_first[mid] <= g)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*c = lo;
+	*k = g - fs->cont_first[lo];
+}
+
+/* A peer asks for global chunk g: through this node's tiers, which keep
+ * it (RAM, NVMe) and read it from the PFS at most once. */
+static int serve_chunk(void *arg, void *ctx, uint64_t g, void *buf,
+		       size_t cap, size_t *len)
+{
+	struct dlfs_fs *fs = arg;
+	struct dlfs_chunk_ref r;
+	uint32_t c;
+	uint64_t k;
+	if (!ctx)
+		return -ENOMEM;
+	locate(fs, g, &c, &k);
+	int ret = dlfs_cache_get(fs->cache, c, k, ctx, &r, NULL);
+	if (ret)
+		return ret;
+	if (r.len > cap) {
+		dlfs_cache_put(fs->cache, &r);
+		return -EOVERFLOW;
+	}
+	memcpy(buf, r.data, r.len);
+	*len = r.len;
+	dlfs_cache_put(fs->cache, &r);
+	return 0;
+}
+
+static void *serve_ctx_new(void *arg)
+{
+	struct dlfs_fs *fs = arg;
+	struct dlfs_txn *t = NULL;
+	return dlfs_txn_begin(fs->ds, &t, NULL) ? NULL : t;
+}
+
+static void serve_ctx_free(void *arg, void *ctx)
+{
+	(void)arg;
+	dlfs_txn_end(ctx);
+}
+
+static void peer_log(void *arg, const char *msg)
+{
+	dlfs_log(arg, LOG_WARNING, "%s", msg);
+}
+
+int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err)
+{
+	const struct dlfs_info *info = dlfs_ds_info(fs->ds);
+	uint32_t nc = (uint32_t)info->super.n_containers;
+	struct dlfs_txn *t;
+	int ret = txn_of(fs, &t);
+	if (ret)
+		return dlfs_err_set(err, ret, "no index transaction");
+	/* The index's identity: the superblock and every container's
+	 * record (which carries its footer's checksum), not the whole
+	 * index, so that joining stays O(containers). */
+	uint8_t sb[DLFS_SUPER_REC_SIZE];
+	dlfs_super_encode(&info->super, sb);
+	uint64_t sum = XXH3_64bits(sb, sizeof(sb));
+	for (uint32_t c = 0; c < nc; c++) {
+		struct dlfs_container_rec cr;
+		if ((ret = dlfs_container_get(t, c, &cr, err)))
+			return ret;
+		uint64_t v[3] = {sum, cr.footer_xxh3, cr.data_size};
+		sum = XXH3_64bits(v, sizeof(v));
+	}
+	struct dlfs_peer_conf pc = {
+		.force = fs->conf.mpi,
+		.dataset_id_hex = info->dataset_id_hex,
+		.index_sum = sum,
+		.seed = fs->conf.seed,
+		.seed_given = fs->conf.seed_given,
+		.n_chunks = fs->cont_first[nc],
+		.chunk_size = info->super.chunk_size,
+		.timeout_ms = fs->conf.peer_timeout_ms,
+		.servers = 2,
+		.serve = serve_chunk,
+		.ctx_new = serve_ctx_new,
+		.ctx_free = serve_ctx_free,
+		.arg = fs,
+		.log = peer_log,
+	};
+	ret = dlfs_peer_open(&pc, &fs->peer, err);
+	if (ret || !fs->peer)
+		return ret;
+	fs->conf.seed = dlfs_peer_seed(fs->peer);
+	fs->fetch.peer = fs->peer;
+	fs->fetch.cont_first = fs->cont_first;
+	dlfs_log(fs, LOG_INFO, "rank %u of %u, seed %llu",
+		 dlfs_peer_rank(fs->peer), dlfs_peer_size(fs->peer),
+		 (unsigned long long)fs->conf.seed);
+	return 0;
+}
+
 /* The epoch views and the control namespace, once the prefetcher that
  * the views plan for exists. */
 static int start_ctl(struct dlfs_fs *fs, struct dlfs_err *err)
@@ -188,8 +314,8 @@ static int start_ctl(struct dlfs_fs *fs, struct dlfs_err *err)
 		.ds = fs->ds,
 		.mode = fs->conf.shuffle,
 		.seed = fs->conf.seed,
-		.rank = 0,
-		.size = 1,
+		.rank = dlfs_peer_rank(fs->peer),
+		.size = dlfs_peer_size(fs->peer),
 		.window = fs->conf.shuffle_window,
 		.prefetch = fs->prefetch,
 		.ahead_bytes = fs->conf.readahead,
@@ -238,6 +364,24 @@ int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)
 	}
 	if (!ret)
 		ret = start_ctl(fs, err);
+	if (!ret && fs->peer)
+		ret = dlfs_peer_start(fs->peer, err);
+	if (!ret && fs->conf.stage != DLFS_STAGE_NONE) {
+		uint32_t nc = (uint32_t)info->super.n_containers;
+		uint64_t n = fs->cont_first[nc];
+		uint64_t r = dlfs_peer_rank(fs->peer), w = dlfs_peer_size(fs->peer);
+		/* The chunks whose home is this rank (dlfs_peer_home). */
+		struct dlfs_stage_conf sc = {
+			.mode = fs->conf.stage,
+			.fetch = &fs->fetch,
+			.cache = fs->cache,
+			.n_containers = nc,
+			.cont_first = fs->cont_first,
+			.home_lo = (uint64_t)(((unsigned __int128)r * n + w - 1) / w),
+			.home_hi = (uint64_t)(((unsigned __int128)(r + 1) * n + w - 1) / w),
+		};
+		ret = dlfs_stage_start(&sc, &fs->stage, err);
+	}
 	return ret;
 }
 
@@ -254,6 +398,10 @@ void dlfs_fs_destroy(struct dlfs_fs *fs)
 	free(b);
 	pthread_key_delete(fs->buf_key);
 	/* Prefetchers use the cache; the NVMe tier drains its queue. */
+	/* Staging first; then serve peers until every rank is done, which
+	 * needs the tiers below intact. */
+	dlfs_stage_stop(fs->stage);
+	dlfs_peer_close(fs->peer);
 	if (fs->ctl_ready)
 		dlfs_ctl_destroy(&fs->ctl);
 	dlfs_views_free(fs->views);
@@ -261,6 +409,7 @@ void dlfs_fs_destroy(struct dlfs_fs *fs)
 	dlfs_nvme_close(fs->nvme);
 	dlfs_fetch_destroy(&fs->fetch);
 	dlfs_cache_free(fs->cache);
+	free(fs->cont_first);
 	pthread_mutex_destroy(&fs->log_lock);
 }
 
@@ -286,6 +435,14 @@ static int render_stats(void *arg, char **json, size_t *len)
 	ts.pf_dropped = dlfs_prefetch_dropped(fs->prefetch);
 	ts.pf_planned = dlfs_prefetch_planned(fs->prefetch);
 	ts.epoch = fs->views ? dlfs_views_current(fs->views) : UINT64_MAX;
+	ts.peer_enabled = fs->peer != NULL;
+	ts.rank = dlfs_peer_rank(fs->peer);
+	ts.ranks = dlfs_peer_size(fs->peer);
+	if (fs->peer)
+		dlfs_peer_get_stats(fs->peer, &ts.peer);
+	ts.stage = dlfs_stage_name(fs->conf.stage);
+	dlfs_stage_get(fs->stage, &ts.staged_chunks, &ts.staged_bytes,
+		       &ts.stage_done);
 	size_t need = dlfs_stats_json(&fs->stats, &ts, NULL, 0) + 1;
 	char *b = malloc(need);
 	if (!b)

@@ -24,7 +24,9 @@
 #include "dlfs/dataset.h"
 #include "fetch.h"
 #include "nvme.h"
+#include "peer.h"
 #include "prefetch.h"
+#include "stage.h"
 #include "stats.h"
 
 
@@ -40,6 +42,10 @@ struct dlfs_fs_conf {
 	enum dlfs_shuffle shuffle; /* epoch views */
 	uint64_t seed;
 	uint32_t shuffle_window; /* chunks, for shuffle=chunked */
+	int seed_given;
+	int mpi;                 /* -o mpi: join an MPI job even unlaunched */
+	enum dlfs_stage_mode stage;
+	unsigned peer_timeout_ms;
 };
 
 struct dlfs_fs {
@@ -47,6 +53,9 @@ struct dlfs_fs {
 	struct dlfs_cache *cache;
 	struct dlfs_nvme *nvme;         /* NULL without cache_dir */
 	struct dlfs_prefetch *prefetch; /* NULL with readahead=0 */
+	struct dlfs_peer *peer;         /* NULL alone */
+	struct dlfs_stage *stage;       /* NULL without stage= */
+	uint64_t *cont_first;           /* global chunk id of each container's 0 */
 	struct dlfs_fetch fetch;
 	struct dlfs_fs_conf conf;
 	struct dlfs_stats stats;
@@ -76,8 +85,16 @@ extern const struct fuse_lowlevel_ops dlfs_ll_ops;
 int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 		 const struct dlfs_fs_conf *conf, const char *mountpoint,
 		 int foreground, struct dlfs_err *err);
-/* Start the background threads (NVMe writer, prefetchers): after the
- * daemon has forked. @return 0 or -errno. */
+/*
+ * Join the MPI job when launched by one (or -o mpi): initialise MPI on its
+ * own thread and check every rank mounts the same dataset with the same
+ * seed. Call after mounting and before any FUSE thread; the daemon must
+ * not fork afterwards. Alone, does nothing. @return 0 or -errno.
+ */
+int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err);
+
+/* Start the background threads (NVMe writer, prefetchers, peer servers,
+ * staging): after the daemon has forked, if it does. @return 0 or -errno. */
 int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err);
 void dlfs_fs_destroy(struct dlfs_fs *fs);
 

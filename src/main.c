@@ -33,6 +33,9 @@ struct conf {
 	char *shuffle;
 	char *shuffle_window;
 	char *seed;
+	char *stage;
+	unsigned peer_timeout;
+	int mpi;
 	int show_help;
 };
 
@@ -49,6 +52,9 @@ static const struct fuse_opt dlfs_opts[] = {
 	OPT("shuffle=%s", shuffle),
 	OPT("shuffle_window=%s", shuffle_window),
 	OPT("seed=%s", seed),
+	OPT("stage=%s", stage),
+	OPT("peer_timeout=%u", peer_timeout),
+	OPT("mpi", mpi),
 	FUSE_OPT_END,
 };
 
@@ -103,6 +109,12 @@ static void usage(const char *prog)
 	       "(default 16)\n"
 	       "    -o seed=N              epoch order seed (default: "
 	       "random, see .dlfs/info)\n"
+	       "    -o mpi                 join an MPI job even without a "
+	       "launcher\n"
+	       "    -o stage=none|home|all fill the NVMe tier in the "
+	       "background\n"
+	       "    -o peer_timeout=MS     wait for a peer, then the PFS "
+	       "(default 5000)\n"
 	       "See dlfs(1). FUSE options:\n",
 	       prog);
 	fuse_cmdline_help();
@@ -251,6 +263,23 @@ int main(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
+	fsc.seed_given = conf.seed != NULL;
+	if (conf.stage && dlfs_stage_parse(conf.stage, &fsc.stage)) {
+		fprintf(stderr, "dlfs: -o stage=%s: none, home or all\n",
+			conf.stage);
+		ret = 2;
+		goto out;
+	}
+	if (fsc.stage != DLFS_STAGE_NONE && !conf.cache_dir) {
+		fprintf(stderr,
+			"dlfs: -o stage=%s needs -o cache_dir=DIR (it fills "
+			"the NVMe tier)\n",
+			conf.stage);
+		ret = 2;
+		goto out;
+	}
+	fsc.mpi = conf.mpi;
+	fsc.peer_timeout_ms = conf.peer_timeout ? conf.peer_timeout : 5000;
 	if (!conf.seed && getrandom(&fsc.seed, sizeof(fsc.seed), 0) < 0)
 		fsc.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 	fsc.cache_dir = conf.cache_dir;
@@ -328,6 +357,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "dlfs: cannot mount on %s\n", cmd.mountpoint);
 		goto out_signals;
 	}
+	/* Under an MPI launcher the launcher owns this process: stay in the
+	 * foreground, and never fork once MPI is initialised. */
+	if (fsc.mpi || dlfs_peer_launched())
+		cmd.foreground = fs.foreground = 1;
+	if (dlfs_fs_join(&fs, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		ret = 1;
+		goto out_unmount;
+	}
 	if (!cmd.foreground)
 		openlog("dlfs", LOG_PID, LOG_DAEMON);
 	fuse_daemonize(cmd.foreground);
@@ -382,6 +420,7 @@ out:
 	free(conf.shuffle);
 	free(conf.shuffle_window);
 	free(conf.seed);
+	free(conf.stage);
 	fuse_opt_free_args(&args);
 	return ret;
 }

@@ -119,13 +119,29 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	    t->pf_enabled, U(t->pf_window_max), U(ram->pf_issued),
 	    U(ram->pf_used), U(ram->pf_wasted), U(ram->pf_pending),
 	    U(t->pf_dropped), U(t->pf_planned));
+	const struct dlfs_peer_stats *ps = &t->peer;
+	put(&o,
+	    "  \"peer\": {\"enabled\": %d, \"rank\": %u, \"ranks\": %u, "
+	    "\"requests\": %llu, \"hits\": %llu, \"bytes\": %llu, "
+	    "\"timeouts\": %llu, \"errors\": %llu, \"latency_us_avg\": %llu, "
+	    "\"latency_us_max\": %llu, \"served\": %llu, \"served_bytes\": "
+	    "%llu},\n",
+	    t->peer_enabled, t->rank, t->ranks, U(ps->requests), U(ps->hits),
+	    U(ps->bytes), U(ps->timeouts), U(ps->errors),
+	    U(ps->hits ? ps->latency_us_sum / ps->hits : 0),
+	    U(ps->latency_us_max), U(ps->served), U(ps->served_bytes));
+	put(&o,
+	    "  \"stage\": {\"mode\": \"%s\", \"chunks\": %llu, \"bytes\": "
+	    "%llu, \"done\": %d},\n",
+	    t->stage ? t->stage : "none", U(t->staged_chunks),
+	    U(t->staged_bytes), t->stage_done);
 	if (t->epoch == UINT64_MAX)
 		put(&o, "  \"epoch\": null,\n");
 	else
 		put(&o, "  \"epoch\": %llu,\n", U(t->epoch));
 	put(&o, "  \"errors\": {\"checksum\": %llu, \"container\": "
-		"%llu, \"io\": %llu, \"nvme\": %llu}\n}\n",
+		"%llu, \"io\": %llu, \"nvme\": %llu, \"peer\": %llu}\n}\n",
 	    ld(&s->err_checksum), ld(&s->err_container), ld(&s->err_io),
-	    U(nv->errors));
+	    U(nv->errors), ld(&s->err_peer));
 	return o.at;
 }

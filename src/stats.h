@@ -14,6 +14,7 @@
 
 #include "cache.h"
 #include "nvme.h"
+#include "peer.h"
 
 enum dlfs_op {
 	DLFS_OP_LOOKUP,
@@ -38,7 +39,7 @@ struct dlfs_stats {
 	_Atomic uint64_t bytes_served;
 	_Atomic uint64_t pfs_reads, pfs_bytes;
 	_Atomic uint64_t pfs_hist[DLFS_HIST_BUCKETS];
-	_Atomic uint64_t err_checksum, err_container, err_io;
+	_Atomic uint64_t err_checksum, err_container, err_io, err_peer;
 };
 
 void dlfs_stats_init(struct dlfs_stats *s);
@@ -60,6 +61,12 @@ struct dlfs_tier_snap {
 	int pf_enabled;
 	uint64_t pf_window_max, pf_dropped, pf_planned;
 	uint64_t epoch; /* current epoch of the views, UINT64_MAX none */
+	int peer_enabled;
+	unsigned rank, ranks;
+	struct dlfs_peer_stats peer;
+	const char *stage;
+	uint64_t staged_chunks, staged_bytes;
+	int stage_done;
 };
 
 /*

@@ -1,0 +1,108 @@
+/*
+ * Many nodes: the daemons of one job, one per node, fetch chunks from each
+ * other so that the PFS sees each chunk read once per job.
+ *
+ * Every chunk has a home rank: the chunks, numbered across containers, are
+ * cut into W contiguous ranges, rank r's being [r*N/W, (r+1)*N/W), so a
+ * home reads its range sequentially. A rank that misses a chunk in its
+ * RAM and NVMe tiers asks the chunk's home, which serves it from its own
+ * tiers or reads it from the PFS once and keeps it. A peer that does not
+ * answer within the timeout costs that wait and a read from the PFS,
+ * never a hung read.
+ *
+ * Threads: one MPI thread makes every MPI call, from MPI_Init_thread to
+ * MPI_Finalize. Callers queue requests to it and sleep on their own
+ * condition variable; it polls with back-off (50 us up to 2 ms) when idle,
+ * so it never starves readers on a small node. Requests for this rank's
+ * chunks are served by a pool of server threads (the serve callback may
+ * read the PFS), never by the MPI thread.
+ *
+ * Two implementations, chosen by meson: peer_mpi.c (MPI found at build
+ * time) and peer_none.c (no MPI: dlfs_peer_open says so when a launch
+ * asks for it, and every node runs alone).
+ *
+ * Thread-safety: every call is safe from any thread.
+ */
+#ifndef DLFS_PEER_H
+#define DLFS_PEER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlfs/err.h"
+
+struct dlfs_peer;
+
+/* Serve chunk g (global number) into buf (cap bytes): from this node's
+ * tiers, or the PFS. ctx is the server thread's own, from ctx_new.
+ * @return 0 with *len, or -errno. */
+typedef int (*dlfs_peer_serve_fn)(void *arg, void *ctx, uint64_t g,
+				  void *buf, size_t cap, size_t *len);
+typedef void *(*dlfs_peer_ctx_new_fn)(void *arg);
+typedef void (*dlfs_peer_ctx_free_fn)(void *arg, void *ctx);
+
+struct dlfs_peer_conf {
+	int force;             /* -o mpi: use MPI even without a launcher */
+	const char *dataset_id_hex;
+	uint64_t index_sum;    /* checksum of the index, to compare */
+	uint64_t seed;         /* this rank's; rank 0's wins (broadcast) */
+	int seed_given;        /* -o seed= was given: all must agree */
+	uint64_t n_chunks;     /* across all containers */
+	size_t chunk_size;
+	unsigned timeout_ms;   /* a peer's answer; then the PFS */
+	unsigned servers;      /* threads serving peers */
+	dlfs_peer_serve_fn serve;
+	dlfs_peer_ctx_new_fn ctx_new;
+	dlfs_peer_ctx_free_fn ctx_free;
+	void *arg;
+	void (*log)(void *arg, const char *msg);
+};
+
+struct dlfs_peer_stats {
+	uint64_t requests, hits, bytes, timeouts, errors;
+	uint64_t latency_us_sum, latency_us_max;
+	uint64_t served, served_bytes;
+};
+
+/* Was this process started by an MPI launcher (mpirun, srun) with more
+ * than one task? */
+int dlfs_peer_launched(void);
+
+/*
+ * Join the job: start the MPI thread, which initialises MPI, checks that
+ * every rank mounts the same dataset (id and index checksum) and agrees
+ * on the seed, and learns the rank and size. Call after mounting (libfuse
+ * may fork to mount) and before any FUSE thread starts; never fork after.
+ * *out is NULL (and 0 returned) when there is no launch and no force.
+ * @return 0, -ENOTSUP (MPI asked for, not built in), -EPROTO (the ranks
+ * disagree; err says how), or -errno.
+ */
+int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
+		   struct dlfs_err *err);
+
+/* Start serving peers (the server threads). @return 0 or -errno. */
+int dlfs_peer_start(struct dlfs_peer *p, struct dlfs_err *err);
+
+/*
+ * Leave the job: keep serving peers until every rank has called this
+ * (a non-blocking barrier), then finalise MPI and free. NULL is ok.
+ */
+void dlfs_peer_close(struct dlfs_peer *p);
+
+unsigned dlfs_peer_rank(const struct dlfs_peer *p);
+unsigned dlfs_peer_size(const struct dlfs_peer *p);
+uint64_t dlfs_peer_seed(const struct dlfs_peer *p);
+/* The home rank of global chunk g. */
+unsigned dlfs_peer_home(const struct dlfs_peer *p, uint64_t g);
+
+/*
+ * Fetch global chunk g from its home into buf (cap bytes). @return 0
+ * with *len, -ETIMEDOUT, -EHOSTDOWN (the home gave up on it, or is
+ * gone), or -errno: in every error case read it from the PFS.
+ */
+int dlfs_peer_get(struct dlfs_peer *p, uint64_t g, void *buf, size_t cap,
+		  size_t *len);
+
+void dlfs_peer_get_stats(struct dlfs_peer *p, struct dlfs_peer_stats *s);
+
+#endif

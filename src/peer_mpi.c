@@ -1,0 +1,641 @@
+/*
+ * Many nodes over MPI: see peer.h. The only file that includes mpi.h.
+ *
+ * Messages (all MPI_BYTE on MPI_COMM_WORLD):
+ *   request  tag TAG_REQ:            le64 chunk, le32 slot, le32 0
+ *   reply    tag TAG_REPLY + slot:   le64 chunk, le32 status (0 or errno),
+ *                                    le32 length, then length bytes
+ * A requester has SLOTS outstanding requests at most, each with its own
+ * reply buffer, so a late or abandoned reply never lands in a caller's
+ * memory: the MPI thread copies a reply out only while its caller waits.
+ *
+ * Lock order: p->mu is the one lock; nothing is called with it held but
+ * memcpy of small headers and condition variables.
+ */
+#include "peer.h"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dlfs/format.h"
+
+#define TAG_REQ 1
+#define TAG_REPLY 1000
+#define SLOTS 32
+#define HDR 16
+#define BACKOFF_MIN_US 50
+#define BACKOFF_MAX_US 2000
+#define DEAD_MS 10000 /* a peer that timed out is skipped this long */
+
+enum slot_state { S_FREE, S_QUEUED, S_SENT, S_COPYING, S_DONE, S_ABANDONED };
+
+struct slot {
+	enum slot_state state;
+	uint64_t g;
+	unsigned home;
+	void *buf; /* the caller's, valid until S_DONE is seen */
+	size_t cap, len;
+	int result;
+	int cancelled; /* MPI_Cancel issued for an abandoned receive */
+	MPI_Request sreq, rreq;
+	uint8_t out[HDR];
+	uint8_t *rbuf; /* HDR + chunk_size, allocated on first use */
+	pthread_cond_t cv;
+	double t0;
+};
+
+struct job { /* a request from a peer, for the server threads */
+	uint64_t g;
+	unsigned src, slot;
+};
+
+struct reply { /* a served chunk, for the MPI thread to send */
+	int in_use, ready, sending;
+	unsigned dst, slot;
+	size_t len;
+	MPI_Request req;
+	uint8_t *buf; /* HDR + chunk_size */
+};
+
+struct dlfs_peer {
+	struct dlfs_peer_conf conf;
+	unsigned rank, size;
+	uint64_t seed;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;      /* open's wait, free slots, server jobs */
+	pthread_t mpi_thread, *servers;
+	unsigned n_servers;
+	int mpi_started, init_done, init_ret, leaving, stop_servers, finished;
+	char init_msg[DLFS_ERR_MSG_MAX];
+
+	struct slot slots[SLOTS];
+	struct job *jobs;
+	unsigned jobs_head, jobs_len, jobs_cap;
+	struct reply *replies;
+	unsigned n_replies;
+	double *dead_until; /* per rank */
+
+	struct dlfs_peer_stats st;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_us(unsigned us)
+{
+	struct timespec ts = {0, (long)us * 1000L};
+	nanosleep(&ts, NULL);
+}
+
+static void plog(struct dlfs_peer *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void plog(struct dlfs_peer *p, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	if (!p->conf.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	p->conf.log(p->conf.arg, msg);
+}
+
+unsigned dlfs_peer_home(const struct dlfs_peer *p, uint64_t g)
+{
+	if (!p || !p->conf.n_chunks)
+		return 0;
+	return (unsigned)((unsigned __int128)g * p->size / p->conf.n_chunks);
+}
+
+unsigned dlfs_peer_rank(const struct dlfs_peer *p)
+{
+	return p ? p->rank : 0;
+}
+
+unsigned dlfs_peer_size(const struct dlfs_peer *p)
+{
+	return p ? p->size : 1;
+}
+
+uint64_t dlfs_peer_seed(const struct dlfs_peer *p)
+{
+	return p ? p->seed : 0;
+}
+
+/* ---- start: runs on the MPI thread ---- */
+
+struct hello {
+	char id[2 * DLFS_ID_SIZE + 1];
+	uint8_t seed_given, pad[6];
+	uint64_t index_sum, seed, n_chunks;
+};
+
+/* Initialise MPI and check the ranks agree. @return 0 or -errno, with
+ * p->init_msg saying why. */
+static int join(struct dlfs_peer *p)
+{
+	int provided, rank, size;
+	if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) !=
+	    MPI_SUCCESS) {
+		snprintf(p->init_msg, sizeof(p->init_msg), "MPI_Init_thread failed");
+		return -EIO;
+	}
+	p->mpi_started = 1;
+	/* A dead peer must cost a timeout, not abort this node. */
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	p->rank = (unsigned)rank;
+	p->size = (unsigned)size;
+
+	struct hello me = {0}, *all = calloc((size_t)size, sizeof(me));
+	if (!all) {
+		snprintf(p->init_msg, sizeof(p->init_msg), "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(me.id, sizeof(me.id), "%s", p->conf.dataset_id_hex);
+	me.index_sum = p->conf.index_sum;
+	me.seed = p->conf.seed;
+	me.seed_given = (uint8_t)!!p->conf.seed_given;
+	me.n_chunks = p->conf.n_chunks;
+	int ret = 0;
+	if (MPI_Allgather(&me, sizeof(me), MPI_BYTE, all, sizeof(me), MPI_BYTE,
+			  MPI_COMM_WORLD) != MPI_SUCCESS) {
+		snprintf(p->init_msg, sizeof(p->init_msg),
+			 "MPI_Allgather of the dataset identity failed");
+		ret = -EIO;
+		goto out;
+	}
+	for (int r = 0; r < size && !ret; r++) {
+		if (strcmp(all[r].id, me.id) || all[r].index_sum != me.index_sum ||
+		    all[r].n_chunks != me.n_chunks)
+			ret = -EPROTO;
+		else if (all[r].seed_given && all[0].seed_given &&
+			 all[r].seed != all[0].seed)
+			ret = -EPROTO;
+		if (ret)
+			snprintf(p->init_msg, sizeof(p->init_msg),
+				 "rank %d mounts dataset %s (index checksum "
+				 "%016llx, seed %s%llu), rank %d mounts %s "
+				 "(%016llx, seed %s%llu): every rank must mount "
+				 "the same dataset with the same seed",
+				 r, all[r].id,
+				 (unsigned long long)all[r].index_sum,
+				 all[r].seed_given ? "" : "drawn ",
+				 (unsigned long long)all[r].seed, rank, me.id,
+				 (unsigned long long)me.index_sum,
+				 me.seed_given ? "" : "drawn ",
+				 (unsigned long long)me.seed);
+	}
+	p->seed = all[0].seed; /* rank 0 draws the seed for everyone */
+out:
+	free(all);
+	return ret;
+}
+
+/* ---- the MPI thread's work ---- */
+
+/* Send queued requests, collect replies, cancel abandoned receives.
+ * Caller holds mu. @return work done. */
+static int requests(struct dlfs_peer *p)
+{
+	int work = 0;
+	for (unsigned i = 0; i < SLOTS; i++) {
+		struct slot *s = &p->slots[i];
+		if (s->state == S_QUEUED) {
+			dlfs_put_le64(s->out, s->g);
+			dlfs_put_le32(s->out + 8, i);
+			dlfs_put_le32(s->out + 12, 0);
+			int bad = MPI_Irecv(s->rbuf, (int)(HDR + p->conf.chunk_size),
+					    MPI_BYTE, (int)s->home,
+					    TAG_REPLY + (int)i, MPI_COMM_WORLD,
+					    &s->rreq) != MPI_SUCCESS;
+			if (!bad)
+				bad = MPI_Isend(s->out, HDR, MPI_BYTE,
+						(int)s->home, TAG_REQ,
+						MPI_COMM_WORLD,
+						&s->sreq) != MPI_SUCCESS;
+			if (bad) {
+				s->result = -EHOSTDOWN;
+				s->state = S_DONE;
+				pthread_cond_signal(&s->cv);
+			} else {
+				s->state = S_SENT;
+			}
+			work++;
+			continue;
+		}
+		if (s->state != S_SENT && s->state != S_ABANDONED)
+			continue;
+		int flag = 0;
+		if (s->sreq != MPI_REQUEST_NULL)
+			MPI_Test(&s->sreq, &flag, MPI_STATUS_IGNORE);
+		if (s->state == S_ABANDONED && !s->cancelled) {
+			MPI_Cancel(&s->rreq);
+			s->cancelled = 1;
+		}
+		MPI_Status status;
+		flag = 0;
+		if (MPI_Test(&s->rreq, &flag, &status) != MPI_SUCCESS) {
+			flag = 1; /* the peer is gone: give up on it */
+			status.MPI_ERROR = MPI_ERR_OTHER;
+		}
+		if (!flag)
+			continue;
+		work++;
+		if (s->state == S_ABANDONED) {
+			if (s->sreq != MPI_REQUEST_NULL)
+				continue; /* wait for the send to finish too */
+			s->state = S_FREE;
+			pthread_cond_broadcast(&p->cv);
+			continue;
+		}
+		/* The home has our request, so its send is over locally. */
+		if (s->sreq != MPI_REQUEST_NULL)
+			MPI_Wait(&s->sreq, MPI_STATUS_IGNORE);
+		uint32_t st = dlfs_get_le32(s->rbuf + 8);
+		uint32_t len = dlfs_get_le32(s->rbuf + 12);
+		if (dlfs_get_le64(s->rbuf) != s->g || st || len > s->cap) {
+			s->result = st ? -(int)st : -EPROTO;
+			s->state = S_DONE;
+			pthread_cond_signal(&s->cv);
+			continue;
+		}
+		/* Copy without the lock; the caller waits through COPYING. */
+		s->state = S_COPYING;
+		pthread_mutex_unlock(&p->mu);
+		memcpy(s->buf, s->rbuf + HDR, len);
+		pthread_mutex_lock(&p->mu);
+		s->len = len;
+		s->result = 0;
+		s->state = S_DONE;
+		pthread_cond_signal(&s->cv);
+	}
+	return work;
+}
+
+/* Take in peers' requests, send served replies. Caller holds mu. */
+static int serving(struct dlfs_peer *p)
+{
+	int work = 0, flag = 1;
+	while (flag && p->jobs_len < p->jobs_cap) {
+		MPI_Status status;
+		flag = 0;
+		if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_REQ, MPI_COMM_WORLD, &flag,
+			       &status) != MPI_SUCCESS ||
+		    !flag)
+			break;
+		uint8_t in[HDR];
+		if (MPI_Recv(in, HDR, MPI_BYTE, status.MPI_SOURCE, TAG_REQ,
+			     MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+			break;
+		struct job *j = &p->jobs[(p->jobs_head + p->jobs_len++) %
+					 p->jobs_cap];
+		j->g = dlfs_get_le64(in);
+		j->slot = dlfs_get_le32(in + 8);
+		j->src = (unsigned)status.MPI_SOURCE;
+		pthread_cond_broadcast(&p->cv);
+		work++;
+	}
+	for (unsigned i = 0; i < p->n_replies; i++) {
+		struct reply *r = &p->replies[i];
+		if (r->ready && !r->sending) {
+			if (MPI_Isend(r->buf, (int)(HDR + r->len), MPI_BYTE,
+				      (int)r->dst, TAG_REPLY + (int)r->slot,
+				      MPI_COMM_WORLD, &r->req) != MPI_SUCCESS) {
+				r->in_use = r->ready = 0;
+				pthread_cond_broadcast(&p->cv);
+				continue;
+			}
+			r->sending = 1;
+			work++;
+		}
+		if (r->sending) {
+			int done = 0;
+			if (MPI_Test(&r->req, &done, MPI_STATUS_IGNORE) !=
+			    MPI_SUCCESS)
+				done = 1;
+			if (done) {
+				r->in_use = r->ready = r->sending = 0;
+				pthread_cond_broadcast(&p->cv);
+				work++;
+			}
+		}
+	}
+	return work;
+}
+
+static void *mpi_main(void *arg)
+{
+	struct dlfs_peer *p = arg;
+	int ret = join(p);
+	pthread_mutex_lock(&p->mu);
+	p->init_ret = ret;
+	p->init_done = 1;
+	pthread_cond_broadcast(&p->cv);
+	unsigned backoff = BACKOFF_MIN_US;
+	MPI_Request barrier = MPI_REQUEST_NULL;
+	int in_barrier = 0;
+	while (!ret) {
+		int work = requests(p) + serving(p);
+		if (p->leaving && !in_barrier) {
+			/* Keep serving until every rank is leaving too. */
+			if (MPI_Ibarrier(MPI_COMM_WORLD, &barrier) != MPI_SUCCESS)
+				break;
+			in_barrier = 1;
+		}
+		if (in_barrier) {
+			int done = 0;
+			if (MPI_Test(&barrier, &done, MPI_STATUS_IGNORE) !=
+				    MPI_SUCCESS ||
+			    done)
+				break;
+		}
+		pthread_mutex_unlock(&p->mu);
+		if (work) {
+			backoff = BACKOFF_MIN_US;
+		} else {
+			sleep_us(backoff);
+			backoff = backoff * 2 > BACKOFF_MAX_US ? BACKOFF_MAX_US
+							       : backoff * 2;
+		}
+		pthread_mutex_lock(&p->mu);
+	}
+	/* Nobody will answer from now on. */
+	for (unsigned i = 0; i < SLOTS; i++) {
+		struct slot *s = &p->slots[i];
+		if (s->rreq != MPI_REQUEST_NULL &&
+		    (s->state == S_SENT || s->state == S_ABANDONED)) {
+			MPI_Cancel(&s->rreq);
+			MPI_Request_free(&s->rreq);
+		}
+		if (s->sreq != MPI_REQUEST_NULL)
+			MPI_Request_free(&s->sreq);
+		if (s->state == S_SENT || s->state == S_QUEUED) {
+			s->result = -EHOSTDOWN;
+			s->state = S_DONE;
+			pthread_cond_signal(&s->cv);
+		}
+	}
+	p->finished = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	if (p->mpi_started)
+		MPI_Finalize();
+	return NULL;
+}
+
+/* ---- server threads ---- */
+
+static void *server_main(void *arg)
+{
+	struct dlfs_peer *p = arg;
+	void *ctx = p->conf.ctx_new ? p->conf.ctx_new(p->conf.arg) : NULL;
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		struct reply *r = NULL;
+		while (!p->stop_servers) {
+			r = NULL;
+			for (unsigned i = 0; i < p->n_replies && !r; i++)
+				if (!p->replies[i].in_use)
+					r = &p->replies[i];
+			if (p->jobs_len && r)
+				break;
+			pthread_cond_wait(&p->cv, &p->mu);
+		}
+		if (p->stop_servers)
+			break;
+		struct job j = p->jobs[p->jobs_head];
+		p->jobs_head = (p->jobs_head + 1) % p->jobs_cap;
+		p->jobs_len--;
+		r->in_use = 1;
+		pthread_mutex_unlock(&p->mu);
+
+		size_t len = 0;
+		int st = j.g < p->conf.n_chunks
+				 ? p->conf.serve(p->conf.arg, ctx, j.g,
+						 r->buf + HDR, p->conf.chunk_size,
+						 &len)
+				 : -EINVAL;
+		dlfs_put_le64(r->buf, j.g);
+		dlfs_put_le32(r->buf + 8, st < 0 ? (uint32_t)-st : 0);
+		dlfs_put_le32(r->buf + 12, st ? 0 : (uint32_t)len);
+
+		pthread_mutex_lock(&p->mu);
+		r->len = st ? 0 : len;
+		r->dst = j.src;
+		r->slot = j.slot;
+		r->ready = 1;
+		p->st.served++;
+		p->st.served_bytes += r->len;
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (ctx && p->conf.ctx_free)
+		p->conf.ctx_free(p->conf.arg, ctx);
+	return NULL;
+}
+
+/* ---- the API ---- */
+
+static void free_peer(struct dlfs_peer *p)
+{
+	for (unsigned i = 0; i < SLOTS; i++) {
+		free(p->slots[i].rbuf);
+		pthread_cond_destroy(&p->slots[i].cv);
+	}
+	for (unsigned i = 0; p->replies && i < p->n_replies; i++)
+		free(p->replies[i].buf);
+	free(p->replies);
+	free(p->jobs);
+	free(p->servers);
+	free(p->dead_until);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	free(p);
+}
+
+int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
+		   struct dlfs_err *err)
+{
+	*out = NULL;
+	if (!conf->force && !dlfs_peer_launched())
+		return 0;
+	struct dlfs_peer *p = calloc(1, sizeof(*p));
+	if (!p)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	p->conf = *conf;
+	if (!p->conf.timeout_ms)
+		p->conf.timeout_ms = 5000;
+	if (!p->conf.servers)
+		p->conf.servers = 2;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	for (unsigned i = 0; i < SLOTS; i++)
+		pthread_cond_init(&p->slots[i].cv, NULL);
+	p->jobs_cap = 4 * SLOTS;
+	p->jobs = calloc(p->jobs_cap, sizeof(*p->jobs));
+	p->n_replies = 2 * p->conf.servers;
+	p->replies = calloc(p->n_replies, sizeof(*p->replies));
+	if (!p->jobs || !p->replies) {
+		free_peer(p);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	int ret = pthread_create(&p->mpi_thread, NULL, mpi_main, p);
+	if (ret) {
+		free_peer(p);
+		return dlfs_err_set(err, -ret, "MPI thread");
+	}
+	pthread_mutex_lock(&p->mu);
+	while (!p->init_done)
+		pthread_cond_wait(&p->cv, &p->mu);
+	ret = p->init_ret;
+	pthread_mutex_unlock(&p->mu);
+	if (ret) {
+		dlfs_err_set(err, ret, "MPI: %s", p->init_msg);
+		pthread_join(p->mpi_thread, NULL);
+		free_peer(p);
+		return ret;
+	}
+	p->dead_until = calloc(p->size, sizeof(*p->dead_until));
+	if (!p->dead_until) {
+		*out = p;
+		dlfs_peer_close(p);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	*out = p;
+	return 0;
+}
+
+int dlfs_peer_start(struct dlfs_peer *p, struct dlfs_err *err)
+{
+	p->servers = calloc(p->conf.servers, sizeof(*p->servers));
+	if (!p->servers)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (unsigned i = 0; i < p->n_replies; i++)
+		if (!(p->replies[i].buf = malloc(HDR + p->conf.chunk_size)))
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (unsigned i = 0; i < p->conf.servers; i++) {
+		int ret = pthread_create(&p->servers[i], NULL, server_main, p);
+		if (ret)
+			return dlfs_err_set(err, -ret, "peer server thread");
+		p->n_servers++;
+	}
+	return 0;
+}
+
+void dlfs_peer_close(struct dlfs_peer *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->leaving = 1;
+	while (!p->finished)
+		pthread_cond_wait(&p->cv, &p->mu);
+	p->stop_servers = 1;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	for (unsigned i = 0; i < p->n_servers; i++)
+		pthread_join(p->servers[i], NULL);
+	pthread_join(p->mpi_thread, NULL);
+	free_peer(p);
+}
+
+int dlfs_peer_get(struct dlfs_peer *p, uint64_t g, void *buf, size_t cap,
+		  size_t *len)
+{
+	unsigned home = dlfs_peer_home(p, g);
+	double t0 = now_s();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	double real_deadline = (double)ts.tv_sec + ts.tv_nsec / 1e9 +
+			       p->conf.timeout_ms / 1000.0;
+	ts.tv_sec = (time_t)real_deadline;
+	ts.tv_nsec = (long)((real_deadline - (double)ts.tv_sec) * 1e9);
+
+	pthread_mutex_lock(&p->mu);
+	p->st.requests++;
+	if (home == p->rank || p->finished || p->leaving ||
+	    p->dead_until[home] > t0) {
+		pthread_mutex_unlock(&p->mu);
+		return -EHOSTDOWN;
+	}
+	struct slot *s = NULL;
+	while (!s) {
+		for (unsigned i = 0; i < SLOTS && !s; i++)
+			if (p->slots[i].state == S_FREE)
+				s = &p->slots[i];
+		if (!s && pthread_cond_timedwait(&p->cv, &p->mu, &ts)) {
+			p->st.timeouts++;
+			pthread_mutex_unlock(&p->mu);
+			return -ETIMEDOUT;
+		}
+	}
+	if (!s->rbuf && !(s->rbuf = malloc(HDR + p->conf.chunk_size))) {
+		pthread_mutex_unlock(&p->mu);
+		return -ENOMEM;
+	}
+	s->g = g;
+	s->home = home;
+	s->buf = buf;
+	s->cap = cap;
+	s->len = 0;
+	s->cancelled = 0;
+	s->sreq = s->rreq = MPI_REQUEST_NULL;
+	s->t0 = t0;
+	s->state = S_QUEUED;
+	while (s->state != S_DONE) {
+		if (s->state != S_COPYING &&
+		    pthread_cond_timedwait(&s->cv, &p->mu, &ts) &&
+		    s->state != S_DONE && s->state != S_COPYING) {
+			/* Too slow or gone: the PFS instead, and skip this
+			 * peer for a while. */
+			s->state = S_ABANDONED;
+			p->st.timeouts++;
+			p->dead_until[home] = now_s() + DEAD_MS / 1000.0;
+			pthread_mutex_unlock(&p->mu);
+			plog(p,
+			     "peer rank %u did not answer for chunk %llu within "
+			     "%u ms: reading from the PFS, and skipping it for "
+			     "%d s",
+			     home, (unsigned long long)g, p->conf.timeout_ms,
+			     DEAD_MS / 1000);
+			return -ETIMEDOUT;
+		}
+		if (s->state == S_COPYING)
+			pthread_cond_wait(&s->cv, &p->mu);
+	}
+	int ret = s->result;
+	*len = s->len;
+	s->state = S_FREE;
+	pthread_cond_broadcast(&p->cv);
+	if (!ret) {
+		double us = (now_s() - t0) * 1e6;
+		p->st.hits++;
+		p->st.bytes += *len;
+		p->st.latency_us_sum += (uint64_t)us;
+		if ((uint64_t)us > p->st.latency_us_max)
+			p->st.latency_us_max = (uint64_t)us;
+	} else {
+		p->st.errors++;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return ret;
+}
+
+void dlfs_peer_get_stats(struct dlfs_peer *p, struct dlfs_peer_stats *s)
+{
+	pthread_mutex_lock(&p->mu);
+	*s = p->st;
+	pthread_mutex_unlock(&p->mu);
+}

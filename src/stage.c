@@ -1,0 +1,154 @@
+/* Staging into the NVMe tier: see stage.h. */
+#include "stage.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define YIELD_MS 50
+
+struct dlfs_stage {
+	struct dlfs_stage_conf conf;
+	uint64_t n_chunks;
+	pthread_t thread;
+	_Atomic int stop, done;
+	_Atomic uint64_t chunks, bytes;
+};
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {0, (long)ms * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Container and chunk of global chunk g. */
+static void locate(const struct dlfs_stage *s, uint64_t g, uint32_t *c,
+		   uint64_t *k)
+{
+	uint32_t lo = 0, hi = s->conf.n_containers;
+	while (hi - lo > 1) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (s->conf.cont_first[mid] <= g)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*c = lo;
+	*k = g - s->conf.cont_first[lo];
+}
+
+static void *stage_main(void *arg)
+{
+	struct dlfs_stage *s = arg;
+	struct dlfs_fetch *f = s->conf.fetch;
+	const size_t cs = dlfs_ds_info(f->ds)->super.chunk_size;
+	struct dlfs_txn *txn = NULL;
+	struct dlfs_err err = {0};
+	void *buf = NULL;
+	size_t align = cs >= ((size_t)2 << 20) ? (size_t)2 << 20 : 4096;
+	if (dlfs_txn_begin(f->ds, &txn, &err) ||
+	    posix_memalign(&buf, align, (cs + align - 1) / align * align))
+		goto out;
+	if (align > 4096)
+		madvise(buf, (cs + align - 1) / align * align, MADV_HUGEPAGE);
+	/* Home chunks first, in order; then, for ALL, the others from the
+	 * end of the home range on, so ranks do not all ask rank 0 first. */
+	uint64_t total = s->conf.mode == DLFS_STAGE_ALL
+				 ? s->n_chunks
+				 : s->conf.home_hi - s->conf.home_lo;
+	for (uint64_t i = 0; i < total && !atomic_load(&s->stop); i++) {
+		uint64_t g = (s->conf.home_lo + i) % s->n_chunks;
+		uint32_t c;
+		uint64_t k;
+		locate(s, g, &c, &k);
+		if (dlfs_nvme_has(f->nvme, c, k))
+			continue;
+		for (unsigned ms = 0; ms < YIELD_MS &&
+				      dlfs_cache_demand_loading(s->conf.cache);
+		     ms++)
+			sleep_ms(1);
+		size_t len = 0;
+		if (dlfs_fetch_chunk(f, txn, c, k, buf, cs, &len, &err) == 0) {
+			atomic_fetch_add(&s->chunks, 1);
+			atomic_fetch_add(&s->bytes, len);
+		}
+		/* Let the writer keep up: staging is pointless if its
+		 * chunks are dropped for want of a buffer. */
+		dlfs_nvme_flush(f->nvme);
+	}
+out:
+	atomic_store(&s->done, 1);
+	free(buf);
+	if (txn)
+		dlfs_txn_end(txn);
+	return NULL;
+}
+
+int dlfs_stage_start(const struct dlfs_stage_conf *conf,
+		     struct dlfs_stage **out, struct dlfs_err *err)
+{
+	*out = NULL;
+	if (conf->mode == DLFS_STAGE_NONE)
+		return 0;
+	if (!conf->fetch->nvme)
+		return dlfs_err_set(err, -EINVAL,
+				    "-o stage=%s needs the NVMe tier "
+				    "(-o cache_dir=DIR)",
+				    dlfs_stage_name(conf->mode));
+	struct dlfs_stage *s = calloc(1, sizeof(*s));
+	if (!s)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	s->conf = *conf;
+	s->n_chunks = conf->cont_first[conf->n_containers];
+	if (!s->n_chunks) {
+		atomic_store(&s->done, 1);
+		*out = s;
+		return 0;
+	}
+	int ret = pthread_create(&s->thread, NULL, stage_main, s);
+	if (ret) {
+		free(s);
+		return dlfs_err_set(err, -ret, "staging thread");
+	}
+	*out = s;
+	return 0;
+}
+
+void dlfs_stage_stop(struct dlfs_stage *s)
+{
+	if (!s)
+		return;
+	atomic_store(&s->stop, 1);
+	if (s->n_chunks)
+		pthread_join(s->thread, NULL);
+	free(s);
+}
+
+void dlfs_stage_get(struct dlfs_stage *s, uint64_t *chunks, uint64_t *bytes,
+		    int *done)
+{
+	*chunks = s ? atomic_load(&s->chunks) : 0;
+	*bytes = s ? atomic_load(&s->bytes) : 0;
+	*done = s ? atomic_load(&s->done) : 0;
+}
+
+const char *dlfs_stage_name(enum dlfs_stage_mode m)
+{
+	return m == DLFS_STAGE_ALL ? "all" : m == DLFS_STAGE_HOME ? "home" : "none";
+}
+
+int dlfs_stage_parse(const char *s, enum dlfs_stage_mode *m)
+{
+	if (!strcmp(s, "none"))
+		*m = DLFS_STAGE_NONE;
+	else if (!strcmp(s, "home"))
+		*m = DLFS_STAGE_HOME;
+	else if (!strcmp(s, "all"))
+		*m = DLFS_STAGE_ALL;
+	else
+		return -EINVAL;
+	return 0;
+}
