@@ -222,15 +222,16 @@ def main():
         notes.append(
             "%s: container reads %s (sizes %s), NVMe hits %s (%s MB), "
             "chunks written to the tier %s, not cached (queue full) %s, "
-            "prefetch issued/used/wasted %s/%s/%s; the tier settled %s s "
-            "after the pass (not counted).%s" % (
+            "prefetch issued/used/wasted/pending %s/%s/%s/%s; the tier "
+            "settled %s s after the pass (not counted).%s" % (
                 key, fmt(tier(r, "tiers", "pfs", "reads")),
                 ", ".join("%s: %d" % kv for kv in hist.items()) or "none",
                 fmt(tier(r, "tiers", "nvme", "hits")),
                 fmt(tier(r, "tiers", "nvme", "bytes") / 1e6),
                 fmt(nv["written_chunks"]), fmt(nv["write_dropped"]),
                 pf.get("issued", "?"), pf.get("used", "?"),
-                pf.get("wasted", "?"), r.get("settle_secs"), amp))
+                pf.get("wasted", "?"), pf.get("pending", "?"),
+                r.get("settle_secs"), amp))
     if notes:
         w("dlfs counters (`/.dlfs/stats`, since its mount):")
         w("")

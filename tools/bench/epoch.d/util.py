@@ -4,10 +4,11 @@
   util.py stats MNT
       MNT/.dlfs/stats as one line of JSON.
   util.py wait-tier MNT MAXSEC
-      Wait until the NVMe tier of the dlfs mount at MNT has settled: no
-      prefetch pending and tiers.nvme.written_chunks + write_dropped
+      Wait until the NVMe tier of the dlfs mount at MNT has settled:
+      tiers.nvme.written_chunks, write_dropped and prefetch.pending
       unchanged for 1 s (the background writer has drained its queue), at
-      most MAXSEC seconds. Prints the seconds waited.
+      most MAXSEC seconds. Prints the seconds until the last change (0 when
+      already settled) and prefetch.pending at the end.
 """
 import json
 import os
@@ -31,13 +32,12 @@ def wait_tier(mnt, maxsec):
         now = time.monotonic()
         if key != last:
             last, since = key, now
-        elif key[2] == 0 and now - since >= 1.0:
+        elif now - since >= 1.0:
             break
         if now - t0 >= maxsec:
             break
         time.sleep(0.1)
-    # The last second was quiet by definition: do not count it.
-    return max(0.0, since - t0)
+    return max(0.0, since - t0), last[2]
 
 
 def main():
@@ -45,7 +45,7 @@ def main():
     if cmd == "stats":
         print(json.dumps(stats(args[0])))
     elif cmd == "wait-tier":
-        print("%.3f" % wait_tier(args[0], float(args[1])))
+        print("%.3f %d" % wait_tier(args[0], float(args[1])))
     else:
         sys.exit("unknown command " + cmd)
 
