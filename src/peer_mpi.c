@@ -31,6 +31,7 @@
 #define BACKOFF_MIN_US 50
 #define BACKOFF_MAX_US 2000
 #define DEAD_MS 10000 /* a peer that timed out is skipped this long */
+#define LEAVE_MIN_MS 10000 /* longest wait for the other ranks to leave */
 
 enum slot_state { S_FREE, S_QUEUED, S_SENT, S_COPYING, S_DONE, S_ABANDONED };
 
@@ -72,6 +73,7 @@ struct dlfs_peer {
 	pthread_t mpi_thread, *servers;
 	unsigned n_servers;
 	int mpi_started, init_done, init_ret, leaving, stop_servers, finished;
+	int abandon; /* ranks never left: exit without MPI_Finalize */
 	char init_msg[DLFS_ERR_MSG_MAX];
 
 	struct slot slots[SLOTS];
@@ -347,6 +349,7 @@ static void *mpi_main(void *arg)
 	unsigned backoff = BACKOFF_MIN_US;
 	MPI_Request barrier = MPI_REQUEST_NULL;
 	int in_barrier = 0;
+	double left_at = 0;
 	while (!ret) {
 		int work = requests(p) + serving(p);
 		if (p->leaving && !in_barrier) {
@@ -354,6 +357,7 @@ static void *mpi_main(void *arg)
 			if (MPI_Ibarrier(MPI_COMM_WORLD, &barrier) != MPI_SUCCESS)
 				break;
 			in_barrier = 1;
+			left_at = now_s();
 		}
 		if (in_barrier) {
 			int done = 0;
@@ -361,6 +365,14 @@ static void *mpi_main(void *arg)
 				    MPI_SUCCESS ||
 			    done)
 				break;
+			/* A dead rank never arrives: do not wait forever. */
+			unsigned limit = 2 * p->conf.timeout_ms > LEAVE_MIN_MS
+						 ? 2 * p->conf.timeout_ms
+						 : LEAVE_MIN_MS;
+			if (now_s() - left_at > limit / 1000.0) {
+				p->abandon = 1;
+				break;
+			}
 		}
 		pthread_mutex_unlock(&p->mu);
 		if (work) {
@@ -390,8 +402,13 @@ static void *mpi_main(void *arg)
 	}
 	p->finished = 1;
 	pthread_cond_broadcast(&p->cv);
+	int abandon = p->abandon;
 	pthread_mutex_unlock(&p->mu);
-	if (p->mpi_started)
+	if (abandon)
+		/* MPI_Finalize would wait for the missing ranks too. */
+		plog(p, "not every rank left the job: leaving without "
+			"MPI_Finalize");
+	else if (p->mpi_started)
 		MPI_Finalize();
 	return NULL;
 }
