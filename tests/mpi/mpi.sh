@@ -1,0 +1,284 @@
+#!/bin/bash
+# mpi: one dlfs per rank under `mpirun -np 4` (--oversubscribe --bind-to
+# none), each rank with its own mountpoint ($T/mntR) and cache dir ($T/nvR).
+# (a) partition: for epochs 0, 1 and 2 the four ranks' .dlfs/epochs/E/files
+#     lists together are every file of the dataset exactly once; epochs 0
+#     and 1 differ; every rank reports rank R of 4 and seed 11 in
+#     .dlfs/info; samples/ names sort in the files order.
+# (b) the same seed in a new job gives the same lists; global positions of
+#     each file over 60 epochs are uniform (chi-square, 0.999 quantile).
+# (c) PFS traffic: each rank reads its samples/ share of epoch 3 (bytes
+#     equal to the files of its list, in order); tiers.pfs.bytes summed over
+#     the ranks equals the containers' data bytes, within one chunk per
+#     rank; peers served each other (peer.hits > 0 somewhere).
+# (d) plain tree, fresh job: each rank reads every file by its plain path in
+#     its own random order; PFS bytes summed stay <= 1.1x the data (not 4x).
+# (e) chunked shuffle without any cache dir: PFS reads are whole chunks
+#     (only chunk-sized reads, plus at most one short last chunk per
+#     container), and over the ranks every chunk is read exactly once.
+# (f) faults, with mpirun --enable-recovery: rank 2 killed with SIGKILL
+#     after the job started; ranks 0, 1, 3 still read their epoch shares
+#     with the right bytes (peer timeouts counted, PFS used); they unmount
+#     and exit 0 within the leave timeout.
+# Every daemon that was not killed exits 0 after fusermount3 -u, and logs
+# nothing bad (lines about the dead peer excepted in (f)).
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+mount_setup
+command -v mpirun >/dev/null || skip "mpirun not found (package openmpi-bin)"
+NP=4
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
+
+SRC="$T/src"
+"$PYTHON" - "$SRC" <<'PY'
+import os, random, sys
+r = random.Random(5)
+d = sys.argv[1]
+for k in range(4):
+    os.makedirs(os.path.join(d, "c%d" % k))
+    for i in range(40):
+        ext = (".jpg", ".h5", ".bin")[i % 3]
+        open(os.path.join(d, "c%d/s%03d%s" % (k, i, ext)), "wb").write(
+            r.randbytes(r.randrange(500, 40000)))
+PY
+DS="$T/ds.dlfs"
+pack "$SRC" -o "$DS" --chunk-size 64K --container-size 512K -q
+expect_ok "pack"
+NFILES=160
+read -r DATA NCONT <<<"$("$PYTHON" - "$DS" <<'PY'
+import os, struct, sys
+ds = sys.argv[1]
+data = n = 0
+for f in os.listdir(ds):
+    if f.endswith(".dlc"):
+        h = open(os.path.join(ds, f), "rb").read(64)
+        cs, off, size = struct.unpack_from("<QQQ", h, 40)
+        data += size
+        n += 1
+print(data, n)
+PY
+)"
+CS=65536
+
+# The readers started in the background (never the job itself: a bare
+# `wait` would wait for mpirun). Each must finish within 120 s.
+PIDS=()
+wait_all() {
+	local p
+	for p in "${PIDS[@]}"; do
+		wait_exit "$p" 120
+		[ "$WAIT_RC" != timeout ] || fail "a reader hung for 120 s"
+		[ "$WAIT_RC" = 0 ] || soft_fail "a reader failed with status $WAIT_RC"
+	done
+	PIDS=()
+}
+
+# job_start TAG OPTS [MPIRUN ARGS...]: start a 4-rank job whose ranks mount
+# $T/TAG-mntR (cache dir $T/TAG-nvR when OPTS has cache_dir=NV, replaced);
+# wait until every rank's .dlfs/info says it is rank R of 4.
+JOB_PID=
+job_start() {
+	local tag=$1 opts=$2 r i
+	shift 2
+	cat >"$T/$tag.sh" <<EOF
+#!/bin/sh
+R=\$OMPI_COMM_WORLD_RANK
+exec "$DLFS" "$DS" "$T/$tag-mnt\$R" -f -o "\$(echo '$opts' | sed "s|NV|$T/$tag-nv\$R|")" >"$T/$tag-log\$R" 2>&1
+EOF
+	chmod +x "$T/$tag.sh"
+	for ((r = 0; r < NP; r++)); do
+		mkdir -p "$T/$tag-mnt$r"
+		track_mount "$T/$tag-mnt$r" "" "$T/$tag-log$r"
+	done
+	"${MPIRUN[@]}" "$@" -np $NP "$T/$tag.sh" </dev/null >"$T/$tag-mpirun.log" 2>&1 &
+	JOB_PID=$!
+	_DLFS_PIDS+=("$JOB_PID")
+	for ((r = 0; r < NP; r++)); do
+		for ((i = 0; i < 300; i++)); do
+			if timeout 5 grep -q "\"rank\": $r, \"ranks\": $NP" "$T/$tag-mnt$r/.dlfs/info" 2>/dev/null; then
+				break
+			fi
+			kill -0 "$JOB_PID" 2>/dev/null || { cat "$T/$tag-mpirun.log" "$T/$tag-log"* >&2; fail "$tag: the job ended before rank $r was mounted"; }
+			sleep 0.1
+		done
+		[ "$i" -lt 300 ] || { cat "$T/$tag-log$r" >&2; fail "$tag: rank $r not ready after 30 s"; }
+	done
+}
+
+# job_stop TAG [RANKS...]: fusermount3 -u the ranks' mounts, then mpirun
+# must exit 0 within 60 s.
+job_stop() {
+	local tag=$1 r
+	shift
+	local ranks=("$@")
+	[ ${#ranks[@]} -gt 0 ] || ranks=(0 1 2 3)
+	for r in "${ranks[@]}"; do
+		timeout 30 fusermount3 -u "$T/$tag-mnt$r" || soft_fail "$tag: fusermount3 -u rank $r failed"
+	done
+	wait_exit "$JOB_PID" 60
+	[ "$WAIT_RC" = 0 ] || { cat "$T/$tag-mpirun.log" >&2; soft_fail "$tag: mpirun exited with status $WAIT_RC after the unmounts"; }
+}
+
+stat_sum() { # TAG KEY RANKS...: the sum of one stats key over ranks
+	local tag=$1 key=$2
+	shift 2
+	"$PYTHON" - "$key" "$@" <<PY
+import json, sys
+key, ranks = sys.argv[1], sys.argv[2:]
+tot = 0
+for r in ranks:
+    d = json.load(open("$T/$tag-mnt%s/.dlfs/stats" % r))
+    for k in key.split("."):
+        d = d[k]
+    tot += d
+print(tot)
+PY
+}
+
+# ------------------------------------------------------------ (a) and (c)
+note "(a) partition, epochs 0-2"
+job_start a "cache_dir=NV,seed=11"
+for e in 0 1 2; do
+	: >"$T/all$e"
+	for ((r = 0; r < NP; r++)); do
+		tmo cat "$T/a-mnt$r/.dlfs/epochs/$e/files" >"$T/a-files$e-$r" || fail "rank $r: cannot read epochs/$e/files"
+		cat "$T/a-files$e-$r" >>"$T/all$e"
+	done
+	(cd "$SRC" && find . -type f | sed 's|^\./||' | sort) >"$T/want"
+	sort "$T/all$e" | diff -q - "$T/want" >/dev/null ||
+		soft_fail "epoch $e: the union of the ranks' lists is not the dataset ($(sort "$T/all$e" | uniq -d | wc -l) duplicates, $(wc -l <"$T/all$e") lines)"
+done
+cmp -s "$T/all0" "$T/all1" && soft_fail "epochs 0 and 1 have the same order"
+for ((r = 0; r < NP; r++)); do
+	grep -q "\"seed\": 11," "$T/a-mnt$r/.dlfs/info" || soft_fail "rank $r: .dlfs/info does not say seed 11"
+	# samples/ sorted names follow the list, with the extensions kept
+	ls "$T/a-mnt$r/.dlfs/epochs/0/samples" >"$T/names$r"
+	[ "$(wc -l <"$T/names$r")" = "$(wc -l <"$T/a-files0-$r")" ] || soft_fail "rank $r: samples/ and files differ in length"
+	paste -d' ' "$T/names$r" "$T/a-files0-$r" | awk '{ n = $1; f = $2; sub(/^[0-9]+/, "", n); e = f; if (match(f, /\.[^.\/]*$/)) e = substr(f, RSTART); else e = ""; if (n != e) { print; exit 1 } }' ||
+		soft_fail "rank $r: a sample name does not keep its file's extension"
+done
+
+note "(c) every rank reads its samples/ share of epoch 3"
+for ((r = 0; r < NP; r++)); do
+	tmo cat "$T/a-mnt$r/.dlfs/epochs/3/files" >"$T/list3-$r"
+	( cd "$T/a-mnt$r/.dlfs/epochs/3/samples" && ls | xargs cat ) >"$T/got$r" &
+	PIDS+=($!)
+done
+wait_all
+for ((r = 0; r < NP; r++)); do
+	(cd "$SRC" && xargs cat <"$T/list3-$r") | cmp -s - "$T/got$r" || soft_fail "rank $r: the samples of epoch 3 are not its files' bytes in order"
+done
+PFS=$(stat_sum a tiers.pfs.bytes 0 1 2 3)
+HITS=$(stat_sum a peer.hits 0 1 2 3)
+note "(c) PFS bytes summed $PFS, data $DATA, peer hits $HITS"
+[ "$PFS" -ge "$DATA" ] && [ "$PFS" -le $((DATA + NP * CS)) ] ||
+	soft_fail "(c) PFS bytes summed over the ranks $PFS, expected the data $DATA (+ at most one chunk per rank)"
+[ "$HITS" -gt 0 ] || soft_fail "(c) no chunk came from a peer"
+for ((r = 0; r < NP; r++)); do check_log "$T/a-log$r"; done
+job_stop a
+for ((r = 0; r < NP; r++)); do check_log "$T/a-log$r" 'fusermount3: failed to unmount'; done
+
+# ------------------------------------------------------------------- (b)
+note "(b) the same seed, a new job: the same order; uniform positions"
+job_start b "seed=11"
+: >"$T/b-all0"
+for ((r = 0; r < NP; r++)); do tmo cat "$T/b-mnt$r/.dlfs/epochs/0/files" >>"$T/b-all0"; done
+cmp -s "$T/all0" "$T/b-all0" || soft_fail "(b) seed 11 gave another order for epoch 0 in a new job"
+for ((e = 10; e < 70; e++)); do
+	for ((r = 0; r < NP; r++)); do tmo cat "$T/b-mnt$r/.dlfs/epochs/$e/files"; done >"$T/b-ep$e"
+done
+"$PYTHON" - "$T" "$NFILES" <<'PY' || soft_fail "(b) global positions are not uniform"
+import sys
+t, n = sys.argv[1], int(sys.argv[2])
+B = 8
+count = {}
+for e in range(10, 70):
+    for pos, f in enumerate(open("%s/b-ep%d" % (t, e)).read().split("\n")[:n]):
+        count.setdefault(f, [0] * B)[pos * B // n] += 1
+files = sorted(count)[:20]
+exp = 60 / B
+chi = sum((c - exp) ** 2 / exp for f in files for c in count[f])
+# 20 files x 7 degrees of freedom = 140: the 0.999 quantile is about 199.
+print("  chi-square %.1f on 140 degrees of freedom" % chi, file=sys.stderr)
+sys.exit(0 if chi < 199 else 1)
+PY
+job_stop b
+
+# ------------------------------------------------------------------- (d)
+note "(d) plain tree, each rank in its own random order"
+job_start d "cache_dir=NV"
+for ((r = 0; r < NP; r++)); do
+	( cd "$T/d-mnt$r" && find . -type f | shuf --random-source=<(yes "$r") | xargs cat | md5sum ) >"$T/d-sum$r" &
+	PIDS+=($!)
+done
+wait_all
+WANT=$(cd "$T/d-mnt0" && find . -type f | shuf --random-source=<(yes 0) | (cd "$SRC" && xargs cat) | md5sum)
+[ "$(cat "$T/d-sum0")" = "$WANT" ] || soft_fail "(d) rank 0 read wrong bytes through the plain tree"
+PFS=$(stat_sum d tiers.pfs.bytes 0 1 2 3)
+note "(d) PFS bytes summed $PFS, data $DATA"
+[ "$PFS" -le $((DATA * 11 / 10 + NP * CS)) ] || soft_fail "(d) PFS bytes summed $PFS: more than 1.1x the data $DATA"
+job_stop d
+
+# ------------------------------------------------------------------- (e)
+note "(e) shuffle=chunked, no cache dir"
+job_start e "shuffle=chunked,shuffle_window=2,seed=3,readahead=0"
+for ((r = 0; r < NP; r++)); do
+	( cd "$T/e-mnt$r/.dlfs/epochs/0/samples" && ls | xargs cat >/dev/null ) &
+	PIDS+=($!)
+done
+wait_all
+"$PYTHON" - "$T" "$CS" "$NCONT" "$DS" <<'PY' || soft_fail "(e) chunked: PFS reads are not whole chunks, each read once"
+import json, os, struct, sys
+t, cs, ncont, ds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+chunks = 0
+for f in os.listdir(ds):
+    if f.endswith(".dlc"):
+        size = struct.unpack_from("<QQQ", open(os.path.join(ds, f), "rb").read(64), 40)[2]
+        chunks += (size + cs - 1) // cs
+bad, reads = [], 0
+for r in range(4):
+    p = json.load(open("%s/e-mnt%d/.dlfs/stats" % (t, r)))["tiers"]["pfs"]
+    reads += p["reads"]
+    small = sum(v for k, v in p["read_size_hist"].items() if k != "64K")
+    if small > ncont:
+        bad.append("rank %d: %d reads not of a whole 64K chunk: %r" % (r, small, p["read_size_hist"]))
+# Each chunk is read from the PFS once, by its home, whoever reads it.
+if reads != chunks:
+    bad.append("%d PFS reads over the ranks for %d chunks" % (reads, chunks))
+for b in bad:
+    print("  " + b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+job_stop e
+
+# ------------------------------------------------------------------- (f)
+note "(f) rank 2 killed; the others read through the PFS"
+job_start f "cache_dir=NV,seed=5,peer_timeout=1500" --enable-recovery
+P2=$(pgrep -f -- "$T/f-mnt2 -f" || true)
+[ -n "$P2" ] || fail "(f) cannot find rank 2's daemon"
+kill -KILL "$P2"
+timeout 20 fusermount3 -uz "$T/f-mnt2" 2>/dev/null || true
+for r in 0 1 3; do
+	tmo cat "$T/f-mnt$r/.dlfs/epochs/1/files" >"$T/f-list$r"
+	( cd "$T/f-mnt$r/.dlfs/epochs/1/samples" && ls | xargs cat ) >"$T/f-got$r" &
+	PIDS+=($!)
+done
+wait_all
+for r in 0 1 3; do
+	(cd "$SRC" && xargs cat <"$T/f-list$r") | cmp -s - "$T/f-got$r" || soft_fail "(f) rank $r read wrong bytes with rank 2 dead"
+done
+TMO=$(stat_sum f peer.timeouts 0 1 3)
+[ "$TMO" -gt 0 ] || soft_fail "(f) no peer timeout was counted with rank 2 dead"
+note "(f) peer timeouts $TMO"
+for r in 0 1 3; do timeout 30 fusermount3 -u "$T/f-mnt$r" || soft_fail "(f) rank $r: fusermount3 -u failed"; done
+for r in 0 1 3; do
+	p=$(pgrep -f -- "$T/f-mnt$r -f" || true)
+	[ -n "$p" ] || continue
+	for ((i = 0; i < 400; i++)); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	! kill -0 "$p" 2>/dev/null || soft_fail "(f) rank $r still running 40 s after its unmount"
+done
+kill "$JOB_PID" 2>/dev/null || true
+finish
