@@ -191,6 +191,26 @@ static int evict(struct dlfs_cache *c)
 	return -1;
 }
 
+/* Make free slot s the loading slot of key, pinned by its loader (caller
+ * holds mu). @return 0 or -ENOMEM (the slot stays free). */
+static int claim(struct dlfs_cache *c, struct slot *s, uint64_t key,
+		 int prefetched)
+{
+	int found;
+	if (!s->buf && chunk_alloc(c->chunk_size, &s->buf)) {
+		s->buf = NULL;
+		return -ENOMEM;
+	}
+	s->key = key;
+	s->state = SLOT_LOADING;
+	s->refs = 1;
+	s->referenced = 1;
+	s->prefetched = (unsigned)prefetched;
+	unsigned pos = probe(c, key, &found);
+	c->table[pos] = (unsigned)(s - c->slots) + 1;
+	return 0;
+}
+
 /* A demand reader found slot s: the first one uses its prefetch. */
 static int take_prefetch(struct dlfs_cache *c, struct slot *s)
 {
@@ -249,18 +269,10 @@ int dlfs_cache_get(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 		return 0;
 	}
 	struct slot *s = &c->slots[i];
-	if (!s->buf && chunk_alloc(c->chunk_size, &s->buf)) {
-		s->buf = NULL;
+	if (claim(c, s, key, 0)) {
 		pthread_mutex_unlock(&c->mu);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
-	s->key = key;
-	s->state = SLOT_LOADING;
-	s->refs = 1;
-	s->referenced = 1;
-	s->prefetched = 0;
-	unsigned pos = probe(c, key, &found);
-	c->table[pos] = (unsigned)i + 1;
 	c->demand_loading++;
 	pthread_mutex_unlock(&c->mu);
 
@@ -325,20 +337,12 @@ int dlfs_cache_prefetch(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 		return -EAGAIN;
 	}
 	struct slot *s = &c->slots[i];
-	if (!s->buf && chunk_alloc(c->chunk_size, &s->buf)) {
-		s->buf = NULL;
+	if (claim(c, s, key, 1)) {
 		pthread_mutex_unlock(&c->mu);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
-	s->key = key;
-	s->state = SLOT_LOADING;
-	s->refs = 1;
-	s->referenced = 1;
-	s->prefetched = 1;
 	c->pf_pending++;
 	c->pf_issued++;
-	unsigned pos = probe(c, key, &found);
-	c->table[pos] = (unsigned)i + 1;
 	pthread_mutex_unlock(&c->mu);
 
 	size_t len = 0;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "dlfs/format.h"
+#include "chunkmap.h"
 #include "util.h"
 
 #include <xxhash.h>
@@ -198,22 +199,6 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 
 static int render_stats(void *arg, char **json, size_t *len);
 
-/* Container and chunk of global chunk g. */
-static void locate(const struct dlfs_fs *fs, uint64_t g, uint32_t *c,
-		   uint64_t *k)
-{
-	uint32_t lo = 0, hi = (uint32_t)dlfs_ds_info(fs->ds)->super.n_containers;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (fs->cont_first[mid] <= g)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	*c = lo;
-	*k = g - fs->cont_first[lo];
-}
-
 /* A peer asks for global chunk g: through this node's tiers, which keep
  * it (RAM, NVMe) and read it from the PFS at most once. */
 static int serve_chunk(void *arg, void *ctx, uint64_t g, void *buf,
@@ -225,7 +210,9 @@ static int serve_chunk(void *arg, void *ctx, uint64_t g, void *buf,
 	uint64_t k;
 	if (!ctx)
 		return -ENOMEM;
-	locate(fs, g, &c, &k);
+	dlfs_chunk_locate(fs->cont_first,
+			  (uint32_t)dlfs_ds_info(fs->ds)->super.n_containers, g,
+			  &c, &k);
 	int ret = dlfs_cache_get(fs->cache, c, k, ctx, &r, NULL);
 	if (ret)
 		return ret;

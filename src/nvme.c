@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chunkmap.h"
 #include "dlfs/format.h"
 #include "util.h"
 
@@ -130,18 +131,13 @@ static uint64_t coff(const struct dlfs_nvme *n, uint64_t k)
 	return DLFS_DATA_OFFSET(n->cs) + k * n->cs;
 }
 
-/* Which container holds global chunk g (binary search over first[]). */
+/* Which container holds global chunk g. */
 static uint32_t container_of(const struct dlfs_nvme *n, uint64_t g)
 {
-	uint32_t lo = 0, hi = n->n_containers;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (n->first[mid] <= g)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	uint32_t c;
+	uint64_t k;
+	dlfs_chunk_locate(n->first, n->n_containers, g, &c, &k);
+	return c;
 }
 
 static void cache_name(uint32_t c, char *buf, size_t len)

@@ -24,6 +24,22 @@ static uint64_t share_bound(uint64_t n, uint32_t r, uint32_t w)
 	return (uint64_t)((unsigned __int128)n * r / w);
 }
 
+/* LOCAL: the shard holding position (or file) x: its first position, and
+ * its permutation (each shard has its own key). */
+static uint64_t shard_of(const struct dlfs_epoch *o, uint64_t x,
+			 struct dlfs_perm *p)
+{
+	uint32_t r = (uint32_t)((unsigned __int128)x * o->size / o->n);
+	while (r + 1 < o->size && share_bound(o->n, r + 1, o->size) <= x)
+		r++;
+	while (r > 0 && share_bound(o->n, r, o->size) > x)
+		r--;
+	uint64_t s = share_bound(o->n, r, o->size);
+	dlfs_perm_init(p, share_bound(o->n, r + 1, o->size) - s,
+		       o->seed + r + 1, o->epoch);
+	return s;
+}
+
 /* Files whose first byte is in global chunk g. */
 static uint64_t chunk_files(const struct dlfs_epoch *o, uint64_t g)
 {
@@ -134,17 +150,8 @@ uint64_t dlfs_epoch_at(const struct dlfs_epoch *o, uint64_t pos)
 			return o->start + dlfs_perm_at(&o->perm, pos - o->start);
 		{
 			/* Another rank's share: its shard, its own key. */
-			uint32_t r = (uint32_t)((unsigned __int128)pos *
-						o->size / o->n);
-			while (r + 1 < o->size &&
-			       share_bound(o->n, r + 1, o->size) <= pos)
-				r++;
-			while (r > 0 && share_bound(o->n, r, o->size) > pos)
-				r--;
-			uint64_t s = share_bound(o->n, r, o->size);
-			uint64_t l = share_bound(o->n, r + 1, o->size) - s;
 			struct dlfs_perm p;
-			dlfs_perm_init(&p, l, o->seed + r + 1, o->epoch);
+			uint64_t s = shard_of(o, pos, &p);
 			return s + dlfs_perm_at(&p, pos - s);
 		}
 	case DLFS_SHUFFLE_CHUNKED: {
@@ -178,15 +185,8 @@ uint64_t dlfs_epoch_position(const struct dlfs_epoch *o, uint64_t f)
 	case DLFS_SHUFFLE_GLOBAL:
 		return dlfs_perm_index(&o->perm, f);
 	case DLFS_SHUFFLE_LOCAL: {
-		uint32_t r = (uint32_t)((unsigned __int128)f * o->size / o->n);
-		while (r + 1 < o->size && share_bound(o->n, r + 1, o->size) <= f)
-			r++;
-		while (r > 0 && share_bound(o->n, r, o->size) > f)
-			r--;
-		uint64_t s = share_bound(o->n, r, o->size);
-		uint64_t l = share_bound(o->n, r + 1, o->size) - s;
 		struct dlfs_perm p;
-		dlfs_perm_init(&p, l, o->seed + r + 1, o->epoch);
+		uint64_t s = shard_of(o, f, &p);
 		return s + dlfs_perm_index(&p, f - s);
 	}
 	case DLFS_SHUFFLE_CHUNKED: {

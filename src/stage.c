@@ -8,6 +8,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "chunkmap.h"
+
 #define YIELD_MS 50
 
 struct dlfs_stage {
@@ -22,22 +24,6 @@ static void sleep_ms(unsigned ms)
 {
 	struct timespec ts = {0, (long)ms * 1000000L};
 	nanosleep(&ts, NULL);
-}
-
-/* Container and chunk of global chunk g. */
-static void locate(const struct dlfs_stage *s, uint64_t g, uint32_t *c,
-		   uint64_t *k)
-{
-	uint32_t lo = 0, hi = s->conf.n_containers;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (s->conf.cont_first[mid] <= g)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	*c = lo;
-	*k = g - s->conf.cont_first[lo];
 }
 
 static void *stage_main(void *arg)
@@ -63,7 +49,8 @@ static void *stage_main(void *arg)
 		uint64_t g = (s->conf.home_lo + i) % s->n_chunks;
 		uint32_t c;
 		uint64_t k;
-		locate(s, g, &c, &k);
+		dlfs_chunk_locate(s->conf.cont_first, s->conf.n_containers, g,
+				  &c, &k);
 		if (dlfs_nvme_has(f->nvme, c, k))
 			continue;
 		for (unsigned ms = 0; ms < YIELD_MS &&

@@ -25,13 +25,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
 . "$HERE/cachelib.sh"
 
-SRC="$T/src"
-cache_mkdata "$SRC" 3
-DS="$T/ds.dlfs"
-pack "$SRC" -o "$DS" --chunk-size 64K --container-size 1M -q
-expect_ok "pack"
-G=$(ds_geom "$DS")
-read -r CHUNKS DATA NCONT CS <<<"$G"
+cache_dataset 3
 [ "$NCONT" -ge 3 ] || fail "test setup: $NCONT containers"
 ID=$(ds_id "$DS")
 file_map "$SRC" "$DS" "$T/map.json"

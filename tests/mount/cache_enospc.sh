@@ -54,14 +54,7 @@ _enospc_exit() {
 }
 trap _enospc_exit EXIT
 
-SRC="$T/src"
-cache_mkdata "$SRC" 5
-DS="$T/ds.dlfs"
-pack "$SRC" -o "$DS" --chunk-size 64K --container-size 1M -q
-expect_ok "pack"
-G=$(ds_geom "$DS")
-# shellcheck disable=SC2034 # not every test uses every number
-read -r CHUNKS DATA NCONT CS <<<"$G"
+cache_dataset 5
 [ "$DATA" -gt $((3 << 20)) ] || fail "test setup: only $DATA data bytes, the 1M tmpfs would not fill"
 MNT="$T/mnt"
 mkdir "$MNT"

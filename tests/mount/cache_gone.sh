@@ -21,14 +21,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
 . "$HERE/cachelib.sh"
 
-SRC="$T/src"
-cache_mkdata "$SRC" 6
-DS="$T/ds.dlfs"
-pack "$SRC" -o "$DS" --chunk-size 64K --container-size 1M -q
-expect_ok "pack"
-G=$(ds_geom "$DS")
-# shellcheck disable=SC2034 # not every test uses every number
-read -r CHUNKS DATA NCONT CS <<<"$G"
+cache_dataset 6
 ID=$(ds_id "$DS")
 NV="$T/nvme"
 MNT="$T/mnt"

@@ -30,13 +30,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
 . "$HERE/cachelib.sh"
 
-SRC="$T/src"
-cache_mkdata "$SRC" 4
-DS="$T/ds.dlfs"
-pack "$SRC" -o "$DS" --chunk-size 64K --container-size 1M -q
-expect_ok "pack"
-G=$(ds_geom "$DS")
-read -r CHUNKS DATA NCONT CS <<<"$G"
+cache_dataset 4
 CAP=$((DATA * 4 / 10))
 SLACK=$((CS + 65536 + 4096 * NCONT))
 MNT="$T/mnt"

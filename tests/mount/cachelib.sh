@@ -54,6 +54,18 @@ PY
 }
 
 # ds_id DATASET: the dataset_id (32 hex digits) from dlfs-inspect info.
+# cache_dataset SEED: the usual test dataset (cache_mkdata SEED packed with
+# 64K chunks in 1M containers): sets SRC, DS, and CHUNKS DATA NCONT CS.
+cache_dataset() {
+	SRC="$T/src"
+	cache_mkdata "$SRC" "$1"
+	DS="$T/ds.dlfs"
+	pack "$SRC" -o "$DS" --chunk-size 64K --container-size 1M -q
+	expect_ok "pack"
+	# shellcheck disable=SC2034 # not every test uses every number
+	read -r CHUNKS DATA NCONT CS <<<"$(ds_geom "$DS")"
+}
+
 ds_id() {
 	inspect info --json "$1"
 	expect_ok "dlfs-inspect info --json $1"
