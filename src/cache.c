@@ -211,6 +211,29 @@ static int claim(struct dlfs_cache *c, struct slot *s, uint64_t key,
 	return 0;
 }
 
+/* The load of claimed slot s ended with ret (caller holds mu): ready, or
+ * free again. pinned: the loader keeps its pin (a demand reader). */
+static void loaded(struct dlfs_cache *c, struct slot *s, int ret, size_t len,
+		   int pinned)
+{
+	if (!pinned)
+		s->refs = 0;
+	if (ret) {
+		table_remove(c, s->key);
+		s->state = SLOT_FREE;
+		s->refs = 0;
+		if (s->prefetched) { /* nobody took it */
+			s->prefetched = 0;
+			c->pf_pending--;
+		}
+	} else {
+		s->state = SLOT_READY;
+		s->len = len;
+		c->ready++;
+	}
+	pthread_cond_broadcast(&c->loaded);
+}
+
 /* A demand reader found slot s: the first one uses its prefetch. */
 static int take_prefetch(struct dlfs_cache *c, struct slot *s)
 {
@@ -281,16 +304,7 @@ int dlfs_cache_get(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 
 	pthread_mutex_lock(&c->mu);
 	c->demand_loading--;
-	if (ret) {
-		table_remove(c, key);
-		s->state = SLOT_FREE;
-		s->refs = 0;
-	} else {
-		s->state = SLOT_READY;
-		s->len = len;
-		c->ready++;
-	}
-	pthread_cond_broadcast(&c->loaded);
+	loaded(c, s, ret, len, 1);
 	pthread_mutex_unlock(&c->mu);
 	if (ret)
 		return ret;
@@ -350,20 +364,7 @@ int dlfs_cache_prefetch(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 			  err);
 
 	pthread_mutex_lock(&c->mu);
-	s->refs = 0;
-	if (ret) {
-		table_remove(c, key);
-		s->state = SLOT_FREE;
-		if (s->prefetched) { /* a waiting reader may have taken it */
-			s->prefetched = 0;
-			c->pf_pending--;
-		}
-	} else {
-		s->state = SLOT_READY;
-		s->len = len;
-		c->ready++;
-	}
-	pthread_cond_broadcast(&c->loaded);
+	loaded(c, s, ret, len, 0);
 	pthread_mutex_unlock(&c->mu);
 	return ret;
 }
