@@ -16,6 +16,11 @@
 # (e) chunked shuffle without any cache dir: PFS reads are whole chunks
 #     (only chunk-sized reads, plus at most one short last chunk per
 #     container), and over the ranks every chunk is read exactly once.
+# (g) staging: stage=all on every rank fills every rank's NVMe tier with
+#     every chunk (home chunks from the PFS, the others from their homes):
+#     the PFS bytes summed are the data bytes once; then SIGTERM to every
+#     rank (as scancel sends) ends the whole job cleanly: mpirun exits 0,
+#     nothing is left mounted.
 # (f) faults, with mpirun --enable-recovery: rank 2 killed with SIGKILL
 #     after the job started; ranks 0, 1, 3 still read their epoch shares
 #     with the right bytes (peer timeouts counted, PFS used); they unmount
@@ -250,6 +255,39 @@ for b in bad:
 sys.exit(1 if bad else 0)
 PY
 job_stop e
+
+# ------------------------------------------------------------------- (g)
+note "(g) stage=all, then SIGTERM to the job"
+job_start g "cache_dir=NV,stage=all"
+"$PYTHON" - "$T" "$DS" "$CS" <<'PY' || soft_fail "(g) staging did not fill every tier from one PFS read of each chunk"
+import json, os, struct, sys, time
+t, ds, cs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+chunks = data = 0
+for f in os.listdir(ds):
+    if f.endswith(".dlc"):
+        size = struct.unpack_from("<QQQ", open(os.path.join(ds, f), "rb").read(64), 40)[2]
+        chunks += (size + cs - 1) // cs
+        data += size
+end = time.time() + 60
+while True:
+    st = [json.load(open("%s/g-mnt%d/.dlfs/stats" % (t, r))) for r in range(4)]
+    full = all(s["stage"]["done"] and s["tiers"]["nvme"]["chunks"] == chunks for s in st)
+    if full or time.time() > end:
+        break
+    time.sleep(0.2)
+pfs = sum(s["tiers"]["pfs"]["bytes"] for s in st)
+print("  nvme chunks %r of %d; PFS bytes summed %d, data %d" %
+      ([s["tiers"]["nvme"]["chunks"] for s in st], chunks, pfs, data), file=sys.stderr)
+sys.exit(0 if full and pfs == data else 1)
+PY
+# As scancel does: SIGTERM to every task of the job at once.
+pkill -TERM -f -- "$T/g-mnt[0-9] -f" || soft_fail "(g) no rank to send SIGTERM to"
+wait_exit "$JOB_PID" 60
+[ "$WAIT_RC" = 0 ] || { cat "$T/g-mpirun.log" >&2; soft_fail "(g) mpirun exited with status $WAIT_RC after SIGTERM to every rank"; }
+for ((r = 0; r < NP; r++)); do
+	! is_mounted "$T/g-mnt$r" || soft_fail "(g) rank $r still mounted after SIGTERM to the job"
+	check_log "$T/g-log$r" 'fusermount3: failed to unmount'
+done
 
 # ------------------------------------------------------------------- (f)
 note "(f) rank 2 killed; the others read through the PFS"
