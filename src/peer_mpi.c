@@ -70,6 +70,7 @@ struct dlfs_peer {
 
 	pthread_mutex_t mu;
 	pthread_cond_t cv;      /* open's wait, free slots, server jobs */
+	pthread_cond_t wake;    /* the MPI thread's idle wait: new work */
 	pthread_t mpi_thread, *servers;
 	unsigned n_servers;
 	int mpi_started, init_done, init_ret, leaving, stop_servers, finished;
@@ -93,11 +94,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void sleep_us(unsigned us)
-{
-	struct timespec ts = {0, (long)us * 1000L};
-	nanosleep(&ts, NULL);
-}
 
 static void plog(struct dlfs_peer *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -374,15 +370,23 @@ static void *mpi_main(void *arg)
 				break;
 			}
 		}
-		pthread_mutex_unlock(&p->mu);
 		if (work) {
 			backoff = BACKOFF_MIN_US;
 		} else {
-			sleep_us(backoff);
+			/* Idle: back off, but wake at once for local work (a
+			 * request to send, a reply to send); peers' requests
+			 * can only be polled for. */
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += (long)backoff * 1000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&p->wake, &p->mu, &ts);
 			backoff = backoff * 2 > BACKOFF_MAX_US ? BACKOFF_MAX_US
 							       : backoff * 2;
 		}
-		pthread_mutex_lock(&p->mu);
 	}
 	/* Nobody will answer from now on. */
 	for (unsigned i = 0; i < SLOTS; i++) {
@@ -454,6 +458,7 @@ static void *server_main(void *arg)
 		r->dst = j.src;
 		r->slot = j.slot;
 		r->ready = 1;
+		pthread_cond_signal(&p->wake);
 		p->st.served++;
 		p->st.served_bytes += r->len;
 	}
@@ -479,6 +484,7 @@ static void free_peer(struct dlfs_peer *p)
 	free(p->dead_until);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
+	pthread_cond_destroy(&p->wake);
 	free(p);
 }
 
@@ -498,6 +504,7 @@ int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
 		p->conf.servers = 2;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
+	pthread_cond_init(&p->wake, NULL);
 	for (unsigned i = 0; i < SLOTS; i++)
 		pthread_cond_init(&p->slots[i].cv, NULL);
 	p->jobs_cap = 4 * SLOTS;
@@ -557,6 +564,7 @@ void dlfs_peer_close(struct dlfs_peer *p)
 		return;
 	pthread_mutex_lock(&p->mu);
 	p->leaving = 1;
+	pthread_cond_signal(&p->wake);
 	while (!p->finished)
 		pthread_cond_wait(&p->cv, &p->mu);
 	p->stop_servers = 1;
@@ -611,6 +619,7 @@ int dlfs_peer_get(struct dlfs_peer *p, uint64_t g, void *buf, size_t cap,
 	s->sreq = s->rreq = MPI_REQUEST_NULL;
 	s->t0 = t0;
 	s->state = S_QUEUED;
+	pthread_cond_signal(&p->wake);
 	while (s->state != S_DONE) {
 		if (s->state != S_COPYING &&
 		    pthread_cond_timedwait(&s->cv, &p->mu, &ts) &&
