@@ -325,15 +325,29 @@ def main():
     w("### Targets (design, \"Performance goals\")")
     w("")
     e1 = mbs("dlfs1")
+    iops = float(meta["iops"])
+
+    def device(k):
+        # What the PFS device did during the pass, against its caps.
+        v = res.get(k)
+        if not v or v["secs"] <= 0:
+            return ""
+        return ("; the PFS device served %s requests/s (%s of %s IOPS) and "
+                "%s MB/s (%s of the cap), %s KiB per request" % (
+                    fmt(v["pfs_reqs"] / v["secs"]),
+                    pct(v["pfs_reqs"] / v["secs"], iops), fmt(iops),
+                    fmt(v["pfs_bytes"] / v["secs"] / 1e6),
+                    pct(v["pfs_bytes"] / v["secs"] / 1e6, cap_mb),
+                    fmt(v["pfs_bytes"] / max(v["pfs_reqs"], 1) / 1024)))
     w("- dlfs epoch 1 >= 85%% of the bandwidth cap (file bytes / time vs "
-      "%s MB/s): %s MB/s = %s of the cap, %s the plain tree: %s"
+      "%s MB/s): %s MB/s = %s of the cap, %s the plain tree%s: %s"
       % (fmt(cap_mb), fmt(e1, 1), pct(e1, cap_mb),
-         ratio(fps("dlfs1"), base),
+         ratio(fps("dlfs1"), base), device("dlfs1"),
          verdict(None if e1 is None else e1 >= 0.85 * cap_mb)))
     if "dlfs1_direct" in res:
         d = mbs("dlfs1_direct")
-        w("  - with `pfs_io=direct`: %s MB/s = %s of the cap: %s"
-          % (fmt(d, 1), pct(d, cap_mb),
+        w("  - with `pfs_io=direct`: %s MB/s = %s of the cap%s: %s"
+          % (fmt(d, 1), pct(d, cap_mb), device("dlfs1_direct"),
              verdict(None if d is None else d >= 0.85 * cap_mb)))
     e2, loc = fps("dlfs2"), fps("local")
     w("- dlfs epoch 2 >= 0.9x the plain tree on local disk (the staged "
