@@ -155,9 +155,10 @@ def main():
     w("")
     w("| setup | epoch | epoch s | files/s | MB/s | PFS MB (tiers.pfs.bytes) "
       "| x dataset | blkio MB | blkio reads | loop dev MB | RAM hits "
-      "| NVMe hits | peer hits | peer MB | peer latency avg ms |")
+      "| NVMe hits | peer hits | peer MB | peer latency avg ms "
+      "| CPU busy % | daemons' CPU s |")
     w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-      "| ---: | ---: | ---: | ---: | ---: |")
+      "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     tot = {}
     for key, name in SETUPS:
         t = tot.setdefault(key, dict(secs=0.0, pfs=0, blkio=0, n=0,
@@ -180,8 +181,11 @@ def main():
                 lat = sum(lats) / len(lats) / 1000 if lats else None
             peer_on = bool(r.get("stats_after")) and \
                 r["stats_after"][0]["peer"]["enabled"]
+            dcpu = None
+            if r.get("daemon_cpu_after") and r.get("daemon_cpu_before"):
+                dcpu = sum(r["daemon_cpu_after"]) - sum(r["daemon_cpu_before"])
             w("| %s | %d | %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
-              "| %s | %s | %s |" % (
+              "| %s | %s | %s | %s | %s |" % (
                   name, e, fmt(secs, 1), " (hung)" if r["hung"] else "",
                   fmt(files / secs if secs else None),
                   fmt(byts / secs / 1e6 if secs else None, 1),
@@ -192,7 +196,8 @@ def main():
                   fmt(delta(r, "tiers.nvme.hits")),
                   fmt(delta(r, "peer.hits")) if peer_on else "-",
                   fmt(delta(r, "peer.bytes") / 1e6) if peer_on else "-",
-                  fmt(lat, 1) if peer_on else "-"))
+                  fmt(lat, 1) if peer_on else "-",
+                  fmt(r.get("cpu_busy_pct")), fmt(dcpu, 1)))
             t["secs"] += secs
             t["pfs"] += pfs or 0
             t["blkio"] += blk_b
@@ -201,10 +206,62 @@ def main():
     for key, name in SETUPS:
         t = tot[key]
         if t["n"] == 2:
-            w("| %s | 1+2 | %s | | | %s | %s | %s | | | | | | | |" % (
+            w("| %s | 1+2 | %s | | | %s | %s | %s | | | | | | | | | |" % (
                 name, fmt(t["secs"], 1), fmt(t["pfs"] / 1e6),
                 ratio(t["pfs"], data), fmt(t["blkio"] / 1e6)))
     w("")
+    cs = int(meta.get("chunk_size") or 4194304)
+    nchunks = -(-int(data) // cs)
+    i1 = eps.get(("ind", 1))
+    if i1 and i1.get("stats_after"):
+        reads = [delta(i1, "tiers.pfs.reads", i) for i in range(np_)]
+        nfiles = [n["want"][0] for n in i1["nodes"]]
+        most = sum(reads) >= 0.9 * np_ * nchunks
+        w("The PFS is read in whole chunks of %s MiB (about %s chunks in the "
+          "dataset). In independent epoch 1 each node read %s files, a "
+          "random quarter, and made %s chunk reads from the PFS%s" % (
+              fmt(cs / 1048576), fmt(nchunks),
+              "/".join(fmt(x) for x in nfiles),
+              "/".join(fmt(x) for x in reads),
+              ": a quarter of a random order touches nearly every chunk, so "
+              "every independent node reads nearly the whole dataset in its "
+              "first epoch, before any share changes." if most else "."))
+        w("")
+    notes = []
+    if i1 and not i1["hung"] and delta(i1, "tiers.pfs.bytes"):
+        c0, c2 = i1["counters_before"], i1["counters_settled"]
+        blk, pb = c2[3] - c0[3], delta(i1, "tiers.pfs.bytes")
+        if blk < 0.98 * pb:
+            notes.append(
+                "Independent epoch 1: the PFS device served %s MB (blkio) for "
+                "the %s MB the four daemons read. The \"nodes\" share this "
+                "machine's page cache (`pfs_io=buffered`), which most likely "
+                "lets a chunk that two daemons read at about the same time "
+                "come from the device once; separate nodes would each read "
+                "it, so tiers.pfs.bytes is the figure that carries over to a "
+                "real cluster." % (fmt(blk / 1e6), fmt(pb / 1e6)))
+    m1r = eps.get(("mpi", 1))
+    if m1r and not m1r["hung"] and m1r.get("cpu_busy_pct") is not None \
+            and m1r["cpu_busy_pct"] >= 90:
+        pb = delta(m1r, "tiers.pfs.bytes") or 0
+        notes.append(
+            "mpi epoch 1 kept the CPUs %d%% busy and took %s MB from the PFS "
+            "at %s MB/s (%s of the cap), moving %s MB between ranks: on this "
+            "machine the four ranks, their readers and the MPI copies share "
+            "%s CPUs, so the job is CPU-bound, not PFS-bound. By Little's "
+            "law about %s peer requests were in flight per rank, so the "
+            "peer latencies are mostly queueing." % (
+                m1r["cpu_busy_pct"], fmt(pb / 1e6),
+                fmt(pb / m1r["secs"] / 1e6), "{:.0f}%".format(
+                    100 * pb / m1r["secs"] / float(meta["bps"])),
+                fmt((delta(m1r, "peer.bytes") or 0) / 1e6),
+                meta["machine"].split()[0],
+                fmt(sum(after(m1r, "peer.latency_us_avg", i) / 1e6 *
+                        delta(m1r, "peer.requests", i)
+                        for i in range(np_)) / np_ / m1r["secs"], 1)))
+    for n in notes:
+        w(n)
+        w("")
     if caches:
         w("NVMe tiers at the end (bytes on local disk per node): %s." % "; ".join(
             "%s %s MB" % (k, " / ".join(fmt(b / 1e6) for b in v))
