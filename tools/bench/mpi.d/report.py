@@ -240,25 +240,41 @@ def main():
                 "come from the device once; separate nodes would each read "
                 "it, so tiers.pfs.bytes is the figure that carries over to a "
                 "real cluster." % (fmt(blk / 1e6), fmt(pb / 1e6)))
-    m1r = eps.get(("mpi", 1))
-    if m1r and not m1r["hung"] and m1r.get("cpu_busy_pct") is not None \
-            and m1r["cpu_busy_pct"] >= 90:
-        pb = delta(m1r, "tiers.pfs.bytes") or 0
-        notes.append(
-            "mpi epoch 1 kept the CPUs %d%% busy and took %s MB from the PFS "
-            "at %s MB/s (%s of the cap), moving %s MB between ranks: on this "
-            "machine the four ranks, their readers and the MPI copies share "
-            "%s CPUs, so the job is CPU-bound, not PFS-bound. By Little's "
-            "law about %s peer requests were in flight per rank, so the "
-            "peer latencies are mostly queueing." % (
-                m1r["cpu_busy_pct"], fmt(pb / 1e6),
-                fmt(pb / m1r["secs"] / 1e6), "{:.0f}%".format(
-                    100 * pb / m1r["secs"] / float(meta["bps"])),
-                fmt((delta(m1r, "peer.bytes") or 0) / 1e6),
-                meta["machine"].split()[0],
-                fmt(sum(after(m1r, "peer.latency_us_avg", i) / 1e6 *
-                        delta(m1r, "peer.requests", i)
-                        for i in range(np_)) / np_ / m1r["secs"], 1)))
+    # What bounded each epoch 1: the PFS device against its caps, the CPUs.
+    iops, bps = float(meta["iops"]), float(meta["bps"])
+    for key, name in SETUPS:
+        r = eps.get((key, 1))
+        if not r or r["hung"] or r.get("cpu_busy_pct") is None:
+            continue
+        c0, c1 = r["counters_before"], r["counters_end"]
+        rq, by = (c1[2] - c0[2]) / r["secs"], (c1[3] - c0[3]) / r["secs"]
+        dcpu = sum(r["daemon_cpu_after"]) - sum(r["daemon_cpu_before"])
+        ncpu = int(meta["machine"].split()[0])
+        bound = ("the PFS's IOPS cap" if rq >= 0.85 * iops else
+                 "the PFS's bandwidth cap" if by >= 0.85 * bps else
+                 "neither PFS cap: %s" % (
+                     "the CPUs were nearly saturated" if
+                     r["cpu_busy_pct"] >= 85 else "not the CPUs either"))
+        line = ("%s, epoch 1: the PFS device served %s requests/s (%s of "
+                "%s IOPS) and %s MB/s (%s of %s MB/s) while the CPUs were "
+                "%d%% busy, the daemons using %s of the %s CPU-seconds: "
+                "bound by %s." % (
+                    name, fmt(rq), "{:.0f}%".format(100 * rq / iops),
+                    meta["iops"], fmt(by / 1e6, 1),
+                    "{:.0f}%".format(100 * by / bps), fmt(bps / 1e6),
+                    r["cpu_busy_pct"], fmt(dcpu, 1),
+                    fmt(ncpu * r["secs"], 1), bound))
+        if key == "mpi" and r.get("stats_after"):
+            inflight = sum(after(r, "peer.latency_us_avg", i) / 1e6 *
+                           delta(r, "peer.requests", i)
+                           for i in range(np_)) / np_ / r["secs"]
+            line += (" The ranks moved %s MB between them, with %s peer "
+                     "requests in flight per rank on average (Little's law: "
+                     "requests x mean latency / time): a request's latency "
+                     "includes its wait behind the others." % (
+                         fmt((delta(r, "peer.bytes") or 0) / 1e6),
+                         fmt(inflight, 1)))
+        notes.append(line)
     for n in notes:
         w(n)
         w("")
