@@ -206,8 +206,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if ((conf.cache_size || conf.cache_policy) && !conf.cache_dir) {
-		fprintf(stderr, "dlfs: -o %s needs -o cache_dir=DIR\n",
-			conf.cache_size ? "cache_size" : "cache_policy");
+		fprintf(stderr, "dlfs: -o %s=%s: needs -o cache_dir=DIR\n",
+			conf.cache_size ? "cache_size" : "cache_policy",
+			conf.cache_size ? conf.cache_size : conf.cache_policy);
 		ret = 2;
 		goto out;
 	}
@@ -288,7 +289,7 @@ int main(int argc, char **argv)
 	}
 	if (fsc.stage != DLFS_STAGE_NONE && !conf.cache_dir) {
 		fprintf(stderr,
-			"dlfs: -o stage=%s needs -o cache_dir=DIR (it fills "
+			"dlfs: -o stage=%s: needs -o cache_dir=DIR (it fills "
 			"the NVMe tier)\n",
 			conf.stage);
 		ret = 2;

@@ -21,7 +21,9 @@
 #     a remount reads correctly from what is left, with nvme.hits > 0 and
 #     nvme.corrupt = 0 (the map matches the data).
 # (c) bad values: cache_policy=bogus, cache_size=lots, cache_size=10X,
-#     readahead=lots, prefetch_threads=many, pfs_io=bogus each exit 2 with
+#     readahead=lots, prefetch_threads=many, pfs_io=bogus, shuffle=bogus,
+#     shuffle_window=0, seed=abc, stage=bogus, and cache_size or stage=home
+#     without a cache_dir each exit 2 with
 #     "dlfs: -o NAME=VALUE: ..." on stderr and leave nothing mounted.
 # No daemon logs an error line. All parts run; failures are listed at the end.
 set -euo pipefail
@@ -123,5 +125,11 @@ bad_opt "(c) cache_size=10X" cache_size=10X -o "cache_dir=$NVB"
 bad_opt "(c) readahead=lots" readahead=lots
 bad_opt "(c) prefetch_threads=many" prefetch_threads=many
 bad_opt "(c) pfs_io=bogus" pfs_io=bogus
+bad_opt "(c) cache_size=1G without cache_dir" cache_size=1G
+bad_opt "(c) shuffle=bogus" shuffle=bogus
+bad_opt "(c) shuffle_window=0" shuffle_window=0
+bad_opt "(c) seed=abc" seed=abc
+bad_opt "(c) stage=bogus" stage=bogus -o "cache_dir=$NVB"
+bad_opt "(c) stage=home without cache_dir" stage=home
 grep -F "$T" /proc/mounts && soft_fail "(c) something under $T is still mounted"
 finish
