@@ -15,17 +15,17 @@ import os
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchlib import dlfs_stats  # noqa: E402
 
-def stats(mnt):
-    with open(os.path.join(mnt, ".dlfs", "stats")) as f:
-        return json.loads(f.read())
+
 
 
 def wait_tier(mnt, maxsec):
     t0 = time.monotonic()
     last, since = None, t0
     while True:
-        s = stats(mnt)
+        s = dlfs_stats(mnt)
         nv = s["tiers"]["nvme"]
         key = (nv["written_chunks"], nv["write_dropped"],
                s.get("prefetch", {}).get("pending", 0))
@@ -43,7 +43,7 @@ def wait_tier(mnt, maxsec):
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "stats":
-        print(json.dumps(stats(args[0])))
+        print(json.dumps(dlfs_stats(args[0])))
     elif cmd == "wait-tier":
         print("%.3f %d" % wait_tier(args[0], float(args[1])))
     else:

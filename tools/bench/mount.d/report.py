@@ -9,6 +9,10 @@ RESULTS.jsonl: one JSON object per measurement (see tools/bench/mount).
 import json
 import statistics
 import sys
+import os
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchlib import load, fmt  # noqa: E402
 
 NAMES = {
     "plain": "plain tree (ext4)",
@@ -20,31 +24,12 @@ NAMES = {
 ORDER = ["plain", "dlfs", "dlfs_big", "sqfs", "sqfuse", "arch"]
 
 
-def load(meta_path, res_path):
-    meta = {}
-    with open(meta_path) as f:
-        for line in f:
-            k, _, v = line.rstrip("\n").partition("\t")
-            meta[k] = v
-    rows = []
-    with open(res_path) as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                rows.append(json.loads(line))
-    return meta, rows
 
 
 def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def fmt(x, nd=0):
-    if x is None:
-        return "n/a"
-    if nd == 0:
-        return "{:,.0f}".format(x)
-    return "{:,.{}f}".format(x, nd)
 
 
 def ratio(a, b, nd=2):

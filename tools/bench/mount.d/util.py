@@ -19,6 +19,9 @@ import os
 import random
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchlib import walk_files  # noqa: E402
+
 
 def gen_files(dest, count, per_dir, dist, seed):
     from multiprocessing import Process
@@ -92,16 +95,6 @@ def gen_jpeg(dest, count, classes, seed):
             "JPEG", quality=95)
 
 
-def walk_files(tree):
-    out = []
-    for dirpath, dirnames, filenames in os.walk(tree):
-        dirnames.sort()
-        rel = os.path.relpath(dirpath, tree)
-        for n in sorted(filenames):
-            p = os.path.join(dirpath, n)
-            if os.path.isfile(p) and not os.path.islink(p):
-                out.append(n if rel == "." else os.path.join(rel, n))
-    return out
 
 
 def main():

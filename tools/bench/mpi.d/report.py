@@ -9,44 +9,21 @@ cache, problem (see tools/bench/mpi).
 """
 import json
 import sys
+import os
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchlib import load, fmt, ratio, verdict  # noqa: E402
 
 SETUPS = [("ind", "independent (4 single-node mounts)"),
           ("mpi", "mpi (one 4-rank job)")]
 
 
-def load(meta_path, res_path):
-    meta = {}
-    with open(meta_path) as f:
-        for line in f:
-            k, _, v = line.rstrip("\n").partition("\t")
-            meta[k] = v
-    rows = []
-    with open(res_path) as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                rows.append(json.loads(line))
-    return meta, rows
 
 
-def fmt(x, nd=0):
-    if x is None:
-        return "n/a"
-    return "{:,.{}f}".format(x, nd)
 
 
-def ratio(a, b):
-    if a is None or b is None or b == 0:
-        return "n/a"
-    x = a / b
-    nd = 0 if x >= 100 else 1 if x >= 10 else 2
-    return "{:.{}f}x".format(x, nd)
 
 
-def verdict(ok):
-    if ok is None:
-        return "not measured"
-    return "**met**" if ok else "**missed**"
 
 
 def get(s, path):

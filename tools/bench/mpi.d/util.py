@@ -29,17 +29,10 @@ import random
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchlib import walk_files, dlfs_stats  # noqa: E402
 
-def walk_files(tree):
-    out = []
-    for dirpath, dirnames, filenames in os.walk(tree):
-        dirnames.sort()
-        rel = os.path.relpath(dirpath, tree)
-        for n in sorted(filenames):
-            p = os.path.join(dirpath, n)
-            if os.path.isfile(p) and not os.path.islink(p):
-                out.append(n if rel == "." else os.path.join(rel, n))
-    return out
+
 
 
 def read_list(path):
@@ -47,9 +40,6 @@ def read_list(path):
         return [ln for ln in f.read().split("\n") if ln]
 
 
-def stats(mnt):
-    with open(os.path.join(mnt, ".dlfs", "stats")) as f:
-        return json.loads(f.read())
 
 
 def wait_tiers(maxsec, mnts):
@@ -58,7 +48,7 @@ def wait_tiers(maxsec, mnts):
     while True:
         key = []
         for m in mnts:
-            s = stats(m)
+            s = dlfs_stats(m)
             nv = s["tiers"]["nvme"]
             key.append((nv["written_chunks"], nv["write_dropped"],
                         s.get("prefetch", {}).get("pending", 0),
@@ -118,7 +108,7 @@ def main():
                   file=sys.stderr)
         print(len(bad))
     elif cmd == "stats":
-        print(json.dumps([stats(m) for m in args]))
+        print(json.dumps([dlfs_stats(m) for m in args]))
     elif cmd == "wait-tiers":
         print("%.3f" % wait_tiers(float(args[0]), args[1:]))
     elif cmd == "blkio":
