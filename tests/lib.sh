@@ -332,7 +332,7 @@ mount_setup() {
 	command -v fusermount3 >/dev/null || fail "fusermount3 not found (package fuse3)"
 	command -v mountpoint >/dev/null || fail "mountpoint not found (util-linux)"
 	declare -gA _DLFS_PID_OF=() _DLFS_LOG_OF=()
-	declare -ga _DLFS_MNTS=() _DLFS_PIDS=() _SOFT_FAILS=()
+	declare -ga _DLFS_MNTS=() _DLFS_PIDS=() _SOFT_FAILS=() _PLAIN_MNTS=()
 	DLFS_PID='' DLFS_LOG=''
 	trap _mount_cleanup EXIT
 }
@@ -355,6 +355,27 @@ track_mount() {
 	[ -z "${3:-}" ] || _DLFS_LOG_OF[$1]=$3
 }
 
+# track_plain_mount MNT: a non-FUSE mount the test made (a tmpfs); it is
+# unmounted at exit, after every FUSE mount and daemon is gone.
+track_plain_mount() { _PLAIN_MNTS+=("$1"); }
+
+# file_map SRC DATASET OUT: writes OUT as JSON {rel: {"container",
+# "offset", "size"}} for every regular file, from dlfs-inspect stat --json.
+file_map() {
+	"$PYTHON" - "$1" "$2" "$DLFS_INSPECT" >"$3" <<'PY' || fail "cannot map the files of $2 to containers"
+import json, os, subprocess, sys
+src, ds, insp = sys.argv[1:4]
+m = {}
+for dp, _, fn in os.walk(src):
+    for n in fn:
+        rel = os.path.relpath(os.path.join(dp, n), src)
+        j = json.loads(subprocess.run([insp, "stat", "--json", ds, rel], check=True,
+                                      stdout=subprocess.PIPE).stdout)
+        m[rel] = {"container": j.get("container", 0), "offset": j.get("offset", 0), "size": j["size"]}
+print(json.dumps(m))
+PY
+}
+
 _mount_cleanup() {
 	local rc=$? m p i
 	set +e
@@ -375,6 +396,13 @@ _mount_cleanup() {
 		if kill -0 "$p" 2>/dev/null; then
 			echo "[$TEST_NAME] daemon $p ignored SIGTERM for 10 s: SIGKILL" >&2
 			kill -KILL "$p" 2>/dev/null
+		fi
+	done
+	# Plain mounts (a tmpfs cache dir) last: the daemons held files there.
+	for m in "${_PLAIN_MNTS[@]}"; do
+		if is_mounted "$m"; then
+			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null ||
+				echo "[$TEST_NAME] WARNING: cannot unmount $m" >&2
 		fi
 	done
 	for m in "${_DLFS_MNTS[@]}"; do

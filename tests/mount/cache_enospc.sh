@@ -25,34 +25,8 @@ NV="$T/nvme"
 mkdir "$NV"
 mount -t tmpfs -o size=1M,mode=0700 dlfs-test-tmpfs "$NV" 2>"$T/tmpfs.err" ||
 	skip "cannot mount a tmpfs (needs root or CAP_SYS_ADMIN): $(cat "$T/tmpfs.err")"
-# On exit: the FUSE mounts first (their daemons hold files on the tmpfs),
-# then the tmpfs, then the usual cleanup.
-_enospc_exit() {
-	local rc=$? m p i
-	set +e
-	for m in "${_DLFS_MNTS[@]}"; do
-		if is_mounted "$m"; then
-			timeout -k 5 20 fusermount3 -u "$m" 2>/dev/null ||
-				timeout -k 5 20 fusermount3 -uz "$m" 2>/dev/null
-		fi
-	done
-	for p in "${_DLFS_PIDS[@]}"; do
-		kill -0 "$p" 2>/dev/null || continue
-		kill -TERM "$p" 2>/dev/null
-		for ((i = 0; i < 100; i++)); do
-			kill -0 "$p" 2>/dev/null || break
-			sleep 0.1
-		done
-		! kill -0 "$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null
-	done
-	if is_mounted "$NV"; then
-		umount "$NV" 2>/dev/null || umount -l "$NV" 2>/dev/null ||
-			echo "[$TEST_NAME] WARNING: cannot unmount the tmpfs $NV" >&2
-	fi
-	(exit "$rc")
-	_mount_cleanup
-}
-trap _enospc_exit EXIT
+# Unmounted at exit after the FUSE mounts (their daemons hold files there).
+track_plain_mount "$NV"
 
 cache_dataset 5
 [ "$DATA" -gt $((3 << 20)) ] || fail "test setup: only $DATA data bytes, the 1M tmpfs would not fill"

@@ -72,23 +72,6 @@ ds_id() {
 	json_get "$T/out" dataset_id
 }
 
-# file_map SRC DATASET OUT: writes OUT as JSON {rel: {"container",
-# "offset", "size"}} for every regular file, from dlfs-inspect stat --json.
-file_map() {
-	"$PYTHON" - "$1" "$2" "$DLFS_INSPECT" >"$3" <<'PY' || fail "cannot map the files of $2 to containers"
-import json, os, subprocess, sys
-src, ds, insp = sys.argv[1:4]
-m = {}
-for dp, _, fn in os.walk(src):
-    for n in fn:
-        rel = os.path.relpath(os.path.join(dp, n), src)
-        j = json.loads(subprocess.run([insp, "stat", "--json", ds, rel], check=True,
-                                      stdout=subprocess.PIPE).stdout)
-        m[rel] = {"container": j.get("container", 0), "offset": j.get("offset", 0), "size": j["size"]}
-print(json.dumps(m))
-PY
-}
-
 # snap MNT OUT: copies MNT/.dlfs/stats to OUT (and checks it is JSON).
 snap() {
 	tmo cat "$1/.dlfs/stats" >"$2" || fail "cannot read $1/.dlfs/stats"

@@ -54,18 +54,7 @@ cp "$T/out" "$T/info.json"
 CS=$(json_get "$T/info.json" chunk_size)
 
 # Where every file is: {rel: {"container", "offset", "size"}}.
-"$PYTHON" - "$SRC" "$DS" "$DLFS_INSPECT" >"$T/map.json" <<'PY' || fail "cannot map the files to containers"
-import json, os, subprocess, sys
-src, ds, insp = sys.argv[1:4]
-m = {}
-for dp, _, fn in os.walk(src):
-    for n in fn:
-        rel = os.path.relpath(os.path.join(dp, n), src)
-        j = json.loads(subprocess.run([insp, "stat", "--json", ds, rel], check=True,
-                                      stdout=subprocess.PIPE).stdout)
-        m[rel] = {"container": j.get("container", 0), "offset": j.get("offset", 0), "size": j["size"]}
-print(json.dumps(m))
-PY
+file_map "$SRC" "$DS" "$T/map.json"
 loc() { # REL -> C (container file name), CNO, OFF
 	CNO=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]]["container"])' "$T/map.json" "$1")
 	OFF=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]]["offset"])' "$T/map.json" "$1")
