@@ -5,7 +5,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "chunkmap.h"
@@ -30,16 +29,10 @@ static void *stage_main(void *arg)
 {
 	struct dlfs_stage *s = arg;
 	struct dlfs_fetch *f = s->conf.fetch;
-	const size_t cs = dlfs_ds_info(f->ds)->super.chunk_size;
 	struct dlfs_txn *txn = NULL;
 	struct dlfs_err err = {0};
-	void *buf = NULL;
-	size_t align = cs >= ((size_t)2 << 20) ? (size_t)2 << 20 : 4096;
-	if (dlfs_txn_begin(f->ds, &txn, &err) ||
-	    posix_memalign(&buf, align, (cs + align - 1) / align * align))
+	if (dlfs_txn_begin(f->ds, &txn, &err))
 		goto out;
-	if (align > 4096)
-		madvise(buf, (cs + align - 1) / align * align, MADV_HUGEPAGE);
 	/* Home chunks first, in order; then, for ALL, the others from the
 	 * end of the home range on, so ranks do not all ask rank 0 first. */
 	uint64_t total = s->conf.mode == DLFS_STAGE_ALL
@@ -57,10 +50,14 @@ static void *stage_main(void *arg)
 				      dlfs_cache_demand_loading(s->conf.cache);
 		     ms++)
 			sleep_ms(1);
-		size_t len = 0;
-		if (dlfs_fetch_chunk(f, txn, c, k, buf, cs, &len, &err) == 0) {
+		/* Through the RAM tier, so that a reader or a peer asking
+		 * for the same chunk meanwhile shares this one load instead
+		 * of reading the PFS a second time. */
+		struct dlfs_chunk_ref r;
+		if (dlfs_cache_get(s->conf.cache, c, k, txn, &r, &err) == 0) {
 			atomic_fetch_add(&s->chunks, 1);
-			atomic_fetch_add(&s->bytes, len);
+			atomic_fetch_add(&s->bytes, r.len);
+			dlfs_cache_put(s->conf.cache, &r);
 		}
 		/* Let the writer keep up: staging is pointless if its
 		 * chunks are dropped for want of a buffer. */
@@ -68,7 +65,6 @@ static void *stage_main(void *arg)
 	}
 out:
 	atomic_store(&s->done, 1);
-	free(buf);
 	if (txn)
 		dlfs_txn_end(txn);
 	return NULL;

@@ -5,7 +5,9 @@
  * other chunk, from its home over MPI when there is one. Chunks already in
  * the tier are skipped, so a restarted job stages only what is missing.
  *
- * Demand goes first: the thread waits while demand loads are running, and
+ * Chunks are loaded through the RAM tier, so a reader or a peer asking for
+ * the same chunk meanwhile shares the load. Demand goes first: the thread
+ * waits while demand loads are running, and
  * lets the tier's writer catch up rather than drop chunks.
  *
  * Thread-safety: start and stop from one thread; the stats from any.
