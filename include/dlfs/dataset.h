@@ -112,6 +112,64 @@ typedef int (*dlfs_dir_cb)(void *arg, const struct dlfs_dirent *d);
 int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 		 dlfs_dir_cb cb, void *arg, struct dlfs_err *err);
 
+/*
+ * The container table, read from the index and checked once when the
+ * dataset opens: chunk count against data size, data region inside the
+ * file, file range inside the inode range. Chunks are numbered across
+ * containers in container order ("global" chunk numbers). A record that
+ * fails the checks (or is missing) is kept with bad = -EUCLEAN and no data
+ * and no chunks: its files fail dlfs_stat with -EUCLEAN, the rest of the
+ * dataset is unaffected. dlfs_stat checks every file's extent against
+ * this table, so a file's chunk numbers (dlfs_chunk_at) are always in
+ * range.
+ */
+struct dlfs_container {
+	uint64_t file_size;   /* the whole .dlc file */
+	uint64_t data_size;   /* bytes of its data region */
+	uint64_t n_chunks;
+	uint64_t first_chunk; /* global number of its chunk 0 */
+	uint64_t first_ino, n_files;
+	uint64_t footer_xxh3;
+	int bad;              /* 0, or -EUCLEAN: the record is damaged */
+};
+
+/* Container c of the table, or NULL when c is out of range. */
+const struct dlfs_container *dlfs_ds_container(const struct dlfs_ds *ds,
+					       uint32_t c);
+/* Chunks in all containers. */
+uint64_t dlfs_ds_n_chunks(const struct dlfs_ds *ds);
+/* Container *c and chunk *k of global chunk g. @return 0, or -EINVAL when
+ * g >= dlfs_ds_n_chunks. */
+int dlfs_ds_chunk_locate(const struct dlfs_ds *ds, uint64_t g, uint32_t *c,
+			 uint64_t *k);
+/* The same over any table of n containers (first_chunk ascending, as in
+ * the dataset's), holding n_chunks chunks in all. */
+int dlfs_container_locate(const struct dlfs_container *t, uint32_t n,
+			  uint64_t n_chunks, uint64_t g, uint32_t *c,
+			  uint64_t *k);
+
+/* Offset inside its container file of chunk k's first byte. */
+static inline uint64_t dlfs_chunk_start(uint64_t chunk_size, uint64_t k)
+{
+	return DLFS_DATA_OFFSET(chunk_size) + k * chunk_size;
+}
+
+/* The chunk holding container offset off (off >= the data offset). */
+static inline uint64_t dlfs_chunk_at(uint64_t chunk_size, uint64_t off)
+{
+	return (off - DLFS_DATA_OFFSET(chunk_size)) / chunk_size;
+}
+
+/* Chunks *k0..*k1 of in's container under bytes [off, off + len) of
+ * regular file in (len > 0, off + len <= in->size). */
+static inline void dlfs_file_chunks(uint64_t chunk_size,
+				    const struct dlfs_inode *in, uint64_t off,
+				    uint64_t len, uint64_t *k0, uint64_t *k1)
+{
+	*k0 = dlfs_chunk_at(chunk_size, in->offset + off);
+	*k1 = dlfs_chunk_at(chunk_size, in->offset + off + len - 1);
+}
+
 /* Chunk record of chunk k of container c. @return 0, -ENOENT, -EUCLEAN. */
 int dlfs_chunk_get(struct dlfs_txn *txn, uint32_t c, uint64_t k,
 		   struct dlfs_chunk_rec *out, struct dlfs_err *err);

@@ -21,6 +21,11 @@
 
 static const uint64_t data_size[NC] = {CHUNKS * CS - 1000,
 				       CHUNKS * CS - 5000};
+static const struct dlfs_container table[NC] = {
+	{.data_size = CHUNKS * CS - 1000, .n_chunks = CHUNKS, .first_chunk = 0},
+	{.data_size = CHUNKS * CS - 5000, .n_chunks = CHUNKS,
+	 .first_chunk = CHUNKS},
+};
 static uint8_t *chunk_buf;
 
 static size_t len_of(uint32_t c, uint64_t k)
@@ -46,7 +51,7 @@ static struct dlfs_nvme *open_tier(const char *dir, uint64_t cap,
 	struct dlfs_nvme_conf conf = {
 		.dir = dir, .capacity = cap, .policy = p,
 		.dataset_id_hex = "00112233445566778899aabbccddeeff",
-		.chunk_size = CS, .n_containers = NC, .data_size = data_size,
+		.chunk_size = CS, .n_containers = NC, .containers = table,
 	};
 	struct dlfs_nvme *n = NULL;
 	struct dlfs_err err = {0};

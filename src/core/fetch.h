@@ -31,7 +31,6 @@ struct dlfs_fetch {
 	struct dlfs_ds *ds;
 	struct dlfs_nvme *nvme; /* NULL without a cache_dir */
 	struct dlfs_peer *peer; /* NULL alone */
-	const uint64_t *cont_first; /* with a peer: global id of chunk 0 */
 	struct dlfs_stats *stats;
 	/* One bit per inode: the file's bytes in the NVMe tier passed its
 	 * checksum, so later pieces of it need no check (a file is often

@@ -26,7 +26,7 @@ int dlfs_fetch_chunk(void *arg, void *ctx, uint32_t c, uint64_t k, void *buf,
 		/* Absent after all, damaged or unreadable: the PFS has it. */
 	}
 	if (f->peer) {
-		uint64_t g = f->cont_first[c] + k;
+		uint64_t g = dlfs_ds_container(f->ds, c)->first_chunk + k;
 		struct dlfs_chunk_rec cr;
 		if (dlfs_peer_home(f->peer, g) != dlfs_peer_rank(f->peer) &&
 		    dlfs_chunk_get(txn, c, k, &cr, NULL) == 0 &&
@@ -112,10 +112,10 @@ int dlfs_fetch_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
 		return -ENOENT;
 	if (XXH3_64bits(got, in->size) != in->xxh3) {
 		const uint64_t cs = dlfs_ds_info(f->ds)->super.chunk_size;
-		const uint64_t base = DLFS_DATA_OFFSET(cs);
+		uint64_t k0, k1;
 		file_set(f, in->ino, 0);
-		for (uint64_t k = (in->offset - base) / cs;
-		     k <= (in->offset + in->size - 1 - base) / cs; k++)
+		dlfs_file_chunks(cs, in, 0, in->size, &k0, &k1);
+		for (uint64_t k = k0; k <= k1; k++)
 			dlfs_nvme_drop(f->nvme, c, k);
 		return -ENOENT;
 	}

@@ -55,7 +55,6 @@ struct dlfs_fs {
 	struct dlfs_prefetch *prefetch; /* NULL with readahead=0 */
 	struct dlfs_peer *peer;         /* NULL alone */
 	struct dlfs_stage *stage;       /* NULL without stage= */
-	uint64_t *cont_first;           /* global chunk id of each container's 0 */
 	struct dlfs_fetch fetch;
 	struct dlfs_fs_conf conf;
 	struct dlfs_stats stats;

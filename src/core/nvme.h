@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dlfs/dataset.h"
 #include "dlfs/err.h"
 
 struct dlfs_nvme;
@@ -56,7 +57,9 @@ struct dlfs_nvme_conf {
 	const char *dataset_id_hex;
 	uint64_t chunk_size;
 	uint32_t n_containers;
-	const uint64_t *data_size; /* per container: bytes of its data region */
+	/* The container table (dlfs_ds_container), borrowed for the tier's
+	 * life: data sizes, chunk counts and global chunk numbers. */
+	const struct dlfs_container *containers;
 	dlfs_nvme_log_fn log;   /* one line, no newline; may be NULL */
 	void *log_arg;
 };

@@ -26,8 +26,6 @@ struct dlfs_stage_conf {
 	enum dlfs_stage_mode mode;
 	struct dlfs_fetch *fetch; /* with its NVMe tier */
 	struct dlfs_cache *cache; /* to yield to its demand loads */
-	uint32_t n_containers;
-	const uint64_t *cont_first; /* n_containers + 1: global chunk ids */
 	uint64_t home_lo, home_hi;  /* this rank's chunks [lo, hi) */
 };
 

@@ -107,7 +107,7 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 			    XXH3_state_t *hs, struct dlfs_err *err)
 {
 	struct dlfs_ds *ds = v->ds;
-	const uint64_t cs = ds->info.super.chunk_size;
+	const uint64_t cs = ds->ix.info.super.chunk_size;
 	struct dlfs_container_rec rec;
 	struct dlfs_err e = {0};
 	char cname[DLFS_CONTAINER_NAME_MAX];
@@ -263,7 +263,7 @@ static int report_bad(struct verify *v, struct dlfs_err *err)
 {
 	if (!v->n_bad)
 		return 0;
-	uint64_t nd = v->ds->info.super.n_dirs;
+	uint64_t nd = v->ds->ix.info.super.n_dirs;
 	struct name *dirs = calloc(nd + 1, sizeof(*dirs));
 	uint64_t *inos = malloc(v->n_bad * sizeof(*inos));
 	struct name *files = calloc(v->n_bad, sizeof(*files));
@@ -354,12 +354,12 @@ int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
 	if (ret)
 		goto out;
 	if (!hs || posix_memalign((void **)&buf, 4096,
-				  ds->info.super.chunk_size)) {
+				  ds->ix.info.super.chunk_size)) {
 		buf = NULL;
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	for (uint32_t c = 0; c < ds->info.super.n_containers && !ret; c++)
+	for (uint32_t c = 0; c < ds->ix.info.super.n_containers && !ret; c++)
 		ret = verify_container(&v, c, buf, hs, err);
 	if (!ret)
 		ret = report_bad(&v, err);

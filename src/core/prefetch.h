@@ -32,12 +32,10 @@ struct dlfs_prefetch;
 
 struct dlfs_prefetch_conf {
 	struct dlfs_cache *cache;
-	struct dlfs_ds *ds; /* prefetch threads open their own txn on it */
+	struct dlfs_ds *ds; /* its container table; prefetch threads open
+			     their own txn on it */
 	unsigned threads;
 	uint64_t window_max; /* bytes; rounded down to chunks, at least 1 */
-	uint64_t chunk_size;
-	uint32_t n_containers;
-	const uint64_t *n_chunks; /* per container */
 };
 
 /* Start the prefetch threads. @return 0 or -errno. */

@@ -28,7 +28,6 @@ struct dlfs_prefetch {
 	struct dlfs_cache *cache;
 	struct dlfs_ds *ds;
 	uint32_t n_containers;
-	uint64_t *n_chunks;
 	uint32_t window_max; /* chunks */
 	struct stream *streams;
 	pthread_mutex_t stripe[STRIPES];
@@ -92,8 +91,9 @@ void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 			s->window = pf->window_max;
 		from = s->next > k + 1 ? s->next : k + 1;
 		to = k + s->window; /* inclusive */
-		if (to >= pf->n_chunks[c])
-			to = pf->n_chunks[c] - 1;
+		uint64_t nk = dlfs_ds_container(pf->ds, c)->n_chunks;
+		if (to >= nk)
+			to = nk - 1;
 		if (to >= from)
 			s->next = to + 1;
 	} else {
@@ -112,7 +112,7 @@ void dlfs_prefetch_plan(struct dlfs_prefetch *pf, const uint32_t *c,
 	if (!pf)
 		return;
 	for (unsigned i = 0; i < n; i++)
-		if (c[i] < pf->n_containers && k[i] < pf->n_chunks[c[i]])
+		if (c[i] < pf->n_containers && k[i] < dlfs_ds_container(pf->ds, c[i])->n_chunks)
 			enqueue(pf, c[i], k[i]);
 	atomic_fetch_add_explicit(&pf->planned, n, memory_order_relaxed);
 }
@@ -196,26 +196,21 @@ int dlfs_prefetch_new(const struct dlfs_prefetch_conf *conf,
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	pf->cache = conf->cache;
 	pf->ds = conf->ds;
-	pf->n_containers = conf->n_containers;
-	uint64_t w = conf->window_max / conf->chunk_size;
+	pf->n_containers = (uint32_t)dlfs_ds_info(conf->ds)->super.n_containers;
+	uint64_t w = conf->window_max / dlfs_ds_info(conf->ds)->super.chunk_size;
 	pf->window_max = (uint32_t)(w < 1 ? 1 : w > 4096 ? 4096 : w);
-	pf->streams = calloc(conf->n_containers ? conf->n_containers : 1,
+	pf->streams = calloc(pf->n_containers ? pf->n_containers : 1,
 			     sizeof(*pf->streams));
-	pf->n_chunks = calloc(conf->n_containers ? conf->n_containers : 1,
-			      sizeof(*pf->n_chunks));
 	pf->threads = calloc(conf->threads ? conf->threads : 1,
 			     sizeof(*pf->threads));
-	if (!pf->streams || !pf->n_chunks || !pf->threads) {
+	if (!pf->streams || !pf->threads) {
 		free(pf->streams);
-		free(pf->n_chunks);
 		free(pf->threads);
 		free(pf);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
-	for (uint32_t c = 0; c < conf->n_containers; c++) {
+	for (uint32_t c = 0; c < pf->n_containers; c++)
 		pf->streams[c].last = UINT64_MAX;
-		pf->n_chunks[c] = conf->n_chunks[c];
-	}
 	for (int i = 0; i < STRIPES; i++)
 		pthread_mutex_init(&pf->stripe[i], NULL);
 	pthread_mutex_init(&pf->qmu, NULL);
@@ -250,7 +245,6 @@ void dlfs_prefetch_free(struct dlfs_prefetch *pf)
 	pthread_mutex_destroy(&pf->qmu);
 	pthread_cond_destroy(&pf->qcv);
 	free(pf->streams);
-	free(pf->n_chunks);
 	free(pf->threads);
 	free(pf);
 }

@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "chunkmap.h"
 #include "dlfs/format.h"
 #include "util.h"
 
@@ -47,8 +46,7 @@ struct dlfs_nvme {
 	uint64_t cs, capacity;
 	enum dlfs_nvme_policy policy;
 	uint32_t n_containers;
-	uint64_t *first; /* global id of each container's chunk 0; [n] = total */
-	uint64_t *data_size;
+	const struct dlfs_container *cont; /* the container table, borrowed */
 	uint64_t n_chunks;
 	_Atomic uint8_t *st;
 	_Atomic int *fd; /* per container: -1 not open yet */
@@ -111,12 +109,12 @@ static void fault(struct dlfs_nvme *n, unsigned bit, int code,
 
 static uint64_t gid(const struct dlfs_nvme *n, uint32_t c, uint64_t k)
 {
-	return n->first[c] + k;
+	return n->cont[c].first_chunk + k;
 }
 
 static size_t clen(const struct dlfs_nvme *n, uint32_t c, uint64_t k)
 {
-	uint64_t left = n->data_size[c] - k * n->cs;
+	uint64_t left = n->cont[c].data_size - k * n->cs;
 	return (size_t)(left < n->cs ? left : n->cs);
 }
 
@@ -128,7 +126,7 @@ static uint64_t alloc_of(size_t len)
 /* Offset of chunk k in a container (and in its cache file). */
 static uint64_t coff(const struct dlfs_nvme *n, uint64_t k)
 {
-	return DLFS_DATA_OFFSET(n->cs) + k * n->cs;
+	return dlfs_chunk_start(n->cs, k);
 }
 
 /* Which container holds global chunk g. */
@@ -136,7 +134,8 @@ static uint32_t container_of(const struct dlfs_nvme *n, uint64_t g)
 {
 	uint32_t c;
 	uint64_t k;
-	dlfs_chunk_locate(n->first, n->n_containers, g, &c, &k);
+	dlfs_container_locate(n->cont, n->n_containers, n->n_chunks, g, &c,
+			      &k);
 	return c;
 }
 
@@ -193,7 +192,7 @@ static int forget_locked(struct dlfs_nvme *n, uint64_t g, uint32_t c)
 	atomic_fetch_and_explicit(&n->st[g], (uint8_t)~(ST_PRESENT | ST_VERIFIED),
 				  memory_order_release);
 	atomic_fetch_add_explicit(&n->evict_seq, 1, memory_order_acq_rel);
-	n->used -= alloc_of(clen(n, c, g - n->first[c]));
+	n->used -= alloc_of(clen(n, c, g - n->cont[c].first_chunk));
 	n->present--;
 	return 1;
 }
@@ -201,7 +200,7 @@ static int forget_locked(struct dlfs_nvme *n, uint64_t g, uint32_t c)
 /* Clear the map byte and free the blocks of chunk g. */
 static void unmap(struct dlfs_nvme *n, uint64_t g, uint32_t c)
 {
-	uint64_t k = g - n->first[c];
+	uint64_t k = g - n->cont[c].first_chunk;
 	map_set(n, g, 0, c);
 	int fd = atomic_load_explicit(&n->fd[c], memory_order_acquire);
 	if (fd >= 0)
@@ -516,9 +515,8 @@ int dlfs_nvme_read_chunk(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 static void range_chunks(const struct dlfs_nvme *n, uint64_t off, size_t len,
 			 uint64_t *k0, uint64_t *k1)
 {
-	uint64_t base = DLFS_DATA_OFFSET(n->cs);
-	*k0 = (off - base) / n->cs;
-	*k1 = (off + len - 1 - base) / n->cs;
+	*k0 = dlfs_chunk_at(n->cs, off);
+	*k1 = dlfs_chunk_at(n->cs, off + len - 1);
 }
 
 int dlfs_nvme_range_verified(struct dlfs_nvme *n, uint32_t c, uint64_t off,
@@ -589,21 +587,39 @@ struct map_header {
 };
 _Static_assert(sizeof(struct map_header) == MAP_HEADER, "map header");
 
-static uint64_t layout_hash(const struct dlfs_nvme *n)
+/* The data sizes, as little-endian u64s back to back (the map's format
+ * since version 1). */
+static int layout_hash(const struct dlfs_nvme *n, uint64_t *out)
 {
-	return XXH3_64bits(n->data_size, n->n_containers * sizeof(uint64_t));
+	XXH3_state_t *st = XXH3_createState();
+	if (!st)
+		return -ENOMEM;
+	XXH3_64bits_reset(st);
+	for (uint32_t c = 0; c < n->n_containers; c++) {
+		uint8_t b[8];
+		dlfs_put_le64(b, n->cont[c].data_size);
+		XXH3_64bits_update(st, b, sizeof(b));
+	}
+	*out = XXH3_64bits_digest(st);
+	XXH3_freeState(st);
+	return 0;
 }
 
-static void header_of(const struct dlfs_nvme *n, uint8_t *out)
+static int header_of(const struct dlfs_nvme *n, uint8_t *out)
 {
 	uint8_t *p = out;
+	uint64_t h;
+	int ret = layout_hash(n, &h);
+	if (ret)
+		return ret;
 	memset(out, 0, MAP_HEADER);
 	memcpy(p, MAP_MAGIC, 8);
 	dlfs_put_le32(p + 8, MAP_VERSION);
 	dlfs_put_le64(p + 16, n->cs);
 	dlfs_put_le64(p + 24, n->n_chunks);
 	dlfs_put_le32(p + 32, n->n_containers);
-	dlfs_put_le64(p + 40, layout_hash(n));
+	dlfs_put_le64(p + 40, h);
+	return 0;
 }
 
 /* Remove every cache file: their map is gone or belongs elsewhere. */
@@ -629,7 +645,8 @@ static int wipe(struct dlfs_nvme *n, struct dlfs_err *err)
 static int load_map(struct dlfs_nvme *n, struct dlfs_err *err)
 {
 	uint8_t want[MAP_HEADER], have[MAP_HEADER];
-	header_of(n, want);
+	if (header_of(n, want))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	n->map_fd = openat(n->dirfd, "map", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (n->map_fd < 0)
 		return dlfs_err_sys(err, -errno, "%s/map", n->path);
@@ -712,10 +729,10 @@ static int setup(struct dlfs_nvme *n, const struct dlfs_nvme_conf *conf,
 		return ret;
 
 	for (uint32_t c = 0; c < n->n_containers; c++)
-		for (uint64_t k = n->first[c]; k < n->first[c + 1]; k++)
-			if (atomic_load(&n->st[k]) & ST_PRESENT) {
+		for (uint64_t k = 0; k < n->cont[c].n_chunks; k++)
+			if (atomic_load(&n->st[gid(n, c, k)]) & ST_PRESENT) {
 				n->present++;
-				n->used += alloc_of(clen(n, c, k - n->first[c]));
+				n->used += alloc_of(clen(n, c, k));
 			}
 	/* A smaller cache_size than last time: shrink now, any policy. */
 	while (n->used > n->capacity) {
@@ -757,21 +774,17 @@ int dlfs_nvme_open(const struct dlfs_nvme_conf *conf, struct dlfs_nvme **out,
 	pthread_cond_init(&n->work, NULL);
 	pthread_cond_init(&n->idle, NULL);
 
-	n->first = calloc(conf->n_containers + 1, sizeof(*n->first));
-	n->data_size = calloc(conf->n_containers, sizeof(*n->data_size));
+	n->cont = conf->containers;
 	n->fd = calloc(conf->n_containers, sizeof(*n->fd));
 	n->direct = calloc(conf->n_containers, 1);
-	if (!n->first || !n->data_size || !n->fd || !n->direct) {
+	if (!n->fd || !n->direct) {
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	for (uint32_t c = 0; c < conf->n_containers; c++) {
-		n->data_size[c] = conf->data_size[c];
-		n->first[c + 1] = n->first[c] +
-				  (conf->data_size[c] + n->cs - 1) / n->cs;
+	for (uint32_t c = 0; c < conf->n_containers; c++)
 		atomic_init(&n->fd[c], -1);
-	}
-	n->n_chunks = n->first[conf->n_containers];
+	n->n_chunks = n->cont[conf->n_containers - 1].first_chunk +
+		      n->cont[conf->n_containers - 1].n_chunks;
 	n->st = calloc(n->n_chunks ? n->n_chunks : 1, 1);
 	uint64_t pool = POOL_BYTES / n->cs;
 	n->pool_n = (unsigned)(pool < 2 ? 2 : pool > 64 ? 64 : pool);
@@ -839,8 +852,6 @@ void dlfs_nvme_close(struct dlfs_nvme *n)
 	free((void *)n->st);
 	free(n->fd);
 	free(n->direct);
-	free(n->first);
-	free(n->data_size);
 	free(n->path);
 	pthread_mutex_destroy(&n->mu);
 	pthread_cond_destroy(&n->work);

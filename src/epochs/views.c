@@ -24,14 +24,13 @@ struct list {
 struct dlfs_views {
 	struct dlfs_views_conf conf;
 	const struct dlfs_info *info;
-	uint64_t n_files, first_file, cs, base;
+	uint64_t n_files, first_file, cs;
 
 	pthread_mutex_t mu; /* guards everything below */
 	struct dlfs_epoch *orders[ORDERS];
 	unsigned order_hand;
 	struct dlfs_paths *paths;
 	uint64_t *chunk_first;   /* chunked: n_chunks + 1 */
-	uint64_t *cont_first;    /* global chunk id of each container's 0 */
 	uint64_t n_chunks;
 	struct list lists[LISTS];
 	unsigned list_hand;
@@ -55,7 +54,6 @@ int dlfs_views_new(const struct dlfs_views_conf *conf, struct dlfs_views **out,
 	v->n_files = v->info->super.n_files;
 	v->first_file = v->info->super.first_file_ino;
 	v->cs = v->info->super.chunk_size;
-	v->base = DLFS_DATA_OFFSET(v->cs);
 	for (int i = 0; i < LISTS; i++)
 		v->lists[i].epoch = UINT64_MAX;
 	v->planned_epoch = UINT64_MAX;
@@ -75,7 +73,6 @@ void dlfs_views_free(struct dlfs_views *v)
 		free(v->lists[i].data);
 	dlfs_paths_free(v->paths);
 	free(v->chunk_first);
-	free(v->cont_first);
 	pthread_mutex_destroy(&v->mu);
 	free(v);
 }
@@ -95,33 +92,16 @@ uint64_t dlfs_views_current(struct dlfs_views *v)
 	return atomic_load_explicit(&v->current, memory_order_relaxed);
 }
 
-/* Global chunk numbering, and for chunked mode each chunk's first file
- * (caller holds mu). */
+/* For chunked mode: each chunk's first file (caller holds mu). */
 static int build_chunks(struct dlfs_views *v, struct dlfs_txn *txn,
-			int with_files, struct dlfs_err *err)
+			struct dlfs_err *err)
 {
-	uint32_t nc = (uint32_t)v->info->super.n_containers;
 	int ret = 0;
-	if (!v->cont_first) {
-		uint64_t *cf = calloc((size_t)nc + 1, sizeof(*cf));
-		if (!cf)
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		for (uint32_t c = 0; c < nc && !ret; c++) {
-			struct dlfs_container_rec cr;
-			ret = dlfs_container_get(txn, c, &cr, err);
-			cf[c + 1] = cf[c] + (ret ? 0 : cr.n_chunks);
-		}
-		if (ret) {
-			free(cf);
-			return ret;
-		}
-		v->cont_first = cf;
-		v->n_chunks = cf[nc];
-	}
-	if (!with_files || v->chunk_first)
+	if (v->chunk_first)
 		return 0;
 	/* Files are in data order: one pass gives each chunk's first. */
-	uint64_t *first = malloc((v->n_chunks + 1) * sizeof(*first));
+	uint64_t n_chunks = dlfs_ds_n_chunks(v->conf.ds);
+	uint64_t *first = malloc((n_chunks + 1) * sizeof(*first));
 	if (!first)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	uint64_t g = 0;
@@ -132,14 +112,18 @@ static int build_chunks(struct dlfs_views *v, struct dlfs_txn *txn,
 			free(first);
 			return ret;
 		}
-		uint64_t fg = v->cont_first[in.container] +
-			      (in.offset - v->base) / v->cs;
-		while (g <= fg && g < v->n_chunks)
+		if (!in.size)
+			continue; /* belongs to no chunk */
+		uint64_t fg = dlfs_ds_container(v->conf.ds, in.container)
+				      ->first_chunk +
+			      dlfs_chunk_at(v->cs, in.offset);
+		while (g <= fg && g < n_chunks)
 			first[g++] = f;
 	}
-	while (g <= v->n_chunks)
+	while (g <= n_chunks)
 		first[g++] = v->n_files;
 	v->chunk_first = first;
+	v->n_chunks = n_chunks;
 	return 0;
 }
 
@@ -154,7 +138,7 @@ static int order_of(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
 		}
 	int ret;
 	if (v->conf.mode == DLFS_SHUFFLE_CHUNKED &&
-	    (ret = build_chunks(v, txn, 1, err)))
+	    (ret = build_chunks(v, txn, err)))
 		return ret;
 	struct dlfs_epoch_conf oc = {
 		.n_files = v->n_files, .mode = v->conf.mode,
@@ -218,8 +202,8 @@ static void plan(struct dlfs_views *v, struct dlfs_txn *txn,
 		struct dlfs_inode in;
 		if (dlfs_stat(txn, v->first_file + f, &in, NULL) || !in.size)
 			continue;
-		uint64_t k0 = (in.offset - v->base) / v->cs;
-		uint64_t k1 = (in.offset + in.size - 1 - v->base) / v->cs;
+		uint64_t k0, k1;
+		dlfs_file_chunks(v->cs, &in, 0, in.size, &k0, &k1);
 		for (uint64_t k = k0; k <= k1 && n < PLAN_MAX; k++) {
 			unsigned i;
 			for (i = 0; i < n; i++)

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "chunkmap.h"
 
 #define YIELD_MS 50
 
@@ -42,8 +41,7 @@ static void *stage_main(void *arg)
 		uint64_t g = (s->conf.home_lo + i) % s->n_chunks;
 		uint32_t c;
 		uint64_t k;
-		dlfs_chunk_locate(s->conf.cont_first, s->conf.n_containers, g,
-				  &c, &k);
+		dlfs_ds_chunk_locate(f->ds, g, &c, &k);
 		if (dlfs_nvme_has(f->nvme, c, k))
 			continue;
 		for (unsigned ms = 0; ms < YIELD_MS &&
@@ -85,7 +83,7 @@ int dlfs_stage_start(const struct dlfs_stage_conf *conf,
 	if (!s)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	s->conf = *conf;
-	s->n_chunks = conf->cont_first[conf->n_containers];
+	s->n_chunks = dlfs_ds_n_chunks(conf->fetch->ds);
 	if (!s->n_chunks) {
 		atomic_store(&s->done, 1);
 		*out = s;

@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "dlfs/format.h"
-#include "chunkmap.h"
 #include "util.h"
 
 #include <xxhash.h>
@@ -85,26 +84,18 @@ static void nvme_log(void *arg, const char *msg)
 }
 
 /* Open the NVMe tier of conf->cache_dir. */
-static int open_nvme(struct dlfs_fs *fs, struct dlfs_txn *t,
-		     struct dlfs_err *err)
+static int open_nvme(struct dlfs_fs *fs, struct dlfs_err *err)
 {
 	const struct dlfs_info *info = dlfs_ds_info(fs->ds);
 	uint32_t nc = (uint32_t)info->super.n_containers;
-	uint64_t *data = calloc(nc ? nc : 1, sizeof(*data));
 	uint64_t total = 0;
-	int ret = 0;
-	if (!data)
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	/* On disk a chunk takes its length rounded up to 4 KiB; only the
 	 * last chunk of a container can be short. */
-	for (uint32_t c = 0; c < nc && !ret; c++) {
-		struct dlfs_container_rec cr;
-		ret = dlfs_container_get(t, c, &cr, err);
-		data[c] = ret ? 0 : cr.data_size;
-		total += dlfs_roundup(data[c], 4096);
-	}
+	for (uint32_t c = 0; c < nc; c++)
+		total += dlfs_roundup(dlfs_ds_container(fs->ds, c)->data_size,
+				      4096);
 	uint64_t cap = fs->conf.cache_size;
-	if (!ret && !cap) {
+	if (!cap) {
 		/* Default: the whole dataset, within 90% of the free space. */
 		struct statvfs sv;
 		cap = total;
@@ -123,14 +114,13 @@ static int open_nvme(struct dlfs_fs *fs, struct dlfs_txn *t,
 		.dataset_id_hex = info->dataset_id_hex,
 		.chunk_size = info->super.chunk_size,
 		.n_containers = nc,
-		.data_size = data,
+		.containers = dlfs_ds_container(fs->ds, 0),
 		.log = nvme_log,
 		.log_arg = fs,
 	};
-	if (!ret && nc)
-		ret = dlfs_nvme_open(&nc_conf, &fs->nvme, err);
-	free(data);
-	return ret;
+	if (!nc)
+		return 0;
+	return dlfs_nvme_open(&nc_conf, &fs->nvme, err);
 }
 
 int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
@@ -153,33 +143,13 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 		return dlfs_err_set(err, -EAGAIN, "pthread_key_create");
 	fs->fetch.ds = ds;
 	fs->fetch.stats = &fs->stats;
-	{
-		uint32_t nc = (uint32_t)dlfs_ds_info(ds)->super.n_containers;
-		struct dlfs_txn *t;
-		int r = txn_of(fs, &t);
-		fs->cont_first = calloc((size_t)nc + 1, sizeof(uint64_t));
-		if (r || !fs->cont_first)
-			return dlfs_err_set(err, r ? r : -ENOMEM,
-					    "out of memory");
-		for (uint32_t c = 0; c < nc && !r; c++) {
-			struct dlfs_container_rec cr;
-			r = dlfs_container_get(t, c, &cr, err);
-			fs->cont_first[c + 1] =
-				fs->cont_first[c] + (r ? 0 : cr.n_chunks);
-		}
-		if (r)
-			return r;
-	}
 	int ret = dlfs_cache_new(dlfs_ds_info(ds)->super.chunk_size,
 				 conf->ram_cache, dlfs_fetch_chunk, &fs->fetch,
 				 &fs->cache, err);
 	if (ret)
 		return ret;
 	if (conf->cache_dir) {
-		struct dlfs_txn *t;
-		ret = txn_of(fs, &t);
-		if (!ret)
-			ret = open_nvme(fs, t, err);
+		ret = open_nvme(fs, err);
 		if (ret == -EBUSY) {
 			dlfs_log(fs, LOG_WARNING,
 				 "%s: running without the NVMe tier", err->msg);
@@ -210,10 +180,10 @@ static int serve_chunk(void *arg, void *ctx, uint64_t g, void *buf,
 	uint64_t k;
 	if (!ctx)
 		return -ENOMEM;
-	dlfs_chunk_locate(fs->cont_first,
-			  (uint32_t)dlfs_ds_info(fs->ds)->super.n_containers, g,
-			  &c, &k);
-	int ret = dlfs_cache_get(fs->cache, c, k, ctx, &r, NULL);
+	int ret = dlfs_ds_chunk_locate(fs->ds, g, &c, &k);
+	if (ret)
+		return ret;
+	ret = dlfs_cache_get(fs->cache, c, k, ctx, &r, NULL);
 	if (ret)
 		return ret;
 	if (r.len > cap) {
@@ -248,10 +218,7 @@ int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err)
 {
 	const struct dlfs_info *info = dlfs_ds_info(fs->ds);
 	uint32_t nc = (uint32_t)info->super.n_containers;
-	struct dlfs_txn *t;
-	int ret = txn_of(fs, &t);
-	if (ret)
-		return dlfs_err_set(err, ret, "no index transaction");
+	int ret;
 	/* The index's identity: the superblock and every container's
 	 * record (which carries its footer's checksum), not the whole
 	 * index, so that joining stays O(containers). */
@@ -259,10 +226,8 @@ int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err)
 	dlfs_super_encode(&info->super, sb);
 	uint64_t sum = XXH3_64bits(sb, sizeof(sb));
 	for (uint32_t c = 0; c < nc; c++) {
-		struct dlfs_container_rec cr;
-		if ((ret = dlfs_container_get(t, c, &cr, err)))
-			return ret;
-		uint64_t v[3] = {sum, cr.footer_xxh3, cr.data_size};
+		const struct dlfs_container *cr = dlfs_ds_container(fs->ds, c);
+		uint64_t v[3] = {sum, cr->footer_xxh3, cr->data_size};
 		sum = XXH3_64bits(v, sizeof(v));
 	}
 	struct dlfs_peer_conf pc = {
@@ -271,7 +236,7 @@ int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err)
 		.index_sum = sum,
 		.seed = fs->conf.seed,
 		.seed_given = fs->conf.seed_given,
-		.n_chunks = fs->cont_first[nc],
+		.n_chunks = dlfs_ds_n_chunks(fs->ds),
 		.chunk_size = info->super.chunk_size,
 		.timeout_ms = fs->conf.peer_timeout_ms,
 		.servers = 2,
@@ -286,7 +251,6 @@ int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err)
 		return ret;
 	fs->conf.seed = dlfs_peer_seed(fs->peer);
 	fs->fetch.peer = fs->peer;
-	fs->fetch.cont_first = fs->cont_first;
 	dlfs_log(fs, LOG_INFO, "rank %u of %u, seed %llu",
 		 dlfs_peer_rank(fs->peer), dlfs_peer_size(fs->peer),
 		 (unsigned long long)fs->conf.seed);
@@ -320,50 +284,30 @@ static int start_ctl(struct dlfs_fs *fs, struct dlfs_err *err)
 
 int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)
 {
-	const struct dlfs_info *info = dlfs_ds_info(fs->ds);
 	int ret = 0;
 	if (fs->nvme && (ret = dlfs_nvme_start(fs->nvme, err)))
 		return ret;
 	if (fs->conf.readahead && fs->conf.prefetch_threads) {
-		uint32_t nc = (uint32_t)info->super.n_containers;
-		uint64_t *chunks = calloc(nc ? nc : 1, sizeof(*chunks));
-		struct dlfs_txn *t;
-		if (!chunks)
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		ret = txn_of(fs, &t);
-		for (uint32_t c = 0; c < nc && !ret; c++) {
-			struct dlfs_container_rec cr;
-			ret = dlfs_container_get(t, c, &cr, err);
-			chunks[c] = ret ? 0 : cr.n_chunks;
-		}
 		struct dlfs_prefetch_conf pc = {
 			.cache = fs->cache,
 			.ds = fs->ds,
 			.threads = fs->conf.prefetch_threads,
 			.window_max = fs->conf.readahead,
-			.chunk_size = info->super.chunk_size,
-			.n_containers = nc,
-			.n_chunks = chunks,
 		};
-		if (!ret)
-			ret = dlfs_prefetch_new(&pc, &fs->prefetch, err);
-		free(chunks);
+		ret = dlfs_prefetch_new(&pc, &fs->prefetch, err);
 	}
 	if (!ret)
 		ret = start_ctl(fs, err);
 	if (!ret && fs->peer)
 		ret = dlfs_peer_start(fs->peer, err);
 	if (!ret && fs->conf.stage != DLFS_STAGE_NONE) {
-		uint32_t nc = (uint32_t)info->super.n_containers;
-		uint64_t n = fs->cont_first[nc];
+		uint64_t n = dlfs_ds_n_chunks(fs->ds);
 		uint64_t r = dlfs_peer_rank(fs->peer), w = dlfs_peer_size(fs->peer);
 		/* The chunks whose home is this rank (dlfs_peer_home). */
 		struct dlfs_stage_conf sc = {
 			.mode = fs->conf.stage,
 			.fetch = &fs->fetch,
 			.cache = fs->cache,
-			.n_containers = nc,
-			.cont_first = fs->cont_first,
 			.home_lo = (uint64_t)(((unsigned __int128)r * n + w - 1) / w),
 			.home_hi = (uint64_t)(((unsigned __int128)(r + 1) * n + w - 1) / w),
 		};
@@ -396,7 +340,6 @@ void dlfs_fs_destroy(struct dlfs_fs *fs)
 	dlfs_nvme_close(fs->nvme);
 	dlfs_fetch_destroy(&fs->fetch);
 	dlfs_cache_free(fs->cache);
-	free(fs->cont_first);
 	pthread_mutex_destroy(&fs->log_lock);
 }
 
@@ -841,9 +784,9 @@ static void dlfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 	if (len > size)
 		len = size;
 	const uint64_t cs = dlfs_ds_info(fs->ds)->super.chunk_size;
-	const uint64_t base = DLFS_DATA_OFFSET(cs);
 	uint64_t abs = in.offset + (uint64_t)off;
-	uint64_t k0 = (abs - base) / cs, k1 = (abs + len - 1 - base) / cs;
+	uint64_t k0, k1;
+	dlfs_file_chunks(cs, &in, (uint64_t)off, len, &k0, &k1);
 	uint64_t nchunks = k1 - k0 + 1;
 	if (fs->nvme && !dlfs_cache_contains(fs->cache, in.container, k0) &&
 	    !dlfs_prefetch_in_stream(fs->prefetch, in.container, k0)) {
@@ -874,7 +817,7 @@ static void dlfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 		if (ret)
 			goto release;
 		dlfs_prefetch_note(fs->prefetch, in.container, k, r.prefetched);
-		uint64_t cstart = base + k * cs;
+		uint64_t cstart = dlfs_chunk_start(cs, k);
 		uint64_t from = abs + done - cstart;
 		uint64_t take = r.len - from < len - done ? r.len - from
 							  : len - done;

@@ -1,0 +1,608 @@
+/* The index: see index.h; lookups: include/dlfs/dataset.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "index.h"
+#include "util.h"
+
+int dlfs_mdb_errno(int rc)
+{
+	switch (rc) {
+	case MDB_SUCCESS:
+		return 0;
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_MAP_FULL:
+		return -ENOSPC;
+	case MDB_CORRUPTED:
+	case MDB_PAGE_NOTFOUND:
+	case MDB_INVALID:
+	case MDB_VERSION_MISMATCH:
+	case MDB_BAD_VALSIZE:
+	case MDB_INCOMPATIBLE:
+		return -DLFS_ECORRUPT;
+	default:
+		return rc > 0 ? -rc : -EIO;
+	}
+}
+
+static int meta_string(MDB_txn *t, MDB_dbi dbi, const char *key, char *out,
+		       size_t outlen)
+{
+	MDB_val k = {strlen(key), (void *)key}, v;
+	int rc = mdb_get(t, dbi, &k, &v);
+	if (rc) {
+		out[0] = '\0';
+		return rc == MDB_NOTFOUND ? 0 : dlfs_mdb_errno(rc);
+	}
+	size_t n = v.mv_size < outlen - 1 ? v.mv_size : outlen - 1;
+	memcpy(out, v.mv_data, n);
+	out[n] = '\0';
+	return 0;
+}
+
+static int open_dbis(struct dlfs_index *ix, const char *ipath,
+		     struct dlfs_err *err)
+{
+	MDB_txn *t = NULL;
+	int rc = mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &t);
+	if (rc)
+		return dlfs_err_set(err, dlfs_mdb_errno(rc), "%s: %s", ipath,
+				    mdb_strerror(rc));
+	struct {
+		const char *name;
+		MDB_dbi *dbi;
+	} dbs[] = {
+		{DLFS_DB_META, &ix->dbi_meta},
+		{DLFS_DB_INODES, &ix->dbi_inodes},
+		{DLFS_DB_SYMLINKS, &ix->dbi_symlinks},
+		{DLFS_DB_DIRENTS, &ix->dbi_dirents},
+		{DLFS_DB_CHUNKS, &ix->dbi_chunks},
+		{DLFS_DB_CONTAINERS, &ix->dbi_containers},
+	};
+	int ret = 0;
+	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+		rc = mdb_dbi_open(t, dbs[i].name, 0, dbs[i].dbi);
+		if (rc) {
+			ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+					   "%s: not a dlfs index (database "
+					   "'%s': %s)",
+					   ipath, dbs[i].name,
+					   mdb_strerror(rc));
+			goto out_txn;
+		}
+	}
+
+	MDB_val k = {strlen(DLFS_META_SUPER), DLFS_META_SUPER}, v;
+	rc = mdb_get(t, ix->dbi_meta, &k, &v);
+	if (rc || v.mv_size < 8) {
+		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+				   "%s: not a dlfs index (no superblock)",
+				   ipath);
+		goto out_txn;
+	}
+	uint32_t major = dlfs_get_le32(v.mv_data);
+	uint32_t minor = dlfs_get_le32((uint8_t *)v.mv_data + 4);
+	if (major != DLFS_FORMAT_MAJOR) {
+		ret = dlfs_err_set(err, -EPROTONOSUPPORT,
+				   "%s: unsupported format version %u.%u "
+				   "(this dlfs reads version %u)",
+				   ipath, major, minor, DLFS_FORMAT_MAJOR);
+		goto out_txn;
+	}
+	if (v.mv_size < DLFS_SUPER_REC_SIZE) {
+		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+				   "%s: superblock is %zu bytes, expected %d",
+				   ipath, v.mv_size, DLFS_SUPER_REC_SIZE);
+		goto out_txn;
+	}
+	struct dlfs_super_rec *s = &ix->info.super;
+	dlfs_super_decode(v.mv_data, s);
+	if (s->n_inodes < 1 || s->n_dirs < 1 ||
+	    s->first_file_ino != 1 + s->n_dirs + s->n_symlinks ||
+	    s->n_inodes != s->n_dirs + s->n_symlinks + s->n_files ||
+	    s->chunk_size < 4096 || s->chunk_size % 4096 ||
+	    s->n_containers > DLFS_MAX_CONTAINERS) {
+		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+				   "%s: superblock is inconsistent", ipath);
+		goto out_txn;
+	}
+	dlfs_hex(s->dataset_id, DLFS_ID_SIZE, ix->info.dataset_id_hex);
+	ret = meta_string(t, ix->dbi_meta, DLFS_META_CREATOR,
+			  ix->info.creator, sizeof(ix->info.creator));
+	if (!ret)
+		ret = meta_string(t, ix->dbi_meta, DLFS_META_ORDER,
+				  ix->info.order, sizeof(ix->info.order));
+	if (ret) {
+		dlfs_err_set(err, ret, "%s: cannot read metadata", ipath);
+		goto out_txn;
+	}
+	/* Committing (not aborting) keeps the database handles open. */
+	rc = mdb_txn_commit(t);
+	if (rc)
+		return dlfs_err_set(err, dlfs_mdb_errno(rc), "%s: %s", ipath,
+				    mdb_strerror(rc));
+	return 0;
+out_txn:
+	mdb_txn_abort(t);
+	return ret;
+}
+
+/*
+ * Load the container table and check each record against the superblock
+ * and itself. A damaged or missing record does not fail the open: the
+ * container is marked bad and emptied (no data, no chunks), so its files
+ * fail their dlfs_stat with -EUCLEAN and nothing downstream meets
+ * impossible numbers.
+ */
+static int load_containers(struct dlfs_index *ix, MDB_txn *t)
+{
+	const struct dlfs_super_rec *s = &ix->info.super;
+	const uint64_t cs = s->chunk_size;
+	uint64_t nc = s->n_containers;
+	ix->cont = calloc(nc ? nc : 1, sizeof(*ix->cont));
+	if (!ix->cont)
+		return -ENOMEM;
+	uint64_t g = 0;
+	for (uint32_t c = 0; c < nc; c++) {
+		struct dlfs_container *x = &ix->cont[c];
+		struct dlfs_container_rec r;
+		uint8_t kb[4];
+		dlfs_put_be32(kb, c);
+		MDB_val k = {4, kb}, v;
+		int rc = mdb_get(t, ix->dbi_containers, &k, &v);
+		x->first_chunk = g;
+		if (rc == MDB_NOTFOUND || (!rc && v.mv_size != DLFS_CONTAINER_REC_SIZE)) {
+			x->bad = -DLFS_ECORRUPT;
+			continue;
+		}
+		if (rc)
+			return dlfs_mdb_errno(rc);
+		dlfs_container_rec_decode(v.mv_data, &r);
+		uint64_t region = DLFS_DATA_OFFSET(cs);
+		int ok = r.data_size <= (UINT64_C(1) << 48) &&
+			 r.n_chunks == (r.data_size + cs - 1) / cs &&
+			 r.n_chunks <= UINT32_MAX &&
+			 r.file_size >= region + r.data_size + DLFS_FOOTER_SIZE &&
+			 r.first_ino <= s->n_inodes + 1 &&
+			 r.n_files <= s->n_inodes + 1 - r.first_ino;
+		if (!ok) {
+			x->bad = -DLFS_ECORRUPT;
+			continue;
+		}
+		x->file_size = r.file_size;
+		x->data_size = r.data_size;
+		x->n_chunks = r.n_chunks;
+		x->first_ino = r.first_ino;
+		x->n_files = r.n_files;
+		x->footer_xxh3 = r.footer_xxh3;
+		g += r.n_chunks;
+	}
+	ix->n_chunks = g;
+	return 0;
+}
+
+int dlfs_index_open(struct dlfs_index *ix, const char *dir,
+		    struct dlfs_err *err)
+{
+	struct stat st;
+	char *ipath = NULL;
+	int ret, rc;
+	MDB_txn *t = NULL;
+
+	memset(ix, 0, sizeof(*ix));
+	ix->path = dir;
+	pthread_mutex_init(&ix->rd_lock, NULL);
+	if (asprintf(&ipath, "%s/%s", dir, DLFS_INDEX_NAME) < 0)
+		return dlfs_err_set(err, -ENOMEM, "%s: out of memory", dir);
+	if (stat(ipath, &st) < 0) {
+		ret = dlfs_err_sys(err, -errno, "%s: not a dlfs dataset: %s",
+				   dir, ipath);
+		goto out;
+	}
+	ix->info.index_bytes = (uint64_t)st.st_size;
+	rc = mdb_env_create(&ix->env);
+	if (!rc)
+		rc = mdb_env_set_maxdbs(ix->env, 8);
+	if (!rc)
+		rc = mdb_env_open(ix->env, ipath,
+				  MDB_RDONLY | MDB_NOLOCK | MDB_NORDAHEAD |
+					  MDB_NOSUBDIR | MDB_NOTLS,
+				  0);
+	if (rc) {
+		ret = dlfs_err_set(err, dlfs_mdb_errno(rc),
+				   "%s: cannot open index: %s", ipath,
+				   mdb_strerror(rc));
+		if (rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
+			dlfs_err_prefix(err, "not a dlfs dataset");
+		goto out;
+	}
+	/*
+	 * A truncated index would map pages past the end of the file and
+	 * fault on first touch: refuse it while that is one comparison.
+	 */
+	MDB_envinfo ei;
+	MDB_stat es;
+	if (!mdb_env_info(ix->env, &ei) && !mdb_env_stat(ix->env, &es) &&
+	    (uint64_t)st.st_size < ((uint64_t)ei.me_last_pgno + 1) * es.ms_psize) {
+		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+				   "%s: index is truncated: %llu bytes, its "
+				   "pages need %llu",
+				   ipath, (unsigned long long)st.st_size,
+				   ((unsigned long long)ei.me_last_pgno + 1) *
+					   es.ms_psize);
+		goto out;
+	}
+	ret = open_dbis(ix, ipath, err);
+	if (ret)
+		goto out;
+	rc = mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &t);
+	ret = rc ? dlfs_mdb_errno(rc) : load_containers(ix, t);
+	if (t)
+		mdb_txn_abort(t);
+	if (ret)
+		dlfs_err_sys(err, ret, "%s: reading the container records",
+			     ipath);
+out:
+	free(ipath);
+	return ret;
+}
+
+void dlfs_index_close(struct dlfs_index *ix)
+{
+	if (ix->env)
+		mdb_env_close(ix->env);
+	ix->env = NULL;
+	free(ix->cont);
+	ix->cont = NULL;
+	pthread_mutex_destroy(&ix->rd_lock);
+}
+
+int dlfs_index_txn_begin(struct dlfs_index *ix, struct dlfs_txn **out,
+			 struct dlfs_err *err)
+{
+	struct dlfs_txn *t = calloc(1, sizeof(*t));
+	if (!t)
+		return dlfs_err_set(err, -ENOMEM, "%s: out of memory",
+				    ix->path);
+	t->ix = ix;
+	int rc = mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &t->txn);
+	if (!rc)
+		rc = mdb_cursor_open(t->txn, ix->dbi_dirents, &t->dirents);
+	if (rc) {
+		if (t->txn)
+			mdb_txn_abort(t->txn);
+		free(t);
+		return dlfs_err_set(err, dlfs_mdb_errno(rc),
+				    "%s/index: %s", ix->path,
+				    mdb_strerror(rc));
+	}
+	*out = t;
+	return 0;
+}
+
+void dlfs_txn_end(struct dlfs_txn *txn)
+{
+	if (!txn)
+		return;
+	mdb_cursor_close(txn->dirents);
+	mdb_txn_abort(txn->txn);
+	free(txn);
+}
+
+
+int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
+	      struct dlfs_err *err)
+{
+	struct dlfs_index *ix = txn->ix;
+	if (ino < 1 || ino > ix->info.super.n_inodes)
+		return dlfs_err_set(err, -ENOENT, "%s: no inode %llu",
+				    ix->path, (unsigned long long)ino);
+	uint8_t kb[8];
+	uint64_t slot = (ino - 1) % DLFS_INODES_PER_BLOCK;
+	dlfs_put_be64(kb, (ino - 1) / DLFS_INODES_PER_BLOCK);
+	MDB_val k = {8, kb}, v;
+	int rc = mdb_get(txn->txn, ix->dbi_inodes, &k, &v);
+	if (rc)
+		return dlfs_err_set(err,
+				    rc == MDB_NOTFOUND ? -DLFS_ECORRUPT
+						       : dlfs_mdb_errno(rc),
+				    "%s/index: inode %llu: %s", ix->path,
+				    (unsigned long long)ino, mdb_strerror(rc));
+	struct dlfs_inode_rec r;
+	if (v.mv_size < (slot + 1) * DLFS_INODE_REC_SIZE)
+		goto bad;
+	dlfs_inode_decode((const uint8_t *)v.mv_data +
+				  slot * DLFS_INODE_REC_SIZE,
+			  &r);
+	out->ino = ino;
+	out->mode = r.mode;
+	out->mtime_sec = r.mtime_sec;
+	out->mtime_nsec = r.mtime_nsec;
+	out->size = r.size;
+	out->container = (uint32_t)(r.loc >> DLFS_LOC_CONTAINER_SHIFT);
+	out->offset = r.loc & DLFS_LOC_OFFSET_MASK;
+	out->xxh3 = r.xxh3;
+	out->target = NULL;
+	if (S_ISLNK(r.mode)) {
+		dlfs_put_be64(kb, ino);
+		rc = mdb_get(txn->txn, ix->dbi_symlinks, &k, &v);
+		if (rc || v.mv_size != r.size)
+			goto bad;
+		out->target = v.mv_data;
+	} else if (S_ISREG(r.mode)) {
+		if (r.size == 0)
+			return 0;
+		/* The extent must lie in its container's data region, so
+		 * that every reader can trust its chunk arithmetic. */
+		if (out->container >= ix->info.super.n_containers)
+			goto bad;
+		const struct dlfs_container *c = &ix->cont[out->container];
+		uint64_t base = DLFS_DATA_OFFSET(ix->info.super.chunk_size);
+		if (c->bad)
+			return dlfs_err_set(err, -DLFS_ECORRUPT,
+					    "%s/index: inode %llu: the record "
+					    "of its container %u is damaged",
+					    ix->path, (unsigned long long)ino,
+					    out->container);
+		if (out->offset < base || out->size > c->data_size ||
+		    out->offset - base > c->data_size - out->size)
+			goto bad;
+	} else if (!S_ISDIR(r.mode)) {
+		goto bad;
+	}
+	return 0;
+bad:
+	return dlfs_err_set(err, -DLFS_ECORRUPT,
+			    "%s/index: inode %llu is damaged", ix->path,
+			    (unsigned long long)ino);
+}
+
+int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
+		size_t len, uint64_t *ino, struct dlfs_err *err)
+{
+	struct dlfs_index *ix = txn->ix;
+	uint8_t kb[8 + DLFS_NAME_MAX];
+	if (len > DLFS_NAME_MAX)
+		return dlfs_err_set(err, -ENAMETOOLONG, "name too long");
+	dlfs_put_be64(kb, parent);
+	memcpy(kb + 8, name, len);
+	MDB_val k = {8 + len, kb}, v;
+	int rc = mdb_get(txn->txn, ix->dbi_dirents, &k, &v);
+	if (rc == MDB_NOTFOUND) {
+		/* Only pay for the parent check on the failure path. */
+		struct dlfs_inode p;
+		if (dlfs_stat(txn, parent, &p, NULL) == 0 &&
+		    !S_ISDIR(p.mode))
+			return dlfs_err_sys(err, -ENOTDIR, "inode %llu",
+					    (unsigned long long)parent);
+		return dlfs_err_sys(err, -ENOENT, "'%.*s'", (int)len, name);
+	}
+	if (rc)
+		return dlfs_err_set(err, dlfs_mdb_errno(rc),
+				    "%s/index: %s", ix->path,
+				    mdb_strerror(rc));
+	if (v.mv_size != 8)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/index: damaged directory entry",
+				    ix->path);
+	*ino = dlfs_get_le64(v.mv_data) & DLFS_DIRENT_INO_MASK;
+	return 0;
+}
+
+int dlfs_resolve(struct dlfs_txn *txn, const char *path, uint64_t *ino,
+		 struct dlfs_err *err)
+{
+	uint64_t cur = DLFS_ROOT_INO;
+	const char *p = path;
+	while (*p) {
+		while (*p == '/')
+			p++;
+		const char *end = strchrnul(p, '/');
+		size_t len = (size_t)(end - p);
+		if (len == 0)
+			break;
+		if (len == 1 && p[0] == '.') {
+			p = end;
+			continue;
+		}
+		if (len == 2 && p[0] == '.' && p[1] == '.')
+			return dlfs_err_set(err, -EINVAL,
+					    "%s: '..' is not supported", path);
+		int ret = dlfs_lookup(txn, cur, p, len, &cur, err);
+		if (ret)
+			return dlfs_err_prefix(err, "%s", path);
+		p = end;
+	}
+	*ino = cur;
+	return 0;
+}
+
+/* Remember where a readdir stopped, keyed by the position after it. */
+static void rd_remember(struct dlfs_index *ix, uint64_t dir, uint64_t pos,
+			const MDB_val *key)
+{
+	if (key->mv_size > sizeof(ix->rd[0].key))
+		return;
+	size_t slot = (size_t)((dir * 0x9E3779B97F4A7C15ULL + pos) >> 58) %
+		      DLFS_RD_SLOTS;
+	pthread_mutex_lock(&ix->rd_lock);
+	struct dlfs_rd_slot *s = &ix->rd[slot];
+	s->dir = dir;
+	s->pos = pos;
+	s->key_len = key->mv_size;
+	memcpy(s->key, key->mv_data, key->mv_size);
+	pthread_mutex_unlock(&ix->rd_lock);
+}
+
+static int rd_recall(struct dlfs_index *ix, uint64_t dir, uint64_t pos,
+		     uint8_t *key, size_t *key_len)
+{
+	size_t slot = (size_t)((dir * 0x9E3779B97F4A7C15ULL + pos) >> 58) %
+		      DLFS_RD_SLOTS;
+	int hit = 0;
+	pthread_mutex_lock(&ix->rd_lock);
+	struct dlfs_rd_slot *s = &ix->rd[slot];
+	if (s->pos == pos && s->dir == dir && pos) {
+		memcpy(key, s->key, s->key_len);
+		*key_len = s->key_len;
+		hit = 1;
+	}
+	pthread_mutex_unlock(&ix->rd_lock);
+	return hit;
+}
+
+int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
+		 dlfs_dir_cb cb, void *arg, struct dlfs_err *err)
+{
+	struct dlfs_index *ix = txn->ix;
+	uint8_t kb[8 + DLFS_NAME_MAX];
+	size_t klen = 8;
+	MDB_cursor *c = txn->dirents;
+	MDB_val k, v;
+	int rc, ret = 0;
+	uint64_t pos = 0;
+
+	dlfs_put_be64(kb, dir);
+	if (cookie && rd_recall(ix, dir, cookie, kb, &klen)) {
+		k.mv_size = klen;
+		k.mv_data = kb;
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET);
+		if (!rc)
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		pos = cookie;
+	} else {
+		k.mv_size = 8;
+		k.mv_data = kb;
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		/* Skip to the cookie: a cold resume, correct but O(cookie). */
+		while (!rc && pos < cookie && k.mv_size >= 8 &&
+		       dlfs_get_be64(k.mv_data) == dir) {
+			pos++;
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		}
+	}
+	MDB_val last = {0, NULL};
+	for (; !rc; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (k.mv_size < 8 || dlfs_get_be64(k.mv_data) != dir)
+			break;
+		if (v.mv_size != 8 || k.mv_size == 8)
+			return dlfs_err_set(err, -DLFS_ECORRUPT,
+					    "%s/index: damaged directory "
+					    "entry in inode %llu",
+					    ix->path,
+					    (unsigned long long)dir);
+		uint64_t val = dlfs_get_le64(v.mv_data);
+		struct dlfs_dirent d = {
+			.ino = val & DLFS_DIRENT_INO_MASK,
+			.type = (uint32_t)(val >> DLFS_DIRENT_TYPE_SHIFT) << 12,
+			.name = (const char *)k.mv_data + 8,
+			.name_len = k.mv_size - 8,
+			.cookie = pos + 1,
+		};
+		ret = cb(arg, &d);
+		if (ret)
+			break;
+		pos++;
+		last = k;
+	}
+	if (rc && rc != MDB_NOTFOUND)
+		return dlfs_err_set(err, dlfs_mdb_errno(rc), "%s/index: %s",
+				    ix->path, mdb_strerror(rc));
+	if (last.mv_data && ret == 1)
+		rd_remember(ix, dir, pos, &last);
+	return ret < 0 ? dlfs_err_set(err, ret, "readdir of inode %llu",
+				      (unsigned long long)dir)
+		       : 0;
+}
+
+int dlfs_chunk_get(struct dlfs_txn *txn, uint32_t c, uint64_t k,
+		   struct dlfs_chunk_rec *out, struct dlfs_err *err)
+{
+	uint8_t kb[8];
+	dlfs_put_be32(kb, c);
+	dlfs_put_be32(kb + 4, (uint32_t)k);
+	MDB_val key = {8, kb}, v;
+	int rc = mdb_get(txn->txn, txn->ix->dbi_chunks, &key, &v);
+	if (rc || v.mv_size != DLFS_CHUNK_REC_SIZE || k > UINT32_MAX)
+		return dlfs_err_set(err, rc ? dlfs_mdb_errno(rc)
+					    : -DLFS_ECORRUPT,
+				    "%s/index: chunk %llu of container %u: %s",
+				    txn->ix->path, (unsigned long long)k, c,
+				    rc ? mdb_strerror(rc) : "damaged");
+	dlfs_chunk_decode(v.mv_data, out);
+	return 0;
+}
+
+int dlfs_container_get(struct dlfs_txn *txn, uint32_t c,
+		       struct dlfs_container_rec *out, struct dlfs_err *err)
+{
+	uint8_t kb[4];
+	dlfs_put_be32(kb, c);
+	MDB_val key = {4, kb}, v;
+	int rc = mdb_get(txn->txn, txn->ix->dbi_containers, &key, &v);
+	if (rc || v.mv_size != DLFS_CONTAINER_REC_SIZE)
+		return dlfs_err_set(err, rc ? dlfs_mdb_errno(rc)
+					    : -DLFS_ECORRUPT,
+				    "%s/index: container %u: %s",
+				    txn->ix->path, c,
+				    rc ? mdb_strerror(rc) : "damaged");
+	dlfs_container_rec_decode(v.mv_data, out);
+	return 0;
+}
+
+/* Find the directory entry that names ino: one full scan. */
+static int find_parent(struct dlfs_txn *txn, uint64_t ino, uint64_t *parent,
+		       MDB_val *name)
+{
+	MDB_cursor *c = txn->dirents;
+	MDB_val k, v;
+	int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	for (; !rc; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (v.mv_size == 8 && k.mv_size > 8 &&
+		    (dlfs_get_le64(v.mv_data) & DLFS_DIRENT_INO_MASK) == ino) {
+			*parent = dlfs_get_be64(k.mv_data);
+			name->mv_size = k.mv_size - 8;
+			name->mv_data = (uint8_t *)k.mv_data + 8;
+			return 0;
+		}
+	}
+	return rc == MDB_NOTFOUND ? -ENOENT : dlfs_mdb_errno(rc);
+}
+
+int dlfs_path_of(struct dlfs_txn *txn, uint64_t ino, char *buf, size_t len,
+		 struct dlfs_err *err)
+{
+	/* Build right to left at the end of buf, then move to the front. */
+	if (len == 0)
+		return dlfs_err_set(err, -ENAMETOOLONG, "no room for a path");
+	size_t at = len - 1;
+	buf[at] = '\0';
+	unsigned depth = 0;
+	while (ino != DLFS_ROOT_INO) {
+		uint64_t parent = 0;
+		MDB_val name = {0, NULL};
+		int ret = find_parent(txn, ino, &parent, &name);
+		if (ret)
+			return dlfs_err_set(err, ret,
+					    "%s/index: no entry names inode "
+					    "%llu",
+					    txn->ix->path,
+					    (unsigned long long)ino);
+		size_t need = name.mv_size + (at < len - 1 ? 1 : 0);
+		if (need > at || ++depth > 4096)
+			return dlfs_err_set(err, -ENAMETOOLONG,
+					    "path of inode %llu too long",
+					    (unsigned long long)ino);
+		if (at < len - 1)
+			buf[--at] = '/';
+		at -= name.mv_size;
+		memcpy(buf + at, name.mv_data, name.mv_size);
+		ino = parent;
+	}
+	memmove(buf, buf + at, len - at);
+	return 0;
+}

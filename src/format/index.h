@@ -1,0 +1,71 @@
+/*
+ * The index of a dataset: its LMDB environment, superblock and container
+ * table, and the read transactions that look things up in it. Private to
+ * libdlfs (dataset.c builds a struct dlfs_ds around one; the packer only
+ * borrows dlfs_mdb_errno). Not installed.
+ *
+ * The index is data: everything decoded from it is checked where it is
+ * decoded, once. The superblock and the container table are checked when
+ * the index opens; an inode record when dlfs_stat decodes it (its extent
+ * must lie inside its container's data region); a directory entry when
+ * lookup or readdir meets it. Callers may then trust what they are given.
+ *
+ * Thread-safety: after dlfs_index_open the struct is read-only except for
+ * the readdir resume slots, which rd_lock guards (a leaf lock). A txn
+ * belongs to one thread at a time.
+ */
+#ifndef DLFS_INDEX_H
+#define DLFS_INDEX_H
+
+#include <lmdb.h>
+#include <pthread.h>
+
+#include "dlfs/dataset.h"
+
+/*
+ * Where recent readdir calls stopped: directory cookies are positions,
+ * and this lets the next call resume with one cursor seek instead of
+ * skipping from the start. A miss is only slower, never wrong.
+ */
+#define DLFS_RD_SLOTS 64
+struct dlfs_rd_slot {
+	uint64_t dir, pos; /* pos entries of dir consumed; 0 = empty slot */
+	size_t key_len;
+	uint8_t key[8 + DLFS_NAME_MAX];
+};
+
+struct dlfs_index {
+	const char *path; /* the dataset directory, for messages (borrowed) */
+	MDB_env *env;
+	MDB_dbi dbi_meta, dbi_inodes, dbi_symlinks, dbi_dirents, dbi_chunks;
+	MDB_dbi dbi_containers;
+	struct dlfs_info info;
+	struct dlfs_container *cont; /* n_containers entries, checked */
+	uint64_t n_chunks;           /* across all containers */
+	pthread_mutex_t rd_lock;     /* guards rd */
+	struct dlfs_rd_slot rd[DLFS_RD_SLOTS];
+};
+
+struct dlfs_txn {
+	struct dlfs_index *ix;
+	MDB_txn *txn;
+	MDB_cursor *dirents; /* reused by readdir */
+};
+
+/*
+ * Open the index of the dataset directory dir (which ix->path borrows):
+ * map it, check its version and superblock, load and check the container
+ * table. @return 0, or as dlfs_ds_open.
+ */
+int dlfs_index_open(struct dlfs_index *ix, const char *dir,
+		    struct dlfs_err *err);
+/* Release what dlfs_index_open took; safe on a zeroed struct. */
+void dlfs_index_close(struct dlfs_index *ix);
+
+int dlfs_index_txn_begin(struct dlfs_index *ix, struct dlfs_txn **out,
+			 struct dlfs_err *err);
+
+/* Translate an LMDB return code into a negative errno: the one place. */
+int dlfs_mdb_errno(int rc);
+
+#endif

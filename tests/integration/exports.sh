@@ -1,0 +1,35 @@
+#!/bin/bash
+# exports: libdlfs.so exports exactly the functions the installed headers
+# (include/dlfs/) declare, no private helper and nothing missing; and
+# src/libdlfs.map lists the same names.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+
+[ -n "${LIBDLFS:-}" ] && [ -f "$LIBDLFS" ] || fail "LIBDLFS (the built libdlfs.so) is not set"
+"$PYTHON" - "$SRC_ROOT/include/dlfs" "$SRC_ROOT/src/meson.build" \
+	"$SRC_ROOT/src/libdlfs.map" >"$T/declared" <<'PY'
+import re, sys, os
+inc, meson, mapf = sys.argv[1:4]
+# The headers meson installs (install_headers in src/meson.build).
+installed = re.findall(r"'\.\./include/dlfs/([a-z_]+\.h)'", open(meson).read())
+if not installed:
+    sys.exit("no install_headers list in " + meson)
+names = set()
+for h in installed:
+    s = open(os.path.join(inc, h)).read()
+    s = re.sub(r"/\*.*?\*/", "", s, flags=re.S)
+    s = re.sub(r"static inline[^{;]*\{.*?\n\}", "", s, flags=re.S)
+    s = re.sub(r"typedef[^;]*;", "", s)
+    names |= set(re.findall(r"\b(dlfs_[a-z0-9_]+)\s*\(", s))
+listed = set(re.findall(r"^\s+(dlfs_[a-z0-9_]+);", open(mapf).read(), re.M))
+if listed != names:
+    sys.exit("libdlfs.map and the installed headers differ: map only %s, "
+             "headers only %s" % (sorted(listed - names), sorted(names - listed)))
+print("\n".join(sorted(names)))
+PY
+nm -D --defined-only "$LIBDLFS" | awk '$2 == "T" { print $3 }' | sort >"$T/exported"
+if ! diff -u "$T/declared" "$T/exported" >"$T/diff"; then
+	cat "$T/diff" >&2
+	fail "libdlfs.so exports differ from the installed headers (- declared, + exported)"
+fi
+note "libdlfs.so exports the $(wc -l <"$T/declared") functions of the installed headers, nothing else"
