@@ -206,6 +206,19 @@ int dlfs_ds_pread(struct dlfs_ds *ds, uint32_t c, void *buf, size_t len,
 		  uint64_t off, struct dlfs_err *err);
 
 /*
+ * Read bytes [off, off + len) of container c into buf (cap bytes) the way
+ * chunks are read (dlfs_ds_set_chunk_io: O_DIRECT when buf is 4 KiB
+ * aligned, else buffered with the pages dropped after): the whole 4 KiB
+ * pages around the range, so the bytes start at buf + *head. No checksum
+ * is checked. @return 0, -EINVAL (cap too small for the pages), -EUCLEAN
+ * if the container ends early, -ENOENT or -EUCLEAN for an unusable
+ * container, -errno.
+ */
+int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
+		       size_t len, void *buf, size_t cap, size_t *head,
+		       struct dlfs_err *err);
+
+/*
  * Read up to len bytes of regular file ino at file offset off, straight
  * from its container (no cache, no checksum: the daemon's read path and
  * dlfs_file_check do that). *got is set to the bytes read, 0 at or past

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <syslog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,7 +54,7 @@ struct dlfs_nvme {
 	uint8_t *direct; /* per container: fd has O_DIRECT */
 
 	pthread_mutex_t mu; /* guards everything below and state changes */
-	pthread_cond_t work, idle;
+	pthread_cond_t work, idle, room;
 	struct wbuf *pool;
 	unsigned pool_n, n_free, q_head, q_len;
 	unsigned *free_idx, *queue;
@@ -67,27 +68,13 @@ struct dlfs_nvme {
 	_Atomic uint64_t hits, misses, bytes, written_chunks, written_bytes;
 	_Atomic uint64_t write_dropped, evicted, corrupt, errors;
 
-	dlfs_nvme_log_fn log;
+	dlfs_log_fn log;
 	void *log_arg;
 };
 
 static void add(_Atomic uint64_t *c, uint64_t v)
 {
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
-}
-
-static void logf_(struct dlfs_nvme *n, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void logf_(struct dlfs_nvme *n, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	if (!n->log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	n->log(n->log_arg, msg);
 }
 
 /* Log a fault of kind bit once per mount; count it always. */
@@ -101,7 +88,7 @@ static void fault(struct dlfs_nvme *n, unsigned bit, int code,
 	n->logged |= bit;
 	pthread_mutex_unlock(&n->mu);
 	if (first)
-		logf_(n,
+		dlfs_logf(n->log, n->log_arg, LOG_WARNING,
 		      "NVMe cache %s: %s (container %u): %s; reading from the "
 		      "PFS instead (logged once)",
 		      n->path, what, c, dlfs_strerror(code, eb, sizeof(eb)));
@@ -371,30 +358,40 @@ static void *writer_main(void *arg)
 					  memory_order_relaxed);
 		n->free_idx[n->n_free++] = i;
 		n->writing = 0;
+		pthread_cond_broadcast(&n->room);
 	}
 	pthread_mutex_unlock(&n->mu);
 	return NULL;
 }
 
-void dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
-		   const void *data, size_t len)
+int dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
+		  const void *data, size_t len, int wait)
 {
 	uint64_t g = gid(n, c, k);
 	if (atomic_load_explicit(&n->st[g], memory_order_relaxed) &
 	    (ST_PRESENT | ST_QUEUED))
-		return;
+		return 1;
 	pthread_mutex_lock(&n->mu);
-	/* KEEP never evicts: once full, do not even copy. */
-	int full = !n->writer_started || n->gone ||
-		   (n->policy == DLFS_NVME_KEEP &&
-		    n->used + alloc_of(len) > n->capacity);
-	uint8_t s = atomic_load_explicit(&n->st[g], memory_order_relaxed);
-	if (full || !n->n_free || (s & (ST_PRESENT | ST_QUEUED)) ||
-	    len > n->cs) {
-		pthread_mutex_unlock(&n->mu);
-		if (!(s & (ST_PRESENT | ST_QUEUED)))
+	for (;;) {
+		uint8_t s = atomic_load_explicit(&n->st[g],
+						 memory_order_relaxed);
+		if (s & (ST_PRESENT | ST_QUEUED)) {
+			pthread_mutex_unlock(&n->mu);
+			return 1;
+		}
+		/* KEEP never evicts: once full, do not even copy. */
+		int full = !n->writer_started || n->gone || n->stop ||
+			   len > n->cs ||
+			   (n->policy == DLFS_NVME_KEEP &&
+			    n->used + alloc_of(len) > n->capacity);
+		if (full || (!n->n_free && !wait)) {
+			pthread_mutex_unlock(&n->mu);
 			add(&n->write_dropped, 1);
-		return;
+			return 0;
+		}
+		if (n->n_free)
+			break;
+		pthread_cond_wait(&n->room, &n->mu);
 	}
 	unsigned i = n->free_idx[--n->n_free];
 	atomic_fetch_or_explicit(&n->st[g], ST_QUEUED, memory_order_relaxed);
@@ -410,6 +407,24 @@ void dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 	n->queue[(n->q_head + n->q_len) % n->pool_n] = i;
 	n->q_len++;
 	pthread_cond_signal(&n->work);
+	pthread_mutex_unlock(&n->mu);
+	return 1;
+}
+
+int dlfs_nvme_has_room(struct dlfs_nvme *n, size_t len)
+{
+	pthread_mutex_lock(&n->mu);
+	int room = !n->gone && (n->policy == DLFS_NVME_LRU ||
+				n->used + alloc_of(len) <= n->capacity);
+	pthread_mutex_unlock(&n->mu);
+	return room;
+}
+
+void dlfs_nvme_usage(struct dlfs_nvme *n, uint64_t *used, uint64_t *cap)
+{
+	pthread_mutex_lock(&n->mu);
+	*used = n->used;
+	*cap = n->capacity;
 	pthread_mutex_unlock(&n->mu);
 }
 
@@ -441,7 +456,7 @@ static void corrupt(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 	n->corrupt_logs++;
 	pthread_mutex_unlock(&n->mu);
 	if (say)
-		logf_(n,
+		dlfs_logf(n->log, n->log_arg, LOG_WARNING,
 		      "NVMe cache %s/%06u.cache: chunk %llu at offset %llu %s: "
 		      "dropped, reading it from the PFS",
 		      n->path, c, (unsigned long long)k,
@@ -667,7 +682,7 @@ static int load_map(struct dlfs_nvme *n, struct dlfs_err *err)
 		return 0;
 	}
 	if (got > 0)
-		logf_(n, "NVMe cache %s: map is for another layout or damaged: "
+		dlfs_logf(n->log, n->log_arg, LOG_WARNING, "NVMe cache %s: map is for another layout or damaged: "
 			 "starting empty",
 		      n->path);
 	int ret = wipe(n, err);
@@ -773,6 +788,7 @@ int dlfs_nvme_open(const struct dlfs_nvme_conf *conf, struct dlfs_nvme **out,
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_cond_init(&n->work, NULL);
 	pthread_cond_init(&n->idle, NULL);
+	pthread_cond_init(&n->room, NULL);
 
 	n->cont = conf->containers;
 	n->fd = calloc(conf->n_containers, sizeof(*n->fd));
@@ -830,6 +846,7 @@ void dlfs_nvme_close(struct dlfs_nvme *n)
 		pthread_mutex_lock(&n->mu);
 		n->stop = 1;
 		pthread_cond_broadcast(&n->work);
+		pthread_cond_broadcast(&n->room);
 		pthread_mutex_unlock(&n->mu);
 		pthread_join(n->writer, NULL);
 	}
@@ -856,6 +873,7 @@ void dlfs_nvme_close(struct dlfs_nvme *n)
 	pthread_mutex_destroy(&n->mu);
 	pthread_cond_destroy(&n->work);
 	pthread_cond_destroy(&n->idle);
+	pthread_cond_destroy(&n->room);
 	free(n);
 }
 

@@ -55,7 +55,7 @@ struct dlfs_peer_conf {
 	dlfs_peer_ctx_new_fn ctx_new;
 	dlfs_peer_ctx_free_fn ctx_free;
 	void *arg;
-	void (*log)(void *arg, const char *msg);
+	dlfs_log_fn log; /* may be NULL */
 };
 
 struct dlfs_peer_stats {
@@ -94,6 +94,10 @@ unsigned dlfs_peer_size(const struct dlfs_peer *p);
 uint64_t dlfs_peer_seed(const struct dlfs_peer *p);
 /* The home rank of global chunk g. */
 unsigned dlfs_peer_home(const struct dlfs_peer *p, uint64_t g);
+/* The chunks whose home is rank of size, of n: [*lo, *hi) (the inverse
+ * of dlfs_peer_home). Also without a job (rank 0 of 1: all of them). */
+void dlfs_peer_home_range(unsigned rank, unsigned size, uint64_t n,
+			  uint64_t *lo, uint64_t *hi);
 
 /*
  * Fetch global chunk g from its home into buf (cap bytes). @return 0

@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <syslog.h>
 #include <string.h>
 #include <time.h>
 
@@ -94,20 +95,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-
-static void plog(struct dlfs_peer *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void plog(struct dlfs_peer *p, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	if (!p->conf.log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	p->conf.log(p->conf.arg, msg);
-}
 
 unsigned dlfs_peer_home(const struct dlfs_peer *p, uint64_t g)
 {
@@ -410,7 +397,7 @@ static void *mpi_main(void *arg)
 	pthread_mutex_unlock(&p->mu);
 	if (abandon)
 		/* MPI_Finalize would wait for the missing ranks too. */
-		plog(p, "not every rank left the job: leaving without "
+		dlfs_logf(p->conf.log, p->conf.arg, LOG_WARNING, "not every rank left the job: leaving without "
 			"MPI_Finalize");
 	else if (p->mpi_started)
 		MPI_Finalize();
@@ -630,7 +617,7 @@ int dlfs_peer_get(struct dlfs_peer *p, uint64_t g, void *buf, size_t cap,
 			p->st.timeouts++;
 			p->dead_until[home] = now_s() + DEAD_MS / 1000.0;
 			pthread_mutex_unlock(&p->mu);
-			plog(p,
+			dlfs_logf(p->conf.log, p->conf.arg, LOG_WARNING,
 			     "peer rank %u did not answer for chunk %llu within "
 			     "%u ms: reading from the PFS, and skipping it for "
 			     "%d s",

@@ -80,7 +80,7 @@ static unsigned epoch(struct dlfs_nvme *n, uint8_t *buf)
 			}
 			CHECK(r == -ENOENT);
 			fill(c, k, chunk_buf);
-			dlfs_nvme_put(n, c, k, chunk_buf, len_of(c, k));
+			dlfs_nvme_put(n, c, k, chunk_buf, len_of(c, k), 0);
 			dlfs_nvme_flush(n); /* the pool must not drop */
 		}
 	return hits;
