@@ -19,9 +19,16 @@
 #define DLFS_PACK_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dlfs/err.h"
+
+/* What an HDF5 source's samples become (see dlfs-pack(1), INGEST). */
+enum dlfs_sample_format {
+	DLFS_SAMPLE_NPY, /* one .npy file per sample per dataset */
+	DLFS_SAMPLE_H5,  /* one HDF5 file per sample, every dataset in it */
+};
 
 enum dlfs_order {
 	DLFS_ORDER_SORTED,  /* by path, component by component */
@@ -58,6 +65,7 @@ struct dlfs_pack_opts {
 	dlfs_progress_cb progress;
 	void *cb_arg;
 	const char *creator; /* recorded in the index; may be NULL */
+
 };
 
 /* Fill opts with the defaults above. */
@@ -83,6 +91,16 @@ int dlfs_pack_opts_check(const struct dlfs_pack_opts *opts,
  */
 int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 	      const struct dlfs_pack_opts *opts, struct dlfs_err *err);
+
+/* One line of dlfs_pack_dry_run's listing. */
+struct dlfs_plan_item {
+	const char *source; /* the SOURCE it comes from */
+	const char *path;   /* a file the pack would write; NULL for a note */
+	uint64_t size;      /* its size in bytes */
+	const char *note;   /* when path is NULL: what SOURCE is or holds */
+};
+/* @return 0 to go on, or a negative errno to stop the listing with. */
+typedef int (*dlfs_plan_cb)(void *arg, const struct dlfs_plan_item *it);
 
 /*
  * Parse a size such as "4096", "64K", "4M", "1G", "2T" (binary units, an
