@@ -9,6 +9,7 @@
 
 #include "dlfs/dataset.h"
 #include "dlfs/pack.h"
+#include "pack_comm.h"
 
 #define PROG "dlfs-pack"
 
@@ -24,7 +25,10 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: " PROG " SOURCE... -o OUT.dlfs [options]\n"
-		"  SOURCE is a directory or an archive (tar, tar.gz, ...)\n"
+		"  SOURCE is a directory, an archive (tar, tar.gz, ...), an "
+		"HDF5 file\n"
+		"  (with --split-hdf5) or an LMDB environment (with "
+		"--split-lmdb)\n"
 		"  -o, --output OUT        the dataset directory to create\n"
 		"      --chunk-size SIZE   unit of I/O and caching (4M)\n"
 		"      --container-size SIZE  soft size of a container (4G)\n"
@@ -35,6 +39,17 @@ static void usage(FILE *f)
 		"  -q, --quiet             no progress or summary\n"
 		"      --skip-errors       leave out unreadable files, with "
 		"a warning\n"
+		"      --split-hdf5[=DSET,...]  HDF5 files: one file per "
+		"sample per dataset\n"
+		"      --sample-format npy|h5   what a split sample becomes "
+		"(npy)\n"
+		"      --split-lmdb        LMDB environments: one file per "
+		"key\n"
+		"      --procs N           processes reading HDF5/LMDB "
+		"sources (one per CPU)\n"
+		"      --dry-run           list what would be packed; write "
+		"nothing\n"
+		"  Under mpirun/srun the ranks pack one dataset together.\n"
 		"  -h, --help  -V, --version\n"
 		"See dlfs-pack(1).\n");
 }
@@ -90,6 +105,12 @@ static void on_progress(void *arg, const struct dlfs_pack_progress *p)
 	}
 	if (!strcmp(p->phase, "scan"))
 		fprintf(stderr, "\r\033[K" PROG ": scanning sources...");
+	else if (!strcmp(p->phase, "ingest"))
+		fprintf(stderr,
+			"\r\033[K" PROG ": ingest: %llu/%llu sources, %s "
+			"written, %s/s",
+			(unsigned long long)p->files_done,
+			(unsigned long long)p->files_total, done, rate);
 	else if (!strcmp(p->phase, "index"))
 		fprintf(stderr, "\r\033[K" PROG ": writing the index...");
 	else
@@ -130,9 +151,74 @@ static void summary(const char *out, double secs)
 	dlfs_ds_close(ds);
 }
 
+/* A path for a listing: bytes that could forge a line become \xNN. */
+static void put_path(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f || *p == '\\')
+			printf("\\x%02x", *p);
+		else
+			putchar(*p);
+}
+
+struct plan_sum {
+	unsigned long long files, bytes;
+};
+
+static int on_plan(void *arg, const struct dlfs_plan_item *it)
+{
+	struct plan_sum *sum = arg;
+	if (!it->path) {
+		printf("# ");
+		put_path(it->source);
+		printf(": %s\n", it->note);
+	} else {
+		printf("%12llu  ", (unsigned long long)it->size);
+		put_path(it->path);
+		putchar('\n');
+		sum->files++;
+		sum->bytes += it->size;
+	}
+	return ferror(stdout) ? -EIO : 0;
+}
+
+static int dry_run(char **srcs, unsigned n, const struct dlfs_pack_opts *o)
+{
+	struct plan_sum sum = {0};
+	struct dlfs_err err = {0};
+	int ret = dlfs_pack_dry_run((const char *const *)srcs, n, o, on_plan,
+				    &sum, &err);
+	if (!ret)
+		printf("# total: %llu files, %llu bytes from HDF5 and LMDB "
+		       "sources\n",
+		       sum.files, sum.bytes);
+	if (fflush(stdout) != 0 && !ret) {
+		ret = -EIO;
+		snprintf(err.msg, sizeof(err.msg), "standard output: %s",
+			 strerror(errno));
+	}
+	if (ret) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	enum { O_CHUNK = 256, O_CONT, O_ALIGN, O_ORDER, O_THREADS, O_SKIP };
+	enum {
+		O_CHUNK = 256,
+		O_CONT,
+		O_ALIGN,
+		O_ORDER,
+		O_THREADS,
+		O_SKIP,
+		O_SPLIT_HDF5,
+		O_SAMPLE_FORMAT,
+		O_SPLIT_LMDB,
+		O_PROCS,
+		O_DRY_RUN,
+	};
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"chunk-size", required_argument, NULL, O_CHUNK},
@@ -143,6 +229,11 @@ int main(int argc, char **argv)
 		{"force", no_argument, NULL, 'f'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"skip-errors", no_argument, NULL, O_SKIP},
+		{"split-hdf5", optional_argument, NULL, O_SPLIT_HDF5},
+		{"sample-format", required_argument, NULL, O_SAMPLE_FORMAT},
+		{"split-lmdb", no_argument, NULL, O_SPLIT_LMDB},
+		{"procs", required_argument, NULL, O_PROCS},
+		{"dry-run", no_argument, NULL, O_DRY_RUN},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -150,7 +241,7 @@ int main(int argc, char **argv)
 	struct dlfs_pack_opts o;
 	struct ui ui = {.tty = isatty(2)};
 	const char *out = NULL;
-	int c;
+	int c, dry = 0;
 
 	dlfs_pack_opts_init(&o);
 	while ((c = getopt_long(argc, argv, "o:fqhV", lo, NULL)) != -1) {
@@ -211,6 +302,39 @@ int main(int argc, char **argv)
 		case O_SKIP:
 			o.skip_errors = 1;
 			break;
+		case O_SPLIT_HDF5:
+			o.split_hdf5 = 1;
+			o.hdf5_datasets = optarg;
+			break;
+		case O_SAMPLE_FORMAT:
+			if (dlfs_parse_sample_format(optarg,
+						     &o.sample_format)) {
+				fprintf(stderr,
+					PROG ": --sample-format '%s': "
+					"expected npy or h5\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case O_SPLIT_LMDB:
+			o.split_lmdb = 1;
+			break;
+		case O_PROCS: {
+			char *end;
+			long t = strtol(optarg, &end, 10);
+			if (*end || t < 1 || t > 256) {
+				fprintf(stderr,
+					PROG ": --procs '%s': expected a "
+					"number from 1 to 256\n",
+					optarg);
+				return 2;
+			}
+			o.procs = (unsigned)t;
+			break;
+		}
+		case O_DRY_RUN:
+			dry = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -222,10 +346,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!out || optind >= argc) {
+	if ((!out && !dry) || optind >= argc) {
 		fprintf(stderr, PROG ": %s\n",
-			!out ? "no output given (-o OUT.dlfs)"
-			     : "no SOURCE given");
+			optind >= argc ? "no SOURCE given"
+				       : "no output given (-o OUT.dlfs)");
 		usage(stderr);
 		return 2;
 	}
@@ -233,6 +357,29 @@ int main(int argc, char **argv)
 	if (dlfs_pack_opts_check(&o, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return 2;
+	}
+
+	/* Several processes of one launch pack one dataset together. */
+	struct dlfs_pack_comm comm;
+	char cmsg[256];
+	int joined = 0, rank = 0;
+	if (pack_comm_init(&argc, &argv, &comm, &joined, cmsg, sizeof(cmsg))) {
+		fprintf(stderr, PROG ": %s\n", cmsg);
+		return 1;
+	}
+	if (joined) {
+		rank = comm.rank;
+		o.comm = &comm;
+		if (rank) /* rank 0 speaks for the job */
+			ui.quiet = 1;
+	}
+	if (dry) {
+		int st = rank == 0 ? dry_run(argv + optind,
+					     (unsigned)(argc - optind), &o)
+				   : 0;
+		if (joined)
+			pack_comm_fini(&comm);
+		return st;
 	}
 
 	struct sigaction sa = {.sa_handler = on_signal};
@@ -251,8 +398,12 @@ int main(int argc, char **argv)
 			    (unsigned)(argc - optind), out, &o, &err);
 	if (ui.drew)
 		fputs("\r\033[K", stderr);
+	if (joined)
+		pack_comm_fini(&comm);
 	if (ret) {
-		if (ret == -ECANCELED && cancelled)
+		if (rank != 0)
+			; /* every rank has the message: rank 0 prints it */
+		else if (ret == -ECANCELED && cancelled)
 			fprintf(stderr, PROG ": interrupted; %s not created\n",
 				out);
 		else

@@ -66,6 +66,49 @@ struct dlfs_pack_opts {
 	void *cb_arg;
 	const char *creator; /* recorded in the index; may be NULL */
 
+	/*
+	 * Ingest (dlfs-pack(1), INGEST). With split_hdf5, a SOURCE that is
+	 * an HDF5 file becomes one directory of per-sample files; with
+	 * split_lmdb, a SOURCE that is an LMDB environment becomes one
+	 * directory with one file per key.
+	 */
+	int split_hdf5;
+	/* Comma-separated dataset paths to split; NULL: the default choice. */
+	const char *hdf5_datasets;
+	enum dlfs_sample_format sample_format;
+	int split_lmdb;
+	/*
+	 * Processes that read ingest sources at once: HDF5's library lock
+	 * serialises threads, so dlfs_pack forks this many workers (call it
+	 * from a single-threaded process then). 0: one per CPU, at most one
+	 * per ingest source; 1: in the calling process, no fork.
+	 */
+	unsigned procs;
+	/* Several processes packing one dataset together; NULL: alone. */
+	const struct dlfs_pack_comm *comm;
+};
+
+/*
+ * A group of processes that pack one dataset together (an MPI job; the
+ * tool provides it, so libdlfs never links MPI). Ranks split the ingest
+ * sources and the containers; rank 0 scans the other sources, lays out
+ * the dataset, writes the index and publishes it. Every rank calls
+ * dlfs_pack with the same arguments, and the result is byte-identical to
+ * a single process's. Each operation is collective over the ranks named,
+ * called in the same order by all of them, from the thread that called
+ * dlfs_pack. @return 0 or a negative errno (the pack then fails).
+ */
+struct dlfs_pack_comm {
+	int rank, size;
+	void *arg;
+	/* buf's len bytes at root go to every rank's buf. */
+	int (*bcast)(void *arg, void *buf, size_t len, int root);
+	/* len bytes from every rank land in root's out, size * len bytes. */
+	int (*gather)(void *arg, const void *in, size_t len, void *out,
+		      int root);
+	/* One message of len bytes, which the receiver knows in advance. */
+	int (*send)(void *arg, const void *buf, size_t len, int dest);
+	int (*recv)(void *arg, void *buf, size_t len, int src);
 };
 
 /* Fill opts with the defaults above. */
@@ -101,6 +144,22 @@ struct dlfs_plan_item {
 };
 /* @return 0 to go on, or a negative errno to stop the listing with. */
 typedef int (*dlfs_plan_cb)(void *arg, const struct dlfs_plan_item *it);
+
+/*
+ * What the ingest of sources would produce, without writing anything:
+ * for each SOURCE a note (its kind; for an HDF5 file the sample count and
+ * the datasets split or kept), then, for HDF5 and LMDB sources, every
+ * file with its exact size. Directories and archives get a note only.
+ * HDF5 sources are opened and their metadata read, not their samples.
+ * @return 0, or a negative errno with err set, as dlfs_pack would fail
+ * on the same input (a corrupt file, an unsupported dataset, ...).
+ */
+int dlfs_pack_dry_run(const char *const *sources, unsigned n_sources,
+		      const struct dlfs_pack_opts *opts, dlfs_plan_cb cb,
+		      void *arg, struct dlfs_err *err);
+
+/* Parse "npy" or "h5". @return 0 or -EINVAL. */
+int dlfs_parse_sample_format(const char *s, enum dlfs_sample_format *f);
 
 /*
  * Parse a size such as "4096", "64K", "4M", "1G", "2T" (binary units, an

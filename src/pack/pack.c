@@ -23,6 +23,8 @@
 #include <dirent.h>
 #include <xxhash.h>
 
+#include "dist.h"
+#include "ingest.h"
 #include "pack_priv.h"
 #include "util.h"
 
@@ -60,6 +62,41 @@ int dlfs_pack_opts_check(const struct dlfs_pack_opts *o, struct dlfs_err *err)
 		return dlfs_err_set(err, -EINVAL,
 				    "--threads %u: must be 1 to 1024",
 				    o->threads);
+	if (o->procs > 256)
+		return dlfs_err_set(err, -EINVAL,
+				    "--procs %u: must be 1 to 256", o->procs);
+	if (o->sample_format != DLFS_SAMPLE_NPY &&
+	    o->sample_format != DLFS_SAMPLE_H5)
+		return dlfs_err_set(err, -EINVAL,
+				    "--sample-format: must be npy or h5");
+	if (o->hdf5_datasets) {
+		/* Non-empty names, separated by single commas. */
+		const char *p = o->hdf5_datasets;
+		int bad = !*p || *p == ',';
+		for (; *p && !bad; p++)
+			bad = *p == ',' && (p[1] == ',' || !p[1]);
+		if (bad)
+			return dlfs_err_set(err, -EINVAL,
+					    "--split-hdf5=%s: expected dataset "
+					    "names separated by commas",
+					    o->hdf5_datasets);
+	}
+	if (o->comm && (o->comm->size < 1 || o->comm->rank < 0 ||
+			o->comm->rank >= o->comm->size || !o->comm->bcast ||
+			!o->comm->gather || !o->comm->send || !o->comm->recv))
+		return dlfs_err_set(err, -EINVAL,
+				    "an incomplete dlfs_pack_comm");
+	return 0;
+}
+
+int dlfs_parse_sample_format(const char *s, enum dlfs_sample_format *f)
+{
+	if (!strcmp(s, "npy"))
+		*f = DLFS_SAMPLE_NPY;
+	else if (!strcmp(s, "h5"))
+		*f = DLFS_SAMPLE_H5;
+	else
+		return -EINVAL;
 	return 0;
 }
 
@@ -77,6 +114,8 @@ struct pipe {
 	struct pk_tree *t;
 	const char *dir; /* the temporary output directory */
 	uint64_t cs, w;  /* chunk size, window in chunks */
+	uint64_t g0, g1; /* the chunks this process writes */
+	uint64_t f0, f1; /* their files (indices into by_ino) */
 	uint8_t *bufs;   /* w * cs bytes */
 	_Atomic uint32_t *pieces; /* per chunk: pieces still to land */
 	uint32_t *chunk_container;
@@ -131,8 +170,9 @@ static int read_file(struct pipe *p, struct pk_entry *e, char **pathbuf,
 			return dlfs_err_sys(err, -errno, "%s", where);
 		own = 1;
 	} else {
+		/* Archive members are in the spool; ingested files in theirs. */
 		where = s->path;
-		fd = p->t->spool_fd;
+		fd = e->data ? p->t->data[e->data - 1].fd : p->t->spool_fd;
 		base_off = e->spool_off;
 	}
 
@@ -201,8 +241,7 @@ static void *reader(void *arg)
 	char *pathbuf = NULL;
 	size_t pathcap = 0;
 	XXH3_state_t *hs = XXH3_createState();
-	uint64_t first = p->l->n_dirs + p->l->n_symlinks;
-	uint64_t end = first + p->l->n_files;
+	uint64_t first = p->f0, end = p->f1;
 	if (!hs) {
 		dlfs_err_set(&err, -ENOMEM, "out of memory");
 		pipe_fail(p, &err);
@@ -265,7 +304,7 @@ static int write_chunks(struct pipe *p, struct dlfs_err *err)
 	char path[4096];
 	double last = now();
 
-	for (uint64_t g = 0; g < l->n_chunks; g++) {
+	for (uint64_t g = p->g0; g < p->g1; g++) {
 		pthread_mutex_lock(&p->mu);
 		while (atomic_load(&p->pieces[g]) && !atomic_load(&p->stop)) {
 			struct timespec ts;
@@ -345,18 +384,29 @@ out:
 	return ret;
 }
 
-static int run_pipeline(struct pipe *p, struct dlfs_err *err)
+/* Write containers [c0, c1) of the layout. */
+static int run_pipeline(struct pipe *p, uint32_t c0, uint32_t c1,
+			struct dlfs_err *err)
 {
 	const struct pk_layout *l = p->l;
 	int ret = 0;
 	uint64_t cs = p->cs;
+	p->g0 = c0 < c1 ? l->first_chunk[c0] : 0;
+	p->g1 = c0 >= c1		    ? 0
+		: c1 < l->n_containers ? l->first_chunk[c1]
+				       : l->n_chunks;
+	p->f0 = c0 < c1 ? l->first_file[c0] : 0;
+	p->f1 = c0 >= c1		    ? 0
+		: c1 < l->n_containers ? l->first_file[c1]
+				       : l->n_dirs + l->n_symlinks + l->n_files;
+	atomic_store(&p->base, p->g0);
 	p->w = 2 * (uint64_t)p->o->threads + 2;
 	if (p->w * cs > (UINT64_C(256) << 20))
 		p->w = (UINT64_C(256) << 20) / cs;
 	if (p->w < 2)
 		p->w = 2;
-	if (p->w > l->n_chunks && l->n_chunks)
-		p->w = l->n_chunks;
+	if (p->w > p->g1 - p->g0 && p->g1 > p->g0)
+		p->w = p->g1 - p->g0;
 	p->pieces = calloc(l->n_chunks + 1, sizeof(*p->pieces));
 	p->chunk_container = calloc(l->n_chunks + 1, sizeof(uint32_t));
 	p->sums.xxh3 = calloc(l->n_chunks + 1, sizeof(uint64_t));
@@ -370,13 +420,12 @@ static int run_pipeline(struct pipe *p, struct dlfs_err *err)
 				    (unsigned long long)p->w);
 	}
 	memset(p->bufs, 0, p->w * cs);
-	for (uint64_t c = 0; c < l->n_containers; c++) {
+	for (uint64_t c = c0; c < c1; c++) {
 		uint64_t nc = (l->data_size[c] + cs - 1) / cs;
 		for (uint64_t k = 0; k < nc; k++)
 			p->chunk_container[l->first_chunk[c] + k] = (uint32_t)c;
 	}
-	uint64_t first = l->n_dirs + l->n_symlinks;
-	for (uint64_t i = first; i < first + l->n_files; i++) {
+	for (uint64_t i = p->f0; i < p->f1; i++) {
 		const struct pk_entry *e = l->by_ino[i];
 		if (!e->size)
 			continue;
@@ -575,196 +624,269 @@ static int fsync_dir(const char *dir, struct dlfs_err *err)
 	return ret;
 }
 
+/* What one pack holds across its phases. */
+struct job {
+	const struct dlfs_pack_comm *c; /* NULL when packing alone */
+	int rank;
+	struct pk_source *src;
+	unsigned n;
+	struct pk_tree tree;
+	struct pk_layout lay;
+	struct pk_containers ct;
+	struct pipe p;
+	struct pk_ingest *ing;
+	uint32_t *share; /* rank r writes containers [share[r], share[r+1]) */
+	char *tmp, *spool, *ipath, *parent;
+	int exists;
+};
+
+/* Rank 0: check OUT and make the temporary directory beside it. */
+static int prepare_out(struct job *j, const char *out,
+		       const struct dlfs_pack_opts *o, struct dlfs_err *err)
+{
+	struct stat ost;
+	j->exists = lstat(out, &ost) == 0;
+	if (j->exists && !o->force)
+		return dlfs_err_set(err, -EEXIST,
+				    "%s: already exists (use --force to "
+				    "replace it)",
+				    out);
+	/* The temporary directory sits beside OUT, so rename is atomic. */
+	const char *slash = strrchr(out, '/');
+	const char *base = slash ? slash + 1 : out;
+	if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+		return dlfs_err_set(err, -EINVAL, "%s: not a valid output name",
+				    out);
+	j->parent = !slash ? strdup(".")
+		    : slash == out ? strdup("/")
+				   : strndup(out, (size_t)(slash - out));
+	if (!j->parent || asprintf(&j->tmp, "%.*s.%s.tmp-XXXXXX",
+				   (int)(base - out), out, base) < 0) {
+		j->tmp = NULL;
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	if (!mkdtemp(j->tmp)) {
+		int ret = dlfs_err_sys(err, -errno,
+				       "%s: creating a temporary directory "
+				       "beside it",
+				       out);
+		free(j->tmp);
+		j->tmp = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+/* Rank 0: the index, then the directory renamed to OUT. */
+static int finish(struct job *j, const char *out, const uint8_t *id,
+		  const struct dlfs_pack_opts *o, struct dlfs_err *err)
+{
+	struct dlfs_pack_progress pr = {.phase = "index"};
+	if (o->progress)
+		o->progress(o->cb_arg, &pr);
+	int ret = pk_index_write(j->ipath, &j->lay, o, id, &j->p.sums, &j->ct,
+				 err);
+	if (!ret && o->cancel && *o->cancel)
+		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
+	if (ret)
+		return ret;
+	if (j->tree.spool_fd >= 0) {
+		close(j->tree.spool_fd);
+		j->tree.spool_fd = -1;
+		unlink(j->spool);
+	}
+	pk_ingest_free(j->ing, 1);
+	j->ing = NULL;
+	if (chmod(j->tmp, 0755) < 0)
+		return dlfs_err_sys(err, -errno, "%s", j->tmp);
+	ret = fsync_dir(j->tmp, err);
+	if (ret)
+		return ret;
+
+	/* Publish. */
+	if (j->exists) {
+		ret = check_replaceable(out, err);
+		if (ret)
+			return ret;
+		if (renameat2(AT_FDCWD, j->tmp, AT_FDCWD, out,
+			      RENAME_EXCHANGE) == 0) {
+			remove_flat_dir(j->tmp); /* the old dataset */
+			free(j->tmp);
+			j->tmp = NULL;
+		} else if (errno != ENOENT) {
+			return dlfs_err_sys(err, -errno, "%s: replacing", out);
+		}
+	}
+	if (j->tmp) {
+		if (renameat2(AT_FDCWD, j->tmp, AT_FDCWD, out,
+			      RENAME_NOREPLACE) < 0)
+			return dlfs_err_sys(err, -errno, "%s: publishing", out);
+		free(j->tmp);
+		j->tmp = NULL;
+	}
+	return fsync_dir(j->parent, err);
+}
+
+/* Rank 0: scan the sources, lay the dataset out. */
+static int scan_and_layout(struct job *j, const struct dlfs_pack_opts *o,
+			   struct dlfs_err *err)
+{
+	struct dlfs_pack_progress pr = {.phase = "scan"};
+	if (o->progress)
+		o->progress(o->cb_arg, &pr);
+	int ret = pk_scan(&j->tree, j->src, j->n, j->spool, o, err);
+	if (!ret && o->cancel && *o->cancel)
+		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
+	if (!ret)
+		ret = pk_layout(&j->tree, o, &j->lay, err);
+	return ret;
+}
+
 int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 	      const struct dlfs_pack_opts *o, struct dlfs_err *err)
 {
+	struct dlfs_err own = {0};
+	struct job j = {0};
+	uint8_t id[DLFS_ID_SIZE] = {0};
+	if (!err)
+		err = &own; /* messages travel between ranks through it */
 	int ret = dlfs_pack_opts_check(o, err);
 	if (ret)
 		return ret;
 	if (!n_sources)
 		return dlfs_err_set(err, -EINVAL, "no sources given");
 
-	struct pk_source *src = calloc(n_sources, sizeof(*src));
-	struct pk_tree tree;
-	struct pk_layout lay = {0};
-	struct pk_containers ct = {0};
-	struct pipe p = {0};
-	char *tmp = NULL, *spool = NULL, *ipath = NULL, *parent = NULL;
-	pk_tree_init(&tree);
-	pthread_mutex_init(&p.mu, NULL);
-	pthread_cond_init(&p.cv_window, NULL);
-	pthread_cond_init(&p.cv_chunk, NULL);
-	if (!src) {
+	j.c = o->comm && o->comm->size > 1 ? o->comm : NULL;
+	j.rank = j.c ? j.c->rank : 0;
+	j.n = n_sources;
+	j.src = calloc(n_sources, sizeof(*j.src));
+	j.share = calloc(j.c ? (size_t)j.c->size + 1 : 2, sizeof(*j.share));
+	pk_tree_init(&j.tree);
+	pthread_mutex_init(&j.p.mu, NULL);
+	pthread_cond_init(&j.p.cv_window, NULL);
+	pthread_cond_init(&j.p.cv_chunk, NULL);
+	if (!j.src || !j.share)
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	for (unsigned i = 0; i < n_sources; i++) {
-		struct stat st;
-		src[i].path = sources[i];
-		if (stat(sources[i], &st) < 0) {
-			ret = dlfs_err_sys(err, -errno, "%s", sources[i]);
-			goto out;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			src[i].kind = PK_SRC_DIR;
-		} else if (S_ISREG(st.st_mode)) {
-			src[i].kind = PK_SRC_ARCHIVE;
-			if (access(sources[i], R_OK) < 0) {
-				ret = dlfs_err_sys(err, -errno, "%s",
-						   sources[i]);
-				goto out;
-			}
-		} else {
-			ret = dlfs_err_set(err, -EINVAL,
-					   "%s: not a directory or an archive",
-					   sources[i]);
-			goto out;
-		}
-	}
+	for (unsigned i = 0; !ret && i < n_sources; i++)
+		j.src[i].path = sources[i];
 
-	struct stat ost;
-	int exists = lstat(out, &ost) == 0;
-	if (exists && !o->force) {
-		ret = dlfs_err_set(err, -EEXIST,
-				   "%s: already exists (use --force to "
-				   "replace it)",
-				   out);
+	/* The sources, as rank 0 sees them. */
+	if (!ret && j.rank == 0)
+		ret = pk_classify(j.src, n_sources, o, err);
+	if ((ret = pk_agree(j.c, ret, err)))
 		goto out;
-	}
-	/* The temporary directory sits beside OUT, so rename is atomic. */
-	const char *slash = strrchr(out, '/');
-	const char *base = slash ? slash + 1 : out;
-	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
-		ret = dlfs_err_set(err, -EINVAL, "%s: not a valid output name",
-				   out);
+	if (j.c && (ret = pk_agree(j.c, pk_dist_sources(j.c, j.src,
+							 n_sources, err),
+				   err)))
 		goto out;
-	}
-	parent = !slash ? strdup(".")
-			: slash == out ? strdup("/")
-				       : strndup(out, (size_t)(slash - out));
-	if (!parent || asprintf(&tmp, "%.*s.%s.tmp-XXXXXX", (int)(base - out),
-				out, base) < 0) {
-		tmp = NULL;
+
+	/* The temporary directory beside OUT. */
+	if (j.rank == 0)
+		ret = prepare_out(&j, out, o, err);
+	if ((ret = pk_agree(j.c, ret, err)))
+		goto out;
+	if (j.c && (ret = pk_agree(j.c, pk_dist_string(j.c, &j.tmp, err),
+				   err)))
+		goto out;
+	if (asprintf(&j.spool, "%s/spool", j.tmp) < 0 ||
+	    asprintf(&j.ipath, "%s/%s", j.tmp, DLFS_INDEX_NAME) < 0) {
+		j.spool = j.ipath = NULL;
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-		goto out;
 	}
-	if (!mkdtemp(tmp)) {
-		ret = dlfs_err_sys(err, -errno, "%s: creating a temporary "
-				   "directory beside it", out);
-		free(tmp);
-		tmp = NULL;
+	if ((ret = pk_agree(j.c, ret, err)))
 		goto out;
+
+	/* Ingest (every rank, or forked workers), then scan and layout. */
+	ret = pk_ingest_run(j.src, n_sources, j.tmp, o, &j.ing, err);
+	if ((ret = pk_agree(j.c, ret, err)))
+		goto out;
+	if (j.rank == 0)
+		ret = scan_and_layout(&j, o, err);
+	if ((ret = pk_agree(j.c, ret, err)))
+		goto out;
+
+	/* Who writes which containers; what each needs to write them. */
+	if (j.c) {
+		if (j.rank == 0)
+			pk_dist_share(&j.lay, j.c->size, j.share);
+		ret = j.c->bcast(j.c->arg, j.share,
+				 ((size_t)j.c->size + 1) * sizeof(*j.share), 0);
+		if (!ret)
+			ret = pk_dist_layout(j.c, &j.tree, &j.lay, j.share,
+					     err);
+		if ((ret = pk_agree(j.c, ret, err)))
+			goto out;
+	} else {
+		j.share[1] = (uint32_t)j.lay.n_containers;
 	}
-	if (asprintf(&spool, "%s/spool", tmp) < 0 ||
-	    asprintf(&ipath, "%s/%s", tmp, DLFS_INDEX_NAME) < 0) {
-		spool = ipath = NULL;
+	uint32_t c0 = j.share[j.rank], c1 = j.share[j.rank + 1];
+
+	/* The data. */
+	j.p.l = &j.lay;
+	j.p.o = o;
+	j.p.src = j.src;
+	j.p.t = &j.tree;
+	j.p.dir = j.tmp;
+	j.p.cs = o->chunk_size;
+	ret = run_pipeline(&j.p, c0, c1, err);
+	if ((ret = pk_agree(j.c, ret, err)))
+		goto out;
+	if (j.c && (ret = pk_agree(j.c, pk_dist_sums(j.c, &j.lay, &j.p.sums,
+						      j.share, err),
+				   err)))
+		goto out;
+
+	/* The id, then every container's trailer, footer and header. */
+	if (j.rank == 0)
+		pk_dataset_id(&j.lay, o, id);
+	if (j.c && (ret = pk_agree(j.c, j.c->bcast(j.c->arg, id, sizeof(id),
+						    0),
+				   err)))
+		goto out;
+	j.ct.file_size = calloc(j.lay.n_containers + 1, sizeof(uint64_t));
+	j.ct.footer_xxh3 = calloc(j.lay.n_containers + 1, sizeof(uint64_t));
+	if (!j.ct.file_size || !j.ct.footer_xxh3)
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (uint32_t c = c0; c < c1 && !ret; c++)
+		ret = finish_container(&j.p, c, id, &j.ct, err);
+	if ((ret = pk_agree(j.c, ret, err)))
 		goto out;
-	}
-
-	struct dlfs_pack_progress pr = {.phase = "scan"};
-	if (o->progress)
-		o->progress(o->cb_arg, &pr);
-	ret = pk_scan(&tree, src, n_sources, spool, o, err);
-	if (!ret && o->cancel && *o->cancel)
-		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
-	if (!ret)
-		ret = pk_layout(&tree, o, &lay, err);
-	if (ret)
+	if (j.c && (ret = pk_agree(j.c, pk_dist_containers(j.c, &j.ct,
+							    j.share, err),
+				   err)))
 		goto out;
 
-	p.l = &lay;
-	p.o = o;
-	p.src = src;
-	p.t = &tree;
-	p.dir = tmp;
-	p.cs = o->chunk_size;
-	ret = run_pipeline(&p, err);
-	if (ret)
-		goto out;
-
-	uint8_t id[DLFS_ID_SIZE];
-	pk_dataset_id(&lay, o, id);
-	ct.file_size = calloc(lay.n_containers, sizeof(uint64_t));
-	ct.footer_xxh3 = calloc(lay.n_containers, sizeof(uint64_t));
-	if (!ct.file_size || !ct.footer_xxh3) {
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	for (uint32_t c = 0; c < lay.n_containers && !ret; c++)
-		ret = finish_container(&p, c, id, &ct, err);
-	if (!ret) {
-		pr.phase = "index";
-		if (o->progress)
-			o->progress(o->cb_arg, &pr);
-		ret = pk_index_write(ipath, &lay, o, id, &p.sums, &ct, err);
-	}
-	if (!ret && o->cancel && *o->cancel)
-		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
-	if (ret)
-		goto out;
-	if (tree.spool_fd >= 0) {
-		close(tree.spool_fd);
-		tree.spool_fd = -1;
-		unlink(spool);
-	}
-	if (chmod(tmp, 0755) < 0) {
-		ret = dlfs_err_sys(err, -errno, "%s", tmp);
-		goto out;
-	}
-	ret = fsync_dir(tmp, err);
-	if (ret)
-		goto out;
-
-	/* Publish. */
-	if (exists) {
-		ret = check_replaceable(out, err);
-		if (ret)
-			goto out;
-		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_EXCHANGE) ==
-		    0) {
-			remove_flat_dir(tmp); /* the old dataset */
-			free(tmp);
-			tmp = NULL;
-		} else if (errno != ENOENT) {
-			ret = dlfs_err_sys(err, -errno, "%s: replacing", out);
-			goto out;
-		}
-	}
-	if (tmp) {
-		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_NOREPLACE) <
-		    0) {
-			ret = dlfs_err_sys(err, -errno, "%s: publishing", out);
-			goto out;
-		}
-		free(tmp);
-		tmp = NULL;
-	}
-	ret = fsync_dir(parent, err);
+	/* The index and publishing: rank 0. */
+	if (j.rank == 0)
+		ret = finish(&j, out, id, o, err);
+	ret = pk_agree(j.c, ret, err);
 out:
-	if (tmp) {
-		if (tree.spool_fd >= 0) {
-			close(tree.spool_fd);
-			tree.spool_fd = -1;
+	if (j.rank == 0 && j.tmp) {
+		if (j.tree.spool_fd >= 0) {
+			close(j.tree.spool_fd);
+			j.tree.spool_fd = -1;
 		}
-		remove_flat_dir(tmp);
+		remove_flat_dir(j.tmp);
 	}
-	free(tmp);
-	free(spool);
-	free(ipath);
-	free(parent);
-	free(ct.file_size);
-	free(ct.footer_xxh3);
-	free(p.bufs);
-	free((void *)p.pieces);
-	free(p.chunk_container);
-	free(p.sums.xxh3);
-	free(p.sums.length);
-	pthread_mutex_destroy(&p.mu);
-	pthread_cond_destroy(&p.cv_window);
-	pthread_cond_destroy(&p.cv_chunk);
-	pk_layout_free(&lay);
-	pk_tree_free(&tree);
-	free(src);
+	pk_ingest_free(j.ing, 0);
+	free(j.tmp);
+	free(j.spool);
+	free(j.ipath);
+	free(j.parent);
+	free(j.share);
+	free(j.ct.file_size);
+	free(j.ct.footer_xxh3);
+	free(j.p.bufs);
+	free((void *)j.p.pieces);
+	free(j.p.chunk_container);
+	free(j.p.sums.xxh3);
+	free(j.p.sums.length);
+	pthread_mutex_destroy(&j.p.mu);
+	pthread_cond_destroy(&j.p.cv_window);
+	pthread_cond_destroy(&j.p.cv_chunk);
+	pk_layout_free(&j.lay);
+	pk_tree_free(&j.tree);
+	pk_sources_free(j.src, n_sources);
+	free(j.src);
 	return ret;
 }

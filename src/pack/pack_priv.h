@@ -17,11 +17,22 @@
 #include "dlfs/format.h"
 #include "dlfs/pack.h"
 
-enum pk_src_kind { PK_SRC_DIR, PK_SRC_ARCHIVE };
+enum pk_src_kind {
+	PK_SRC_DIR,
+	PK_SRC_ARCHIVE,
+	PK_SRC_HDF5,      /* split into samples (ingest.h) */
+	PK_SRC_LMDB,      /* an environment directory: one file per key */
+	PK_SRC_LMDB_FILE, /* the same, as a single file (MDB_NOSUBDIR) */
+};
+
+struct pk_ingest;
 
 struct pk_source {
 	const char *path;
 	enum pk_src_kind kind;
+	uint64_t size;          /* ingest sources: bytes, to share the work */
+	char *top;              /* ingest sources: the directory they become */
+	struct pk_ingest *ing;  /* ingest sources: where their files are */
 };
 
 struct pk_entry {
@@ -42,6 +53,13 @@ struct pk_entry {
 	uint64_t offset;   /* in the container file */
 	uint64_t xxh3;
 	uint8_t implicit;  /* a directory only implied by archive members */
+	uint32_t data;     /* ingest: 1 + index into pk_tree.data, or 0 */
+};
+
+/* A file that ingested entries are read from, at their spool_off. */
+struct pk_data {
+	char *path;
+	int fd;
 };
 
 struct pk_tree {
@@ -54,6 +72,8 @@ struct pk_tree {
 	char *spool_path;
 	int root_set;       /* the root's attributes came from a source */
 	int root_from_dir;  /* 1: a directory source will set them; 2: did */
+	struct pk_data *data; /* ingest spools and LMDB data files */
+	uint32_t n_data, data_cap;
 };
 
 /* In ino order after layout: dirs, symlinks, then files in data order. */
@@ -81,6 +101,22 @@ void pk_tree_free(struct pk_tree *t);
 int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
 	    const char *spool_path, const struct dlfs_pack_opts *opts,
 	    struct dlfs_err *err);
+
+/*
+ * Add or merge an entry, as a source's scan does: directories merge (an
+ * implied one takes the attributes of a later real one), anything else
+ * given twice is -EINVAL with err naming where. *out is the new entry, or
+ * NULL when merged into an existing directory.
+ */
+int pk_tree_put(struct pk_tree *t, const char *p, size_t n, uint32_t mode,
+		uint32_t src, const char *where, struct pk_entry **out,
+		struct dlfs_err *err);
+
+/* Open path read-only as a data file of t (once per path); *idx is its
+ * 1-based index. @return 0 or -errno. */
+int pk_tree_data_add(struct pk_tree *t, const char *path, uint32_t *idx,
+		     struct dlfs_err *err);
+void pk_tree_data_free(struct pk_tree *t);
 
 /* Order, number and place every entry. @return 0 or -ENOMEM/-EFBIG. */
 int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *opts,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "ingest.h"
 #include "pack_priv.h"
 #include "util.h"
 
@@ -32,6 +33,7 @@ void pk_tree_free(struct pk_tree *t)
 	}
 	free(t->e);
 	free(t->map);
+	pk_tree_data_free(t);
 	if (t->spool_fd >= 0)
 		close(t->spool_fd);
 	free(t->spool_path);
@@ -210,6 +212,13 @@ static int put_entry(struct pk_tree *t, const char *p, size_t n,
 	(*out)->mode = mode;
 	(*out)->src = src;
 	return 0;
+}
+
+int pk_tree_put(struct pk_tree *t, const char *p, size_t n, uint32_t mode,
+		uint32_t src, const char *where, struct pk_entry **out,
+		struct dlfs_err *err)
+{
+	return put_entry(t, p, n, mode, src, where, out, err);
 }
 
 static void warn(const struct dlfs_pack_opts *o, const char *fmt, ...)
@@ -692,9 +701,11 @@ int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
 	for (unsigned i = 0; i < n_src; i++) {
 		if (src[i].kind == PK_SRC_DIR)
 			ret = scan_dir(t, i, src[i].path, opts, err);
-		else
+		else if (src[i].kind == PK_SRC_ARCHIVE)
 			ret = scan_archive(t, i, src[i].path, spool_path, opts,
 					   err);
+		else /* ingested by workers already (ingest.h) */
+			ret = pk_ingest_put(t, &src[i], i, opts, err);
 		if (ret)
 			return ret;
 	}

@@ -1,0 +1,833 @@
+/* Ingest workers and their results: see ingest.h. */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "h5lib.h"
+#include "h5split.h"
+#include "ingest.h"
+#include "lmdbsrc.h"
+#include "sink.h"
+#include "util.h"
+
+#define MAX_PROCS 256
+
+/* ---- classifying sources ---- */
+
+static int has_hdf5_signature(int fd, uint64_t size)
+{
+	/* At 0, or after a user block: 512, 1024, 2048, ... bytes. */
+	for (uint64_t at = 0; at + 8 <= size; at = at ? at * 2 : 512) {
+		unsigned char b[8];
+		if (dlfs_pread_full(fd, b, 8, at) != 8)
+			return 0;
+		if (!memcmp(b, "\x89HDF\r\n\x1a\n", 8))
+			return 1;
+	}
+	return 0;
+}
+
+static int has_lmdb_magic(int fd)
+{
+	/* The first meta page: a 16-byte page header, then the magic. */
+	unsigned char b[20];
+	return dlfs_pread_full(fd, b, 20, 0) == 20 &&
+	       dlfs_get_le32(b + 16) == 0xBEEFC0DE;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n > k && !strcmp(s + n - k, suffix);
+}
+
+static const char *const h5_ext[] = {".h5", ".hdf5", ".hdf", ".he5", ".nc",
+				     ".nc4", NULL};
+static const char *const lmdb_ext[] = {".lmdb", ".mdb", NULL};
+
+/* The last component of path, without trailing slashes, malloc'd. */
+static char *base_name(const char *path)
+{
+	size_t n = strlen(path);
+	while (n > 1 && path[n - 1] == '/')
+		n--;
+	const char *b = path + n;
+	while (b > path && b[-1] != '/')
+		b--;
+	char *s = strndup(b, (size_t)(path + n - b));
+	if (s && (!strcmp(s, ".") || !strcmp(s, ".."))) {
+		char *r = realpath(path, NULL);
+		free(s);
+		s = r ? base_name(r) : NULL;
+		free(r);
+	}
+	return s;
+}
+
+static int make_top(struct pk_source *s, struct dlfs_err *err)
+{
+	int lmdb = s->kind != PK_SRC_HDF5;
+	char *b = base_name(s->path);
+	if (b && lmdb && s->kind == PK_SRC_LMDB_FILE && !strcmp(b, "data.mdb")) {
+		/* env/data.mdb given as a file: name it after env. */
+		char *dir = strdup(s->path);
+		char *slash = dir ? strrchr(dir, '/') : NULL;
+		free(b);
+		b = NULL;
+		if (dir) {
+			if (slash)
+				*slash = '\0';
+			b = base_name(slash ? (*dir ? dir : "/") : ".");
+		}
+		free(dir);
+	}
+	if (!b)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (const char *const *e = lmdb ? lmdb_ext : h5_ext; *e; e++)
+		if (ends_with(b, *e)) {
+			b[strlen(b) - strlen(*e)] = '\0';
+			break;
+		}
+	if (!b[0] || !strcmp(b, ".") || !strcmp(b, "..") ||
+	    !strcmp(b, ".dlfs") || strlen(b) > DLFS_NAME_MAX) {
+		int ret = dlfs_err_set(err, -EINVAL,
+				       "%s: its name gives no usable directory "
+				       "name ('%s') for its %s",
+				       s->path, b, lmdb ? "keys" : "samples");
+		free(b);
+		return ret;
+	}
+	s->top = b;
+	return 0;
+}
+
+static int classify_one(struct pk_source *s, const struct dlfs_pack_opts *o,
+			struct dlfs_err *err)
+{
+	struct stat st;
+	int fd = -1, ret = 0;
+	if (stat(s->path, &st) < 0)
+		return dlfs_err_sys(err, -errno, "%s", s->path);
+	if (S_ISDIR(st.st_mode)) {
+		char *db = NULL;
+		struct stat ds;
+		s->kind = PK_SRC_DIR;
+		if (o->split_lmdb) {
+			if (asprintf(&db, "%s/data.mdb", s->path) < 0)
+				return dlfs_err_set(err, -ENOMEM,
+						    "out of memory");
+			if (stat(db, &ds) == 0 && S_ISREG(ds.st_mode)) {
+				s->kind = PK_SRC_LMDB;
+				s->size = (uint64_t)ds.st_size;
+			}
+			free(db);
+		}
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode))
+		return dlfs_err_set(err, -EINVAL,
+				    "%s: not a directory or an archive",
+				    s->path);
+	fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return dlfs_err_sys(err, -errno, "%s", s->path);
+	int h5 = has_hdf5_signature(fd, (uint64_t)st.st_size);
+	int mdb = !h5 && has_lmdb_magic(fd);
+	s->size = (uint64_t)st.st_size;
+	s->kind = PK_SRC_ARCHIVE;
+	if (h5 && o->split_hdf5) {
+		s->kind = PK_SRC_HDF5;
+	} else if (mdb && o->split_lmdb) {
+		s->kind = PK_SRC_LMDB_FILE;
+	} else if (h5 || mdb) {
+		ret = dlfs_err_set(err, -EINVAL,
+				   "%s: an %s; give --%s to %s, or give the "
+				   "directory holding it to pack it as one "
+				   "file",
+				   s->path, h5 ? "HDF5 file" : "LMDB file",
+				   h5 ? "split-hdf5" : "split-lmdb",
+				   h5 ? "split it into samples"
+				      : "pack one file per key");
+	} else {
+		for (const char *const *e = h5_ext; o->split_hdf5 && *e; e++)
+			if (ends_with(s->path, *e) && strcmp(*e, ".nc"))
+				ret = dlfs_err_set(err, -EINVAL,
+						   "%s: not an HDF5 file (no "
+						   "HDF5 signature)",
+						   s->path);
+		for (const char *const *e = lmdb_ext; o->split_lmdb && *e; e++)
+			if (ends_with(s->path, *e))
+				ret = dlfs_err_set(err, -EINVAL,
+						   "%s: not an LMDB environment "
+						   "(no LMDB magic number)",
+						   s->path);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	if (!ret && s->kind != PK_SRC_DIR && s->kind != PK_SRC_ARCHIVE)
+		ret = make_top(s, err);
+	return ret;
+}
+
+int pk_classify(struct pk_source *src, unsigned n,
+		const struct dlfs_pack_opts *o, struct dlfs_err *err)
+{
+	for (unsigned i = 0; i < n; i++) {
+		int ret = classify_one(&src[i], o, err);
+		if (ret)
+			return ret;
+		for (unsigned j = 0; src[i].top && j < i; j++)
+			if (src[j].top && !strcmp(src[i].top, src[j].top))
+				return dlfs_err_set(err, -EINVAL,
+						    "%s and %s would both "
+						    "become the directory "
+						    "'%s'",
+						    src[j].path, src[i].path,
+						    src[i].top);
+	}
+	return 0;
+}
+
+void pk_sources_free(struct pk_source *src, unsigned n)
+{
+	for (unsigned i = 0; src && i < n; i++) {
+		free(src[i].top);
+		src[i].top = NULL;
+	}
+}
+
+static int is_ingest(const struct pk_source *s)
+{
+	return s->kind == PK_SRC_HDF5 || s->kind == PK_SRC_LMDB ||
+	       s->kind == PK_SRC_LMDB_FILE;
+}
+
+unsigned pk_ingest_count(const struct pk_source *src, unsigned n)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++)
+		k += is_ingest(&src[i]);
+	return k;
+}
+
+/* ---- workers ---- */
+
+/* Shared by the workers of one run (MAP_SHARED when forked). */
+struct shared {
+	_Atomic uint32_t next; /* next ingest source to take */
+	_Atomic int stop;
+	_Atomic uint32_t done;
+	_Atomic uint64_t bytes;
+};
+
+struct run {
+	struct pk_source *src;
+	const char *dir;
+	const struct dlfs_pack_opts *o;
+	unsigned *list;  /* the ingest sources, in source order */
+	unsigned nlist;
+	unsigned nw;     /* workers */
+	int dynamic;     /* take from sh->next; else the static owner */
+	struct shared *sh;
+	int32_t *owner;  /* per list position: its worker */
+	int32_t *fail_k; /* per worker: the list position that failed */
+	struct dlfs_err *fail; /* per worker */
+	size_t map_len;
+	void *map;
+};
+
+/* Take the next list position for worker w; nlist when none is left. */
+static unsigned next_source(struct run *r, unsigned w, unsigned prev)
+{
+	if (atomic_load(&r->sh->stop))
+		return r->nlist;
+	if (r->dynamic) {
+		unsigned k = atomic_fetch_add(&r->sh->next, 1);
+		if (k < r->nlist)
+			r->owner[k] = (int32_t)w;
+		return k < r->nlist ? k : r->nlist;
+	}
+	for (unsigned k = prev + 1; k < r->nlist; k++)
+		if (r->owner[k] == (int32_t)w)
+			return k;
+	return r->nlist;
+}
+
+static int ingest_one(const struct pk_source *s, unsigned i,
+		      const struct dlfs_pack_opts *o, struct pk_sink *sink,
+		      struct dlfs_err *err)
+{
+	char *data = NULL;
+	struct stat st;
+	int ret = 0;
+	if (s->kind != PK_SRC_HDF5 &&
+	    pk_lmdb_data_path(s->path, s->kind == PK_SRC_LMDB, &data))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (stat(data ? data : s->path, &st) < 0) {
+		ret = dlfs_err_sys(err, -errno, "%s", data ? data : s->path);
+		goto out;
+	}
+	ret = pk_sink_source(sink, s->path, i, st.st_mode & 07777,
+			     st.st_mtim.tv_sec, (uint32_t)st.st_mtim.tv_nsec,
+			     data, err);
+	if (ret)
+		goto out;
+	if (s->kind == PK_SRC_HDF5) {
+		struct pk_h5_split_opts h = {.datasets = o->hdf5_datasets,
+					     .format = o->sample_format};
+		ret = pk_h5_split(s->path, s->top, &h, sink, err);
+	} else {
+		ret = pk_lmdb_ingest(s->path, s->kind == PK_SRC_LMDB, s->top,
+				     sink, err);
+	}
+	if (!ret)
+		ret = pk_sink_done(sink, err);
+out:
+	free(data);
+	return ret;
+}
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void report(struct run *r)
+{
+	if (!r->o->progress)
+		return;
+	struct dlfs_pack_progress p = {
+		.files_done = atomic_load(&r->sh->done),
+		.files_total = r->nlist,
+		.bytes_done = atomic_load(&r->sh->bytes),
+		.phase = "ingest",
+	};
+	r->o->progress(r->o->cb_arg, &p);
+}
+
+/* Worker w: its sources into its spool and list. @return 0 or -errno. */
+static int worker(struct run *r, unsigned w, int reporter)
+{
+	char spool[4096], list[4096];
+	struct pk_sink sink;
+	struct pk_h5_state hs = {0};
+	struct dlfs_err *err = &r->fail[w];
+	unsigned k = (unsigned)-1;
+	double last = now();
+	snprintf(spool, sizeof(spool), "%s/ingest-%u.spool", r->dir, w);
+	snprintf(list, sizeof(list), "%s/ingest-%u.list", r->dir, w);
+	int ret = pk_sink_open(&sink, spool, list, err);
+	sink.cancel = r->o->cancel;
+	sink.stop = &r->sh->stop;
+	sink.bytes = &r->sh->bytes;
+	if (!ret)
+		ret = pk_h5_begin(&hs, err);
+	while (!ret && (k = next_source(r, w, k)) < r->nlist) {
+		ret = ingest_one(&r->src[r->list[k]], r->list[k], r->o, &sink,
+				 err);
+		if (ret)
+			r->fail_k[w] = (int32_t)k;
+		atomic_fetch_add(&r->sh->done, 1);
+		if (reporter && now() - last > 0.2) {
+			report(r);
+			last = now();
+		}
+	}
+	if (sink.fd >= 0 || sink.list) {
+		struct dlfs_err e2 = {0};
+		int r2 = pk_sink_close(&sink, &e2);
+		if (r2 && !ret) {
+			ret = r2;
+			*err = e2;
+		}
+	}
+	pk_h5_end(&hs);
+	if (ret) {
+		if (r->fail_k[w] < 0)
+			r->fail_k[w] = (int32_t)r->nlist; /* not a source's */
+		atomic_store(&r->sh->stop, 1);
+	}
+	return ret;
+}
+
+/* The failure to report: the first source's that is not a knock-on. */
+static int first_failure(struct run *r, struct dlfs_err *err)
+{
+	int best = -1;
+	for (unsigned w = 0; w < r->nw; w++) {
+		if (!r->fail[w].code)
+			continue;
+		if (best < 0 ||
+		    (r->fail[best].code == -ECANCELED &&
+		     r->fail[w].code != -ECANCELED) ||
+		    ((r->fail[w].code == -ECANCELED) ==
+			     (r->fail[best].code == -ECANCELED) &&
+		     r->fail_k[w] < r->fail_k[best]))
+			best = (int)w;
+	}
+	if (best < 0)
+		return 0;
+	if (err)
+		*err = r->fail[best];
+	return r->fail[best].code;
+}
+
+static int run_forked(struct run *r, struct dlfs_err *err)
+{
+	pid_t *pids = calloc(r->nw, sizeof(*pids));
+	pid_t parent = getpid();
+	unsigned started = 0;
+	int ret = 0;
+	if (!pids)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	fflush(NULL); /* nothing buffered may be written twice */
+	for (; started < r->nw; started++) {
+		pid_t p = fork();
+		if (p < 0) {
+			ret = dlfs_err_sys(err, -errno, "starting ingest "
+					   "worker %u", started);
+			atomic_store(&r->sh->stop, 1);
+			break;
+		}
+		if (p == 0) {
+			/* A worker dies with its parent, whatever kills it. */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != parent)
+				_exit(3);
+			_exit(worker(r, started, 0) ? 1 : 0);
+		}
+		pids[started] = p;
+	}
+	double last = 0;
+	int cancelled = 0;
+	for (unsigned left = started; left;) {
+		for (unsigned w = 0; w < started; w++) {
+			int st;
+			if (!pids[w] || waitpid(pids[w], &st, WNOHANG) != pids[w])
+				continue;
+			pids[w] = 0;
+			left--;
+			if (WIFSIGNALED(st) && !ret && !cancelled) {
+				ret = dlfs_err_set(err, -EIO,
+						   "ingest worker %u was killed "
+						   "by signal %d (%s)",
+						   w, WTERMSIG(st),
+						   strsignal(WTERMSIG(st)));
+				atomic_store(&r->sh->stop, 1);
+			}
+		}
+		if (r->o->cancel && *r->o->cancel) {
+			cancelled = 1;
+			atomic_store(&r->sh->stop, 1);
+		}
+		if (now() - last > 0.2) {
+			report(r);
+			last = now();
+		}
+		if (left)
+			usleep(20000);
+	}
+	free(pids);
+	if (!ret)
+		ret = first_failure(r, err);
+	if (!ret && cancelled)
+		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
+	return ret;
+}
+
+/* Largest first, each to the least loaded rank: the same on every rank. */
+static void share_out(struct run *r)
+{
+	uint64_t *load = calloc(r->nw, sizeof(*load));
+	unsigned *ord = malloc(r->nlist * sizeof(*ord));
+	if (!load || !ord) { /* fall back to round robin */
+		for (unsigned k = 0; k < r->nlist; k++)
+			r->owner[k] = (int32_t)(k % r->nw);
+		goto out;
+	}
+	for (unsigned k = 0; k < r->nlist; k++)
+		ord[k] = k;
+	for (unsigned a = 1; a < r->nlist; a++) { /* stable insertion sort */
+		unsigned x = ord[a], b = a;
+		uint64_t sx = r->src[r->list[x]].size;
+		while (b > 0 && r->src[r->list[ord[b - 1]]].size < sx) {
+			ord[b] = ord[b - 1];
+			b--;
+		}
+		ord[b] = x;
+	}
+	for (unsigned a = 0; a < r->nlist; a++) {
+		unsigned best = 0;
+		for (unsigned w = 1; w < r->nw; w++)
+			if (load[w] < load[best])
+				best = w;
+		r->owner[ord[a]] = (int32_t)best;
+		load[best] += r->src[r->list[ord[a]]].size + 1;
+	}
+out:
+	free(load);
+	free(ord);
+}
+
+struct pk_ingest {
+	const char *dir;
+	unsigned nw;
+	int32_t *owner;    /* per source index; -1 for the others */
+	FILE **lists;      /* per worker, opened when first needed */
+	uint32_t *spool;   /* per worker: its data index in the tree, or 0 */
+	char *buf;
+	size_t cap;
+};
+
+void pk_ingest_free(struct pk_ingest *ing, int unlink_files)
+{
+	if (!ing)
+		return;
+	for (unsigned w = 0; w < ing->nw; w++) {
+		if (ing->lists[w])
+			fclose(ing->lists[w]);
+		if (unlink_files) {
+			char p[4096];
+			snprintf(p, sizeof(p), "%s/ingest-%u.list", ing->dir, w);
+			unlink(p);
+			snprintf(p, sizeof(p), "%s/ingest-%u.spool", ing->dir,
+				 w);
+			unlink(p);
+		}
+	}
+	free(ing->owner);
+	free(ing->lists);
+	free(ing->spool);
+	free(ing->buf);
+	free(ing);
+}
+
+int pk_ingest_run(struct pk_source *src, unsigned n, const char *dir,
+		  const struct dlfs_pack_opts *o, struct pk_ingest **out,
+		  struct dlfs_err *err)
+{
+	const struct dlfs_pack_comm *c = o->comm;
+	struct run r = {.src = src, .dir = dir, .o = o};
+	struct pk_ingest *ing = NULL;
+	int ret = 0;
+	*out = NULL;
+	r.nlist = pk_ingest_count(src, n);
+	if (!r.nlist)
+		return 0;
+	if (c && c->size > 1) {
+		r.nw = (unsigned)c->size;
+	} else {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		r.nw = o->procs ? o->procs : cpus > 0 ? (unsigned)cpus : 1;
+		if (r.nw > r.nlist)
+			r.nw = r.nlist;
+		if (r.nw > MAX_PROCS)
+			r.nw = MAX_PROCS;
+		r.dynamic = 1;
+	}
+	r.map_len = sizeof(struct shared) +
+		    r.nlist * sizeof(int32_t) + r.nw * sizeof(int32_t) +
+		    r.nw * sizeof(struct dlfs_err);
+	r.map = mmap(NULL, r.map_len, PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	r.list = malloc(r.nlist * sizeof(*r.list));
+	if (r.map == MAP_FAILED || !r.list) {
+		r.map = MAP_FAILED;
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	r.sh = r.map;
+	r.owner = (int32_t *)(r.sh + 1);
+	r.fail_k = r.owner + r.nlist;
+	r.fail = (struct dlfs_err *)(r.fail_k + r.nw);
+	for (unsigned i = 0, k = 0; i < n; i++)
+		if (is_ingest(&src[i]))
+			r.list[k++] = i;
+	for (unsigned w = 0; w < r.nw; w++)
+		r.fail_k[w] = -1;
+	if (!r.dynamic) {
+		share_out(&r);
+		ret = worker(&r, (unsigned)c->rank, c->rank == 0);
+		if (ret)
+			*err = r.fail[c->rank];
+	} else if (r.nw == 1) {
+		ret = worker(&r, 0, 1);
+		if (ret)
+			*err = r.fail[0];
+	} else {
+		ret = run_forked(&r, err);
+	}
+	report(&r);
+	if (ret || (c && c->rank != 0))
+		goto out;
+
+	ing = calloc(1, sizeof(*ing));
+	if (!ing || !(ing->owner = malloc(n * sizeof(*ing->owner))) ||
+	    !(ing->lists = calloc(r.nw, sizeof(*ing->lists))) ||
+	    !(ing->spool = calloc(r.nw, sizeof(*ing->spool)))) {
+		pk_ingest_free(ing, 0);
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	ing->dir = dir;
+	ing->nw = r.nw;
+	for (unsigned i = 0; i < n; i++)
+		ing->owner[i] = -1;
+	for (unsigned k = 0; k < r.nlist; k++) {
+		ing->owner[r.list[k]] = r.owner[k];
+		src[r.list[k]].ing = ing;
+	}
+	*out = ing;
+out:
+	if (r.map != MAP_FAILED && r.map)
+		munmap(r.map, r.map_len);
+	free(r.list);
+	return ret;
+}
+
+/* ---- the coordinator ---- */
+
+static int put_dir(struct pk_tree *t, const char *p, size_t n, uint32_t mode,
+		   int64_t sec, uint32_t nsec, unsigned i, const char *where,
+		   struct dlfs_err *err)
+{
+	struct pk_entry *e;
+	int ret = pk_tree_put(t, p, n, S_IFDIR | mode, i, where, &e, err);
+	if (!ret && e) {
+		e->mtime_sec = sec;
+		e->mtime_nsec = nsec;
+	}
+	return ret;
+}
+
+int pk_ingest_put(struct pk_tree *t, const struct pk_source *s, unsigned i,
+		  const struct dlfs_pack_opts *o, struct dlfs_err *err)
+{
+	struct pk_ingest *ing = s->ing;
+	char path[4096];
+	if (!ing || ing->owner[i] < 0)
+		return dlfs_err_set(err, -EIO, "%s: was not ingested", s->path);
+	unsigned w = (unsigned)ing->owner[i];
+	if (!ing->lists[w]) {
+		snprintf(path, sizeof(path), "%s/ingest-%u.list", ing->dir, w);
+		ing->lists[w] = fopen(path, "rbe");
+		if (!ing->lists[w])
+			return dlfs_err_sys(err, -errno, "%s", path);
+		snprintf(path, sizeof(path), "%s/ingest-%u.spool", ing->dir, w);
+		int ret = pk_tree_data_add(t, path, &ing->spool[w], err);
+		if (ret)
+			return ret;
+	}
+	FILE *f = ing->lists[w];
+	struct pk_rec r;
+	uint32_t fmode = 0, dmode = 0, src_data = 0;
+	int64_t sec = 0;
+	uint32_t nsec = 0;
+	size_t top_len = strlen(s->top);
+	char *last = NULL; /* the parent of the last file */
+	int ret, begun = 0;
+	while ((ret = pk_rec_read(f, &r, &ing->buf, &ing->cap)) == 1) {
+		if (!begun && (r.tag != PK_REC_SOURCE || r.src != i))
+			break; /* lists hold their sources in order */
+		switch (r.tag) {
+		case PK_REC_SOURCE:
+			if (begun)
+				goto bad;
+			begun = 1;
+			fmode = r.mode & 0666;
+			dmode = fmode | ((fmode & 0444) >> 2);
+			sec = r.sec;
+			nsec = r.nsec;
+			if (r.len) {
+				ret = pk_tree_data_add(t, r.str, &src_data,
+						       err);
+				if (ret)
+					goto out;
+			}
+			ret = put_dir(t, s->top, top_len, dmode, sec, nsec, i,
+				      s->path, err);
+			if (ret)
+				goto out;
+			break;
+		case PK_REC_WARN:
+			if (o->warn) {
+				char msg[DLFS_ERR_MSG_MAX + 16];
+				snprintf(msg, sizeof(msg), "warning: %s", r.str);
+				o->warn(o->cb_arg, msg);
+			}
+			break;
+		case PK_REC_FILE: {
+			char *slash = strrchr(r.str, '/');
+			size_t plen = slash ? (size_t)(slash - r.str) : 0;
+			if (plen < top_len || memcmp(r.str, s->top, top_len) ||
+			    r.str[top_len] != '/' || (r.in_source && !src_data))
+				goto bad;
+			snprintf(path, sizeof(path), "%s: %s", s->path, r.str);
+			/* Directories between top and the file, once each. */
+			if (!last || strlen(last) != plen ||
+			    memcmp(last, r.str, plen)) {
+				for (size_t k = top_len + 1; k <= plen; k++) {
+					if (k < plen && r.str[k] != '/')
+						continue;
+					ret = put_dir(t, r.str, k, dmode, sec,
+						      nsec, i, path, err);
+					if (ret)
+						goto out;
+				}
+				free(last);
+				last = strndup(r.str, plen);
+				if (!last) {
+					ret = dlfs_err_set(err, -ENOMEM,
+							   "out of memory");
+					goto out;
+				}
+			}
+			struct pk_entry *e;
+			ret = pk_tree_put(t, r.str, r.len, S_IFREG | fmode, i,
+					  path, &e, err);
+			if (ret)
+				goto out;
+			e->size = r.size;
+			e->spool_off = r.off;
+			e->data = r.in_source ? src_data : ing->spool[w];
+			e->mtime_sec = sec;
+			e->mtime_nsec = nsec;
+			break;
+		}
+		case PK_REC_DONE:
+			ret = 0;
+			goto out;
+		default:
+			goto bad;
+		}
+	}
+	if (ret < 0) {
+		ret = dlfs_err_set(err, ret,
+				   "%s: reading the ingest list of worker %u",
+				   s->path, w);
+		goto out;
+	}
+bad:
+	ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+			   "%s: the ingest list of worker %u is not as "
+			   "written",
+			   s->path, w);
+out:
+	free(last);
+	return ret;
+}
+
+int pk_tree_data_add(struct pk_tree *t, const char *path, uint32_t *idx,
+		     struct dlfs_err *err)
+{
+	for (uint32_t k = 0; k < t->n_data; k++)
+		if (!strcmp(t->data[k].path, path)) {
+			*idx = k + 1;
+			return 0;
+		}
+	if (t->n_data == t->data_cap) {
+		uint32_t cap = t->data_cap ? t->data_cap * 2 : 8;
+		struct pk_data *d = realloc(t->data, cap * sizeof(*d));
+		if (!d)
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+		t->data = d;
+		t->data_cap = cap;
+	}
+	struct pk_data *d = &t->data[t->n_data];
+	d->path = strdup(path);
+	if (!d->path)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	d->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (d->fd < 0) {
+		int ret = dlfs_err_sys(err, -errno, "%s", path);
+		free(d->path);
+		return ret;
+	}
+	*idx = ++t->n_data;
+	return 0;
+}
+
+void pk_tree_data_free(struct pk_tree *t)
+{
+	for (uint32_t k = 0; k < t->n_data; k++) {
+		if (t->data[k].fd >= 0)
+			close(t->data[k].fd);
+		free(t->data[k].path);
+	}
+	free(t->data);
+	t->data = NULL;
+	t->n_data = t->data_cap = 0;
+}
+
+/* ---- dry run ---- */
+
+int dlfs_pack_dry_run(const char *const *sources, unsigned n,
+		      const struct dlfs_pack_opts *o, dlfs_plan_cb cb,
+		      void *arg, struct dlfs_err *err)
+{
+	struct pk_source *src = calloc(n ? n : 1, sizeof(*src));
+	struct pk_h5_state hs = {0};
+	struct pk_sink sink;
+	int ret = dlfs_pack_opts_check(o, err);
+	if (!ret && !src)
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (ret)
+		goto out;
+	for (unsigned i = 0; i < n; i++)
+		src[i].path = sources[i];
+	ret = pk_classify(src, n, o, err);
+	if (!ret)
+		ret = pk_h5_begin(&hs, err);
+	pk_sink_plan(&sink, cb, arg);
+	sink.cancel = o->cancel;
+	for (unsigned i = 0; !ret && i < n; i++) {
+		char note[4096 + 128];
+		const struct pk_source *s = &src[i];
+		switch (s->kind) {
+		case PK_SRC_DIR:
+			snprintf(note, sizeof(note),
+				 "a directory: its tree is packed as it is");
+			break;
+		case PK_SRC_ARCHIVE:
+			snprintf(note, sizeof(note),
+				 "an archive: its members are packed as "
+				 "they are");
+			break;
+		case PK_SRC_HDF5:
+			snprintf(note, sizeof(note),
+				 "an HDF5 file: split into %s/, one %s per "
+				 "sample",
+				 s->top,
+				 o->sample_format == DLFS_SAMPLE_H5
+					 ? "HDF5 file"
+					 : "directory of .npy files");
+			break;
+		default:
+			snprintf(note, sizeof(note),
+				 "an LMDB environment: one file per key in "
+				 "%s/, key order in %s/.keys",
+				 s->top, s->top);
+		}
+		sink.source = s->path;
+		ret = pk_sink_note(&sink, note, err);
+		if (!ret && s->kind != PK_SRC_DIR && s->kind != PK_SRC_ARCHIVE)
+			ret = ingest_one(s, i, o, &sink, err);
+	}
+	pk_h5_end(&hs);
+out:
+	pk_sources_free(src, n);
+	free(src);
+	return ret;
+}

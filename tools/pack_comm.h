@@ -1,0 +1,36 @@
+/*
+ * dlfs-pack under an MPI launcher: the struct dlfs_pack_comm that lets
+ * the ranks of one job pack one dataset together (see dlfs/pack.h).
+ * pack_mpi.c is the only file of dlfs that includes mpi.h for packing;
+ * pack_nompi.c stands in when the build has no MPI. meson picks one.
+ *
+ * Thread-safety: MPI is initialised MPI_THREAD_FUNNELED; only the
+ * thread that called pack_comm_init makes MPI calls (dlfs_pack calls the
+ * comm from its calling thread only).
+ */
+#ifndef DLFS_TOOLS_PACK_COMM_H
+#define DLFS_TOOLS_PACK_COMM_H
+
+#include <stddef.h>
+
+#include "dlfs/pack.h"
+
+/* 1 if this build can pack with MPI. */
+int pack_comm_available(void);
+
+/*
+ * If an MPI launcher started more than one process, join the job and
+ * fill c (*joined = 1); otherwise leave MPI alone (*joined = 0). @return
+ * 0, or -ENOTSUP with msg saying why (launched as several ranks by a
+ * build without MPI), or -EIO (MPI failed to start).
+ */
+int pack_comm_init(int *argc, char ***argv, struct dlfs_pack_comm *c,
+		   int *joined, char *msg, size_t len);
+
+/* Leave the job (after pack_comm_init joined it). */
+void pack_comm_fini(struct dlfs_pack_comm *c);
+
+/* How many processes a launcher says it started (1 if none). */
+int pack_comm_launched(void);
+
+#endif
