@@ -209,6 +209,8 @@ static int put_file(struct pk_sink *s, const char *path, uint8_t in_source,
 static int spool(struct pk_sink *s, const void *p, size_t n,
 		 struct dlfs_err *err)
 {
+	if (!n)
+		return 0;
 	if (n >= s->cap) {
 		int ret = flush_buf(s, err);
 		if (!ret && (ret = dlfs_write_full(s->fd, p, n)))
