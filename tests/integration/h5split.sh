@@ -1,0 +1,142 @@
+#!/bin/bash
+# h5split: HDF5 sources written by h5py (tests/h5data.py: several datasets,
+# chunked + gzip + shuffle, szip where libhdf5 has it, contiguous, labels
+# of shape (N,) and (N,k), bool, complex, compound, big-endian, fixed
+# strings, attributes, a group, a soft link, a dataset kept whole; N = 37,
+# 1000 and 0; one source read in several 64 MiB blocks) packed with
+# --split-hdf5, in both forms:
+# - every sample file equals its source row (np.load plain and with
+#   mmap_mode='r'; h5py for the h5 form), dtype, shape and attributes
+#   included, and each .meta.h5 keeps attributes, groups, the link, the
+#   dataset kept whole and placeholders of the split ones;
+# - the tree is exactly the expected names, zero-padded to the width of
+#   N - 1, and dlfs-inspect ls lists them in sample order; stat and cat
+#   agree with the extracted files; verify passes;
+# - --dry-run lists exactly the files and sizes the pack writes;
+# - --procs 1, 2 and 3 and a repeated run give byte-identical datasets;
+#   a source's mtime is part of the dataset (its id changes with it);
+# - --split-hdf5=images,labels splits only those two;
+# - an HDF5 file inside a directory source stays one file, unchanged;
+# - --order shuffle:5 stores the same tree.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+H5DATA="$SRC_ROOT/tests/h5data.py"
+need_h5() { "$PYTHON" -c 'import h5py, numpy' 2>/dev/null || skip "needs python3-h5py and python3-numpy"; }
+need_h5
+
+SRC="$T/src"
+"$PYTHON" "$H5DATA" gen "$SRC" --big || fail "could not write the HDF5 sources"
+mkdir "$T/ds"
+
+# check_form FORM DATASET: the extracted tree is right for FORM.
+check_form() {
+	local form=$1 ds=$2 x="$T/x-$1"
+	rm -rf "$x"
+	inspect verify "$ds"
+	expect_ok "verify $ds"
+	inspect extract "$ds" "$x"
+	expect_ok "extract $ds"
+	"$PYTHON" "$H5DATA" check "$SRC" "$x" "$form" ||
+		fail "$form samples differ from the source rows (see above)"
+	"$PYTHON" "$H5DATA" expect "$SRC" "$form" | sort >"$T/want"
+	(cd "$x" && find . -type f | sed 's|^\./||' | sort) >"$T/got"
+	diff "$T/want" "$T/got" >&2 || fail "$form: the tree is not the expected files"
+}
+
+note "npy form (the default)"
+pack --split-hdf5 "$SRC"/*.h5 -o "$T/ds/npy.dlfs" -q --chunk-size 1M --container-size 16M
+expect_ok "pack --split-hdf5"
+check_form npy "$T/ds/npy.dlfs"
+
+note "names sort in sample order; stat and cat"
+inspect ls "$T/ds/npy.dlfs" climate_b
+expect_ok "ls climate_b"
+[ "$(sed -n '2p;1001p' "$T/out" | tr '\n' ' ')" = "000 999 " ] ||
+	fail "climate_b: expected .meta.h5 then 000..999, got: $(head -3 "$T/out" | tr '\n' ' ')"
+seq -f '%03g' 0 999 | cmp - <(tail -n +2 "$T/out") >&2 || fail "climate_b: samples not listed 000 to 999 in order"
+inspect ls "$T/ds/npy.dlfs" climate_a/05
+expect_ok "ls climate_a/05"
+grep -qx 'images.npy' "$T/out" && grep -qx 'grp' "$T/out" || fail "climate_a/05 should hold images.npy and grp/"
+inspect stat --json "$T/ds/npy.dlfs" climate_a/05/grp/ids.npy
+expect_ok "stat"
+[ "$(json_get "$T/out" size)" = "$(stat -c %s "$T/x-npy/climate_a/05/grp/ids.npy")" ] || fail "stat size"
+inspect cat "$T/ds/npy.dlfs" climate_a/36/images.npy
+expect_ok "cat"
+cmp "$T/out" "$T/x-npy/climate_a/36/images.npy" || fail "cat differs from the extracted file"
+inspect ls "$T/ds/npy.dlfs" empty
+expect_ok "ls empty"
+[ "$(cat "$T/out")" = ".meta.h5" ] || fail "empty.h5 (N = 0) should give only .meta.h5, got: $(cat "$T/out")"
+
+note "--dry-run lists what the pack writes"
+pack --dry-run --split-hdf5 "$SRC"/*.h5
+expect_ok "dry run"
+grep -q '^# .*climate_a.h5: 37 samples; split:' "$T/out" || { _show; fail "dry run: no summary of climate_a.h5"; }
+grep -v '^#' "$T/out" | awk '{print $2, $1}' | sort >"$T/plan"
+(cd "$T/x-npy" && find . -type f -printf '%P %s\n' | sort) >"$T/real"
+diff "$T/plan" "$T/real" >&2 || fail "--dry-run does not list the files and sizes the pack wrote"
+assert_absent "$T/ds/dry.dlfs" "dry run output"
+
+note "h5 form"
+pack --split-hdf5 --sample-format h5 "$SRC"/climate_*.h5 "$SRC"/empty.h5 -o "$T/ds/h5.dlfs" -q
+expect_ok "pack --sample-format h5"
+mv "$SRC/big.h5" "$T/big.h5"
+check_form h5 "$T/ds/h5.dlfs"
+pack --dry-run --split-hdf5 --sample-format h5 "$SRC"/*.h5
+expect_ok "dry run h5"
+grep -v '^#' "$T/out" | awk '{print $2, $1}' | sort >"$T/plan"
+(cd "$T/x-h5" && find . -type f -printf '%P %s\n' | sort) >"$T/real"
+diff "$T/plan" "$T/real" >&2 || fail "--dry-run (h5) does not list the files and sizes the pack wrote"
+
+note "the same bytes with any number of processes, and twice"
+OPTS=(--split-hdf5 --sample-format h5 -q --chunk-size 64K --container-size 512K)
+same() {
+	local f
+	for f in $(ls -A "$1"); do cmp "$1/$f" "$2/$f" >&2 || fail "$3: $f differs"; done
+	[ "$(ls -A "$1")" = "$(ls -A "$2")" ] || fail "$3: different files"
+}
+for p in 1 2 3; do
+	pack "${OPTS[@]}" --procs $p "$SRC"/*.h5 -o "$T/ds/p$p.dlfs"
+	expect_ok "pack --procs $p"
+done
+[ "$(ls "$T/ds/p1.dlfs" | grep -c 'dlc$')" -ge 3 ] || fail "expected several containers"
+same "$T/ds/p1.dlfs" "$T/ds/p2.dlfs" "--procs 1 vs 2"
+same "$T/ds/p1.dlfs" "$T/ds/p3.dlfs" "--procs 1 vs 3"
+id_of() { inspect info --json "$1"; expect_ok "info"; cp "$T/out" "$T/i.json"; json_get "$T/i.json" dataset_id; }
+ID=$(id_of "$T/ds/p1.dlfs")
+touch -d '2001-02-03 04:05:06' "$SRC/climate_b.h5"
+pack "${OPTS[@]}" "$SRC"/*.h5 -o "$T/ds/touched.dlfs"
+expect_ok "pack after touch"
+[ "$(id_of "$T/ds/touched.dlfs")" != "$ID" ] || fail "the dataset id ignores a source's mtime"
+inspect stat --json "$T/ds/touched.dlfs" climate_b/123.h5
+expect_ok "stat"
+[ "$(json_get "$T/out" mtime)" = "$(date -d '2001-02-03 04:05:06' +%s).000000000" ] ||
+	fail "samples should carry the source's mtime: $(cat "$T/out")"
+
+note "named datasets"
+pack --split-hdf5=/images,labels "$SRC"/climate_a.h5 -o "$T/ds/named.dlfs" -q
+expect_ok "pack --split-hdf5=images,labels"
+inspect extract "$T/ds/named.dlfs" "$T/x-named"
+expect_ok "extract named"
+mkdir "$T/src-a" && cp "$SRC/climate_a.h5" "$T/src-a/"
+"$PYTHON" "$H5DATA" check "$T/src-a" "$T/x-named" npy --only images,labels ||
+	fail "--split-hdf5=images,labels: samples differ"
+[ "$(ls "$T/x-named/climate_a/12")" = "images.npy
+labels.npy" ] || fail "--split-hdf5=images,labels: sample 12 holds $(ls "$T/x-named/climate_a/12")"
+
+note "inside a directory source, an HDF5 file stays whole"
+mkdir "$T/dir" && cp "$SRC/climate_a.h5" "$T/dir/"
+pack --split-hdf5 "$T/dir" -o "$T/ds/whole.dlfs" -q
+expect_ok "pack a directory with --split-hdf5"
+inspect cat "$T/ds/whole.dlfs" climate_a.h5
+expect_ok "cat climate_a.h5"
+cmp "$T/out" "$SRC/climate_a.h5" || fail "an HDF5 file in a directory source changed"
+
+note "--order shuffle keeps the tree"
+pack --split-hdf5 --order shuffle:5 "$SRC"/climate_*.h5 -o "$T/ds/shuf.dlfs" -q
+expect_ok "pack --order shuffle:5"
+inspect extract "$T/ds/shuf.dlfs" "$T/x-shuf"
+expect_ok "extract shuffled"
+mv "$T/big.h5" "$SRC/big.h5.off"
+rm "$SRC/empty.h5"
+"$PYTHON" "$H5DATA" check "$SRC" "$T/x-shuf" npy || fail "--order shuffle:5: samples differ"
+exit 0
