@@ -1,6 +1,7 @@
 /*
- * Building a dataset: dlfs_pack turns directories and tar archives into
- * NAME.dlfs/ (see dlfs-format(5)).
+ * Building a dataset: dlfs_pack turns directories, tar archives, HDF5
+ * files (split into samples) and LMDB environments (one file per key)
+ * into NAME.dlfs/ (see dlfs-format(5) and dlfs-pack(1)).
  *
  * The output is published atomically: everything is written under a
  * temporary name in the same parent directory, fsynced, then renamed. On
@@ -12,8 +13,10 @@
  * datasets. The dataset id is an XXH3-128 over that content.
  *
  * Thread-safety: dlfs_pack runs its own reader threads and returns when
- * they are joined. The progress callback is called from the calling
- * thread only.
+ * they are joined. With HDF5 or LMDB sources and procs other than 1 it
+ * also forks worker processes (HDF5 serialises threads) and waits for
+ * them; call it from a single-threaded process then. The progress and
+ * warning callbacks are called from the calling thread only.
  */
 #ifndef DLFS_PACK_H
 #define DLFS_PACK_H
@@ -124,13 +127,19 @@ int dlfs_pack_opts_check(const struct dlfs_pack_opts *opts,
 /*
  * Pack sources[0..n_sources) into out. A source that is a directory has
  * its contents placed at the root; a regular file is read as an archive
- * in any format libarchive reads (tar, compressed or not). Directories
- * given by several sources merge; any other path given twice is an error.
+ * in any format libarchive reads (tar, compressed or not). With
+ * split_hdf5, an HDF5 file becomes a directory of per-sample files; with
+ * split_lmdb, an LMDB environment (a directory holding data.mdb, or the
+ * file) a directory with a file per key. Directories given by several
+ * sources merge; any other path given twice is an error. With a comm,
+ * every rank calls it with the same arguments.
  *
  * @return 0, or a negative errno with err naming the path: -ENOENT/-EACCES
  * (source), -EEXIST (out exists without force), -EINVAL (hostile archive
- * member: absolute or with ".."; a duplicate path), -ENAMETOOLONG,
- * -ENOSPC, -ECANCELED (cancelled).
+ * member: absolute or with ".."; a duplicate path; a bad HDF5 or LMDB
+ * source), -ENOTSUP (an HDF5 type or filter, or an LMDB layout, that
+ * cannot be split), -EUCLEAN (a damaged LMDB environment), -EIO,
+ * -ENAMETOOLONG, -ENOSPC, -ECANCELED (cancelled).
  */
 int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 	      const struct dlfs_pack_opts *opts, struct dlfs_err *err);
