@@ -10,6 +10,8 @@ over what was read by then). Every sample is (hist, y, weight).
          shuffled globally with SEED: what a loader does without dlfs
   npy    ROOT is a dlfs mount of the npy form: ROOT/FILE/NNNN/{hist,y,
          weight}.npy read with np.load, shuffled globally with SEED
+  h5     ROOT is a dlfs mount of the h5 form: ROOT/FILE/NNNN.h5 read with
+         h5py, shuffled globally with SEED
   h5list ROOT is a dlfs mount of the h5 form: the per-sample files listed
          in ROOT/.dlfs/epochs/0/files, in that order (dlfs shuffled them,
          and prefetches in that order), read with h5py
@@ -60,6 +62,18 @@ class Npy(Dataset):
         return tuple(torch.from_numpy(np.load(os.path.join(d, k + ".npy"))) for k in NAMES)
 
 
+class H5Files(Dataset):
+    def __init__(self, root):
+        self.files = sorted(glob.glob(os.path.join(root, "*", "*.h5")))  # not .meta.h5
+
+    def __len__(self):
+        return len(self.files)
+
+    def __getitem__(self, n):
+        with h5py.File(self.files[n], "r") as f:
+            return tuple(torch.from_numpy(np.asarray(f[k][()])) for k in NAMES)
+
+
 class H5List(Dataset):
     def __init__(self, root):
         with open(os.path.join(root, ".dlfs", "epochs", "0", "files")) as f:
@@ -76,7 +90,7 @@ class H5List(Dataset):
 
 def main():
     mode, root, workers, batch, limit, seed = sys.argv[1:7]
-    ds = {"rows": Rows, "npy": Npy, "h5list": H5List}[mode](root)
+    ds = {"rows": Rows, "npy": Npy, "h5": H5Files, "h5list": H5List}[mode](root)
     g = torch.Generator()
     g.manual_seed(int(seed))
     dl = DataLoader(ds, batch_size=int(batch), num_workers=int(workers),

@@ -97,11 +97,16 @@ w("| reader | samples | s | samples/s | MB/s of samples | vs rows | PFS read MB 
 w("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 rnames = {
     "rows": "h5py, random rows of the original files on the PFS (baseline)",
-    "npy": "dlfs mount, np.load of random samples (npy form)",
-    "h5list": "dlfs mount, h5py over .dlfs/epochs/0/files (h5 form)",
+    "npy": "dlfs mount (cache_dir), np.load of random samples (npy form)",
+    "npy_nocache": "dlfs mount without cache_dir (RAM tier 1 GiB), np.load of random samples",
+    "h5": "dlfs mount (cache_dir), h5py of random per-sample files (h5 form)",
+    "h5list": "dlfs mount (cache_dir), h5py over .dlfs/epochs/0/files (h5 form)",
 }
+skips = {r["label"]: r["why"] for r in rows if r["kind"] == "skip"}
 base = reads.get("rows", {}).get("l", {}).get("rate")
-for k in ("rows", "npy", "h5list"):
+for k in ("rows", "npy", "npy_nocache", "h5", "h5list"):
+    if k in skips:
+        w("| %s | not run: %s | | | | | |" % (rnames[k], skips[k]))
     r = reads.get(k)
     if not r:
         continue
