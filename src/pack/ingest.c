@@ -345,13 +345,11 @@ static int worker(struct run *r, unsigned w, int reporter)
 			last = now();
 		}
 	}
-	if (sink.fd >= 0 || sink.list) {
-		struct dlfs_err e2 = {0};
-		int r2 = pk_sink_close(&sink, &e2);
-		if (r2 && !ret) {
-			ret = r2;
-			*err = e2;
-		}
+	struct dlfs_err e2 = {0};
+	int r2 = pk_sink_close(&sink, &e2); /* also after a failed open */
+	if (r2 && !ret) {
+		ret = r2;
+		*err = e2;
 	}
 	pk_h5_end(&hs);
 	if (ret) {
