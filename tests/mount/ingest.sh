@@ -67,7 +67,10 @@ PY
 note "the epoch view of the samples"
 tmo cat "$T/m1/.dlfs/epochs/0/files" >"$T/files0"
 (cd "$T/m1" && find . -type f | sed 's|^\./||' | sort) >"$T/all"
-sort "$T/files0" | diff - "$T/all" >&2 || fail "epochs/0/files is not every file once"
+if ! sort "$T/files0" | diff - "$T/all" >"$T/files.diff"; then
+	head -n 5 "$T/files.diff" >&2
+	fail "epochs/0/files is not every file once: $(wc -l <"$T/files0") lines, $(wc -c <"$T/files0") bytes for $(wc -l <"$T/all") files"
+fi
 cmp -s "$T/files0" <(sort "$T/files0") && fail "epochs/0/files is in name order, not shuffled"
 (cd "$T/m1" && tr '\n' '\0' <"$T/files0" | xargs -0 cat) >"$T/by-list"
 (cd "$T/m1/.dlfs/epochs/0/samples" && ls | xargs cat) >"$T/by-view"
