@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fuse_ll.h"
+#include "mountpoint.h"
 #include "opts.h"
 
 /*
@@ -134,6 +135,12 @@ int main(int argc, char **argv)
 	ret = dlfs_opts_parse(&args, &o);
 	if (ret == 2)
 		goto out;
+	if (!ret && o.mountpoint &&
+	    dlfs_mountpoint_prepare(o.mountpoint, stderr, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		ret = 1;
+		goto out;
+	}
 	/* libfuse would call a missing mountpoint a usage error. */
 	struct stat st;
 	if (!ret && o.mountpoint && stat(o.mountpoint, &st) < 0) {
