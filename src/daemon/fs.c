@@ -219,6 +219,7 @@ int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)
 			    fs->uid, fs->gid, fs->timeout, render_stats, fs);
 	if (ret)
 		return dlfs_err_set(err, ret, "out of memory");
+	dlfs_ctl_set_name(&fs->ctl, fs->opts->ctl_dir);
 	fs->ctl_ready = 1;
 	if ((ret = dlfs_reader_start(fs->reader, err)))
 		return ret;

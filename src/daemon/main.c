@@ -58,7 +58,8 @@ static int check_before(const struct dlfs_opts *o, const char *mountpoint,
 			mountpoint);
 		return 1;
 	}
-	if (dlfs_ds_open(o->dataset, ds, &err)) {
+	if (dlfs_ds_open(o->dataset, ds, &err) ||
+	    dlfs_ctl_name_check(*ds, o->ctl_dir, &err)) {
 		fprintf(stderr, "dlfs: %s\n", err.msg);
 		return 1;
 	}

@@ -78,6 +78,9 @@ static const struct row rows[] = {
 	{"peer_timeout", K_UINT, F(peer_timeout_ms), 1, 3600000, NULL, NULL,
 	 "MS", "wait for a peer, then the PFS (default 5000)",
 	 "milliseconds from 1 to 3600000"},
+	{"ctl_dir", K_STR, F(ctl_dir), 0, 0, NULL, NULL, "NAME",
+	 "name of the control directory at the root (default .dlfs)",
+	 "empty name"},
 	{"mpi", K_FLAG, F(mpi), 0, 0, NULL, NULL, NULL,
 	 "join an MPI job even without a launcher", NULL},
 };
@@ -234,6 +237,15 @@ int dlfs_opts_parse(struct fuse_args *args, struct dlfs_opts *o)
 			dlfs_fill_mode_name(o->rd.fill));
 		return 2;
 	}
+	if (o->ctl_dir && (strchr(o->ctl_dir, '/') || !strcmp(o->ctl_dir, ".") ||
+			   !strcmp(o->ctl_dir, "..") ||
+			   strlen(o->ctl_dir) > DLFS_NAME_MAX)) {
+		fprintf(stderr,
+			"dlfs: -o ctl_dir=%s: a name of 1 to %d bytes, without "
+			"'/', not . or ..\n",
+			o->ctl_dir, DLFS_NAME_MAX);
+		return 2;
+	}
 	o->seed_given = given(&p, "seed");
 	if (!o->seed_given &&
 	    getrandom(&o->seed, sizeof(o->seed), 0) != sizeof(o->seed))
@@ -258,6 +270,7 @@ void dlfs_opts_free(struct dlfs_opts *o)
 	free(o->dataset);
 	free(o->mountpoint);
 	free(o->cache_dir);
+	free(o->ctl_dir);
 }
 
 const char *dlfs_fill_mode_name(enum dlfs_fill_mode m)

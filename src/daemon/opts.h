@@ -32,6 +32,7 @@ struct dlfs_opts {
 	int show_help;
 	/* Strings owned here (what rd points to). */
 	char *cache_dir;
+	char *ctl_dir;               /* the control directory's name, or NULL */
 };
 
 /*

@@ -734,6 +734,14 @@ int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
 		if (ret)
 			return ret;
 	}
+	/* A mount shows its control directory at the root as ".dlfs"
+	 * (dlfs(1)); a dataset entry of that name needs -o ctl_dir. */
+	if (map_find(t, ".dlfs", 5) >= 0)
+		warn(opts,
+		     "warning: the dataset has an entry '.dlfs' at its root, "
+		     "the name of a mount's control directory: mount it with "
+		     "-o ctl_dir=NAME to give the control directory another "
+		     "name (dlfs refuses to mount it without)");
 	/* Hard links take their group's content as it ended up. */
 	for (uint64_t i = 0; i < t->n; i++) {
 		struct pk_entry *e = &t->e[i];
