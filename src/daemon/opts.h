@@ -29,6 +29,7 @@ struct dlfs_opts {
 	int seed_given;
 	int mpi;
 	unsigned peer_timeout_ms;
+	unsigned join_timeout_s;
 	int show_help;
 	/* Strings owned here (what rd points to). */
 	char *cache_dir;
