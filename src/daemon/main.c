@@ -13,6 +13,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "fatal.h"
 #include "fuse_ll.h"
 #include "mountpoint.h"
 #include "opts.h"
@@ -204,6 +205,7 @@ int main(int argc, char **argv)
 	if (!cmd.foreground)
 		openlog("dlfs", LOG_PID, LOG_DAEMON);
 	fuse_daemonize(cmd.foreground);
+	dlfs_fatal_install(o.dataset, cmd.mountpoint, cmd.foreground);
 	/* Threads only now: they would not survive the fork above. */
 	if (dlfs_fs_start(&fs, &err)) {
 		dlfs_fs_log(&fs, LOG_ERR, err.msg);
