@@ -327,6 +327,15 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 	out->offset = r.loc & DLFS_LOC_OFFSET_MASK;
 	out->xxh3 = r.xxh3;
 	out->target = NULL;
+	/* Inode numbers are ranges by type (directories, symlinks, files):
+	 * readers index per-type tables by them, so a type that disagrees
+	 * with the number is damage. */
+	const struct dlfs_super_rec *sb = &ix->info.super;
+	mode_t want = ino <= sb->n_dirs		 ? S_IFDIR
+		      : ino < sb->first_file_ino ? S_IFLNK
+						 : S_IFREG;
+	if ((r.mode & S_IFMT) != want)
+		goto bad;
 	if (S_ISLNK(r.mode)) {
 		dlfs_put_be64(kb, ino);
 		rc = mdb_get(txn->txn, ix->dbi_symlinks, &k, &v);

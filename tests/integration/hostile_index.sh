@@ -5,7 +5,7 @@
 #     "..", "../x", an absolute path, "l/x" under a symlink l it made, or
 #     a directory named twice, are refused as damage (issue 11, item 2);
 #   - a name longer than 255 bytes is damage, not a stack overflow
-#     (item 5);
+#     (item 5); so is an inode whose type disagrees with its number;
 #   - verify survives a chunk record longer than the chunk size and inode
 #     records outside (or out of order inside) their container, and names
 #     each damaged file by path (item 4).
@@ -127,6 +127,16 @@ ix put dirents "$(root_key d2)" "$v"
 inspect extract "$DS" "$T/x/out"
 expect_fail "extract of a directory named twice"
 err_has "named twice" "a directory named twice is named as damage"
+
+note "an inode whose type disagrees with its number (a file made a directory)"
+fresh
+inode_set "$(ino_of c)" mode $((0040755))
+inspect extract "$DS" "$T/x/out"
+expect_fail "extract of a file inode typed as a directory"
+err_has_re "inode [0-9]+ is damaged" "the inode is named as damaged"
+inspect verify "$DS"
+expect_rc 1 "verify of a file inode typed as a directory"
+err_has "verify: c: " "verify names c"
 
 note "a name of 500 bytes (more than 255)"
 fresh
