@@ -112,6 +112,7 @@ int dlfs_ctl_init(struct dlfs_ctl *c, struct dlfs_ds *ds,
 		  void *stats_arg)
 {
 	memset(c, 0, sizeof(*c));
+	c->name = DLFS_CTL_NAME;
 	c->ds = ds;
 	c->views = views;
 	c->uid = uid;
@@ -121,6 +122,36 @@ int dlfs_ctl_init(struct dlfs_ctl *c, struct dlfs_ds *ds,
 	c->stats_arg = stats_arg;
 	pthread_mutex_init(&c->lock, NULL);
 	return render_info(c, mountpoint);
+}
+
+void dlfs_ctl_set_name(struct dlfs_ctl *c, const char *name)
+{
+	if (name)
+		c->name = name;
+}
+
+int dlfs_ctl_name_check(struct dlfs_ds *ds, const char *name,
+			struct dlfs_err *err)
+{
+	struct dlfs_txn *t;
+	uint64_t ino;
+	if (!name)
+		name = DLFS_CTL_NAME;
+	int ret = dlfs_txn_begin(ds, &t, err);
+	if (ret)
+		return ret;
+	ret = dlfs_lookup(t, DLFS_ROOT_INO, name, strlen(name), &ino, err);
+	dlfs_txn_end(t);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return ret;
+	return dlfs_err_set(err, -EEXIST,
+			    "%s: the dataset has an entry named '%s' at its "
+			    "root, which the mount's control directory would "
+			    "hide: mount it with -o ctl_dir=NAME to give the "
+			    "control directory another name",
+			    dlfs_ds_path(ds), name);
 }
 
 void dlfs_ctl_destroy(struct dlfs_ctl *c)
@@ -256,7 +287,7 @@ int dlfs_ctl_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t parent,
 	uint64_t e, j;
 	int ret;
 	if (!dlfs_ctl_is(parent)) {
-		if (parent != DLFS_ROOT_INO || strcmp(name, DLFS_CTL_NAME))
+		if (parent != DLFS_ROOT_INO || strcmp(name, c->name))
 			return -ENOENT;
 		*ino = DLFS_CTL_DIR;
 	} else if (parent == DLFS_CTL_DIR) {
