@@ -59,6 +59,7 @@ struct dlfs_nvme {
 	unsigned pool_n, n_free, q_head, q_len;
 	unsigned *free_idx, *queue;
 	int writing, stop, writer_started;
+	unsigned writing_i; /* the pool entry being written, when writing */
 	int gone; /* the cache directory was removed: write nothing more */
 	int was_open; /* the directory was not private when opened */
 	pthread_t writer;
@@ -373,6 +374,7 @@ static void *writer_main(void *arg)
 		n->q_head = (n->q_head + 1) % n->pool_n;
 		n->q_len--;
 		n->writing = 1;
+		n->writing_i = i;
 		pthread_mutex_unlock(&n->mu);
 
 		write_one(n, &n->pool[i]);
@@ -505,12 +507,49 @@ static int read_fd(struct dlfs_nvme *n, uint32_t c, uint64_t k)
 	return fd;
 }
 
+/*
+ * Chunk g is queued to be written: copy it from its write buffer (caller
+ * holds mu). A chunk the RAM tier let go before the writer reached it is
+ * then not read from the PFS a second time. @return 0 or -ENOENT.
+ */
+static int from_queue(struct dlfs_nvme *n, uint32_t c, uint64_t k, void *buf,
+		      size_t len)
+{
+	for (unsigned j = 0; j <= n->q_len; j++) {
+		unsigned i;
+		if (j < n->q_len)
+			i = n->queue[(n->q_head + j) % n->pool_n];
+		else if (n->writing)
+			i = n->writing_i;
+		else
+			break;
+		const struct wbuf *w = &n->pool[i];
+		if (w->c == c && w->k == k && w->len == len) {
+			memcpy(buf, w->buf, len);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 int dlfs_nvme_read_chunk(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 			 size_t len, uint64_t xxh3, void *buf, size_t cap)
 {
 	uint64_t g = gid(n, c, k);
-	if (!(atomic_load_explicit(&n->st[g], memory_order_acquire) &
-	      ST_PRESENT)) {
+	uint8_t st = atomic_load_explicit(&n->st[g], memory_order_acquire);
+	if (!(st & ST_PRESENT) && (st & ST_QUEUED) && len <= cap) {
+		pthread_mutex_lock(&n->mu);
+		int ret = from_queue(n, c, k, buf, len);
+		pthread_mutex_unlock(&n->mu);
+		/* Verified before it was queued; checked again all the same,
+		 * as every chunk entering a reader is. */
+		if (!ret && XXH3_64bits(buf, len) == xxh3) {
+			add(&n->hits, 1);
+			add(&n->bytes, len);
+			return 0;
+		}
+	}
+	if (!(st & ST_PRESENT)) {
 		add(&n->misses, 1);
 		return -ENOENT;
 	}
