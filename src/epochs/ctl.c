@@ -244,9 +244,14 @@ int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		struct dlfs_views_list l;
 		if ((ret = dlfs_views_files(c->views, txn, e, &l, NULL)))
 			return ret;
+		uint32_t rd;
+		ret = dlfs_views_read_mode(c->views, txn, 0, 0444, &rd, NULL);
 		base_attr(c, ino, st, 0);
 		st->st_size = (off_t)l.len;
 		dlfs_views_put_files(c->views, &l);
+		if (ret)
+			return ret;
+		st->st_mode = S_IFREG | rd;
 		return 0;
 	}
 	case V_SAMPLE: {
@@ -257,9 +262,13 @@ int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 			ret = dlfs_stat(txn, fino, &in, NULL);
 		if (ret)
 			return ret;
+		uint32_t rd;
+		if ((ret = dlfs_views_read_mode(c->views, txn, fino, in.mode,
+						&rd, NULL)))
+			return ret;
 		dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
 		st->st_ino = ino;
-		st->st_mode = S_IFREG | (in.mode & 0444);
+		st->st_mode = S_IFREG | rd;
 		return 0;
 	}
 	}

@@ -338,6 +338,21 @@ static int paths_of(struct dlfs_views *v, struct dlfs_txn *txn,
 	return dlfs_paths_build(txn, v->info, &v->paths, err);
 }
 
+int dlfs_views_read_mode(struct dlfs_views *v, struct dlfs_txn *txn,
+			uint64_t ino, uint32_t mode, uint32_t *out,
+			struct dlfs_err *err)
+{
+	pthread_mutex_lock(&v->mu);
+	int ret = paths_of(v, txn, err);
+	unsigned x = ret ? 0 : dlfs_paths_search(v->paths, ino);
+	pthread_mutex_unlock(&v->mu);
+	if (ret)
+		return ret;
+	/* An execute bit of a class, moved onto that class's read bit. */
+	*out = mode & 0444 & (x << 2);
+	return 0;
+}
+
 static unsigned digits(uint64_t n)
 {
 	unsigned d = 1;
