@@ -12,9 +12,7 @@
 # Every failure must be a clean exit 1 with a message: never a crash.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-
-: "${IXEDIT:=$SRC_ROOT/build/tests/ixedit}"
-[ -x "$IXEDIT" ] || fail "ixedit not found: $IXEDIT (set IXEDIT)"
+. "$(dirname "$0")/../ixlib.sh"
 
 mkdir -p "$T/src/d" "$T/outside"
 "$PYTHON" - "$T/src" <<'EOF'
@@ -33,52 +31,8 @@ expect_ok "pack"
 inspect verify "$DS0"
 expect_ok "verify of the intact dataset"
 
-# ix CMD...: ixedit on the index of $DS.
-ix() { "$IXEDIT" "$DS/index" "$@" || fail "ixedit $*"; }
 fresh() { rm -rf "$DS" "$T/x"; cp -a "$DS0" "$DS"; mkdir -p "$T/x"; }
 DS="$T/ds.dlfs"
-hexname() { printf '%s' "$1" | od -An -v -tx1 | tr -d ' \n'; }
-root_key() { printf '0000000000000001%s' "$(hexname "$1")"; }
-# rename OLD NEW: the root's entry OLD is named NEW (same inode).
-rename() {
-	local v
-	v=$("$IXEDIT" "$DS/index" get dirents "$(root_key "$1")") || fail "no entry $1"
-	ix del dirents "$(root_key "$1")"
-	ix put dirents "$(root_key "$2")" "$v"
-}
-ino_of() {
-	inspect stat --json "$DS0" "$1"
-	expect_ok "stat $1"
-	cp "$T/out" "$T/st.json"
-	json_get "$T/st.json" inode
-}
-# inode_set INO FIELD VALUE: rewrite one field of an inode record
-# (mode, size, offset: the loc's low 48 bits, xxh3).
-inode_set() {
-	local blk key val
-	blk=$(( ($1 - 1) / 16 ))
-	key=$(printf '%016x' "$blk")
-	val=$("$IXEDIT" "$DS/index" get inodes "$key") || fail "no inode block $blk"
-	val=$("$PYTHON" - "$val" "$1" "$2" "$3" <<'EOF'
-import struct, sys
-b = bytearray(bytes.fromhex(sys.argv[1]))
-ino, field, value = int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-at = ((ino - 1) % 16) * 40
-mode, nsec, sec, size, loc, xx = struct.unpack_from("<IIqQQQ", b, at)
-if field == "size": size = value
-elif field == "offset": loc = (loc & ~((1 << 48) - 1)) | value
-elif field == "mode": mode = value
-struct.pack_into("<IIqQQQ", b, at, mode, nsec, sec, size, loc, xx)
-print(b.hex())
-EOF
-)
-	ix put inodes "$key" "$val"
-}
-offset_of() {
-	inspect stat --json "$DS0" "$1"
-	cp "$T/out" "$T/st.json"
-	json_get "$T/st.json" offset
-}
 # no_escape: nothing was written beside the target or through l.
 no_escape() {
 	assert_absent "$T/evil" "$1: a file beside the target"
