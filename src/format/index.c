@@ -361,6 +361,14 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 		if (out->offset < base || out->size > c->data_size ||
 		    out->offset - base > c->data_size - out->size)
 			goto bad;
+		/* A file that fits in a chunk lies in one (dlfs-format(5)).
+		 * The read core checks such a file against its checksum
+		 * when its chunk is in hand, so a record moved across a
+		 * chunk boundary would serve other files' bytes unchecked. */
+		uint64_t cs = ix->info.super.chunk_size, at = out->offset - base;
+		if (out->size && out->size <= cs &&
+		    at / cs != (at + out->size - 1) / cs)
+			goto bad;
 	} else if (!S_ISDIR(r.mode)) {
 		goto bad;
 	}
