@@ -337,18 +337,18 @@ static void test_files(void)
 	struct dlfs_inode in = stat_of(ino), bad = in;
 	CHECK(dlfs_fetch_file_known(&f, ino));
 	bad.xxh3 ^= 1;
-	CHECK_EQ(load(&f, &ld, dlfs_cache_file_key(ino), &bad), -EIO);
-	CHECK_EQ(ld.err.code, -EIO);
+	CHECK_EQ(load(&f, &ld, dlfs_cache_file_key(ino), &bad), -EBADMSG);
+	CHECK_EQ(ld.err.code, -EBADMSG);
 	CHECK(strstr(ld.err.msg, "checksum") != NULL);
 	CHECK(!dlfs_fetch_file_known(&f, ino));
 	free(ld.buf);
 	bad = in;
 	bad.offset += 1;
-	CHECK_EQ(load(&f, &ld, dlfs_cache_file_key(ino), &bad), -EIO);
+	CHECK_EQ(load(&f, &ld, dlfs_cache_file_key(ino), &bad), -EBADMSG);
 	free(ld.buf);
 	bad = in;
 	bad.offset -= 4096; /* whole pages away: another file's bytes */
-	CHECK_EQ(load(&f, &ld, dlfs_cache_file_key(ino), &bad), -EIO);
+	CHECK_EQ(load(&f, &ld, dlfs_cache_file_key(ino), &bad), -EBADMSG);
 	free(ld.buf);
 	CHECK(!dlfs_fetch_file_known(&f, ino));
 	/* The record put right: served and known again. */
