@@ -396,6 +396,13 @@ static int cmd_stats(const char *mnt, int json, struct dlfs_err *err)
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/.dlfs/stats", mnt);
 	FILE *f = fopen(path, "r");
+	if (!f && errno == ENOENT) {
+		/* The control directory itself (mounted with -o ctl_dir). */
+		snprintf(path, sizeof(path), "%s/stats", mnt);
+		f = fopen(path, "r");
+		if (!f)
+			snprintf(path, sizeof(path), "%s/.dlfs/stats", mnt);
+	}
 	if (!f)
 		return dlfs_err_sys(err, -errno,
 				    "%s: not a dlfs mount? cannot open %s", mnt,

@@ -108,7 +108,11 @@ struct dlfs_dirent {
 	uint64_t cookie; /* resume point after this entry */
 };
 typedef int (*dlfs_dir_cb)(void *arg, const struct dlfs_dirent *d);
-/* @return 0 at the end or when the callback stopped, or a negative errno. */
+/* Each entry is checked before the callback sees it: its name is one
+ * path component of 1 to DLFS_NAME_MAX bytes (no '/' or NUL, not "." or
+ * ".."), its inode one of the dataset's but the root; a damaged entry ends
+ * the listing with -EUCLEAN.
+ * @return 0 at the end or when the callback stopped, or a negative errno. */
 int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 		 dlfs_dir_cb cb, void *arg, struct dlfs_err *err);
 
@@ -170,7 +174,10 @@ static inline void dlfs_file_chunks(uint64_t chunk_size,
 	*k1 = dlfs_chunk_at(chunk_size, in->offset + off + len - 1);
 }
 
-/* Chunk record of chunk k of container c. @return 0, -ENOENT, -EUCLEAN. */
+/* Chunk record of chunk k of container c, checked against the container
+ * table: its length is the chunk size, or the rest of the data region for
+ * the last chunk. @return 0, -ENOENT (no such chunk), -EUCLEAN (damaged
+ * record, or its container's is). */
 int dlfs_chunk_get(struct dlfs_txn *txn, uint32_t c, uint64_t k,
 		   struct dlfs_chunk_rec *out, struct dlfs_err *err);
 int dlfs_container_get(struct dlfs_txn *txn, uint32_t c,

@@ -19,6 +19,9 @@ struct slot {
 	unsigned kept;       /* its loader stored it elsewhere too */
 	size_t off, len;     /* the entry is buf[off, off + len) */
 	uint64_t served;     /* bytes served from it */
+	uint64_t load;       /* which load claimed it last */
+	int fail;            /* free after that load failed: its error */
+	char *fail_msg;      /* and its message (NULL: none) */
 	uint8_t *buf;
 };
 
@@ -32,6 +35,7 @@ struct dlfs_cache {
 	unsigned *table;
 	unsigned table_mask;
 	unsigned hand;
+	uint64_t loads; /* loads claimed so far: names each one */
 	dlfs_cache_load_fn load;
 	void *arg;
 	uint64_t hits, misses, bypass, ready;
@@ -116,8 +120,10 @@ void dlfs_cache_free(struct dlfs_cache *c)
 {
 	if (!c)
 		return;
-	for (unsigned i = 0; i < c->n_slots; i++)
+	for (unsigned i = 0; i < c->n_slots; i++) {
 		free(c->slots[i].buf);
+		free(c->slots[i].fail_msg);
+	}
 	free(c->slots);
 	free(c->table);
 	pthread_mutex_destroy(&c->mu);
@@ -221,6 +227,10 @@ static int claim(struct dlfs_cache *c, struct slot *s, uint64_t key,
 	s->quiet = (unsigned)quiet;
 	s->kept = 0;
 	s->served = 0;
+	s->load = ++c->loads;
+	s->fail = 0;
+	free(s->fail_msg);
+	s->fail_msg = NULL;
 	unsigned pos = probe(c, key, &found);
 	c->table[pos] = (unsigned)(s - c->slots) + 1;
 	return 0;
@@ -237,6 +247,11 @@ static void loaded(struct dlfs_cache *c, struct slot *s, int ret,
 		table_remove(c, s->key);
 		s->state = SLOT_FREE;
 		s->refs = 0;
+		/* For the readers waiting on this load (a failure is rare:
+		 * the copy is cheap then, and none is fine). */
+		s->fail = ret;
+		s->fail_msg = l->err && l->err->code ? strdup(l->err->msg)
+						     : NULL;
 		if (s->prefetched) { /* nobody took it */
 			s->prefetched = 0;
 			c->pf_pending--;
@@ -286,10 +301,13 @@ static void pin(struct dlfs_cache *c, struct slot *s,
 }
 
 /* Find key, waiting out a load in progress (caller holds mu).
- * @return its ready slot, or NULL when absent. */
-static struct slot *find_ready(struct dlfs_cache *c, uint64_t key)
+ * @return its ready slot, or NULL when absent; then *failed is the error
+ * of the load it waited for, or 0 (none, or it was evicted since). */
+static struct slot *find_ready(struct dlfs_cache *c, uint64_t key,
+			       int *failed, struct dlfs_err *err)
 {
 	int found;
+	*failed = 0;
 	for (;;) {
 		unsigned pos = probe(c, key, &found);
 		if (!found)
@@ -298,7 +316,18 @@ static struct slot *find_ready(struct dlfs_cache *c, uint64_t key)
 		if (s->state == SLOT_READY)
 			return s;
 		/* Someone is loading it: wait, then look again. */
-		pthread_cond_wait(&c->loaded, &c->mu);
+		uint64_t load = s->load;
+		while (s->state == SLOT_LOADING && s->load == load)
+			pthread_cond_wait(&c->loaded, &c->mu);
+		if (s->load == load && s->state == SLOT_FREE && s->fail) {
+			/* Failed: not cached, and not loaded again by each
+			 * waiter; they all get its error. */
+			*failed = s->fail;
+			dlfs_err_set(err, s->fail, "%s",
+				     s->fail_msg ? s->fail_msg
+						 : "loading it failed");
+			return NULL;
+		}
 	}
 }
 
@@ -309,11 +338,15 @@ int dlfs_cache_get(struct dlfs_cache *c, uint64_t key, const void *what,
 	int ret;
 	memset(ref, 0, sizeof(*ref));
 	pthread_mutex_lock(&c->mu);
-	struct slot *s = find_ready(c, key);
+	struct slot *s = find_ready(c, key, &ret, err);
 	if (s) {
 		pin(c, s, ref);
 		pthread_mutex_unlock(&c->mu);
 		return 0;
+	}
+	if (ret) {
+		pthread_mutex_unlock(&c->mu);
+		return ret;
 	}
 	c->misses++;
 	int i = evict(c);
@@ -362,9 +395,10 @@ int dlfs_cache_get(struct dlfs_cache *c, uint64_t key, const void *what,
 int dlfs_cache_get_cached(struct dlfs_cache *c, uint64_t key,
 			  struct dlfs_chunk_ref *ref)
 {
+	int failed;
 	memset(ref, 0, sizeof(*ref));
 	pthread_mutex_lock(&c->mu);
-	struct slot *s = find_ready(c, key);
+	struct slot *s = find_ready(c, key, &failed, NULL);
 	if (s)
 		pin(c, s, ref);
 	pthread_mutex_unlock(&c->mu);
@@ -422,16 +456,17 @@ int dlfs_cache_prefetch(struct dlfs_cache *c, uint64_t key, const void *what,
 	unsigned pos = probe(c, key, &found);
 	if (found) {
 		struct slot *s = &c->slots[c->table[pos] - 1];
+		int ret = 0;
 		if (hold) {
 			/* Hold what is there (once its load ends). */
-			s = find_ready(c, key);
+			s = find_ready(c, key, &ret, err);
 			if (s) {
 				s->refs++;
 				make_hold(c, s, hold);
 			}
 		}
 		pthread_mutex_unlock(&c->mu);
-		return 0;
+		return ret;
 	}
 	int i = c->pf_pending < c->pf_limit ? evict(c) : -1;
 	if (i < 0) {

@@ -170,7 +170,7 @@ static int load_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
 		dlfs_fetch_file_set(f, in->ino, 0);
 		char name[DLFS_CONTAINER_NAME_MAX];
 		dlfs_container_name(in->container, name);
-		return dlfs_err_set(l->err, -EIO,
+		return dlfs_err_set(l->err, -DLFS_ECHECKSUM,
 				    "file checksum mismatch (%s/%s at offset "
 				    "%llu, %llu bytes)",
 				    dlfs_ds_path(f->ds), name,

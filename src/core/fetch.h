@@ -74,9 +74,10 @@ void dlfs_fetch_destroy(struct dlfs_fetch *f);
  * The RAM tier's loader (a dlfs_cache_load_fn; arg is a struct
  * dlfs_fetch, ctx the caller's struct dlfs_txn). For a chunk key, what is
  * NULL or a struct dlfs_fetch_chunk_opts; for a file key, the file's
- * struct dlfs_inode. @return 0, -EBADMSG (a chunk failed its checksum;
- * salvage it file by file), -EIO (a file failed its own: err says how),
- * -ENOENT/-EUCLEAN (unusable container), -errno.
+ * struct dlfs_inode. @return 0, -EBADMSG (a chunk failed its checksum:
+ * salvage it file by file; or a file failed its own: its bytes or its
+ * index record are wrong, err says where), -ENOENT/-EUCLEAN (unusable
+ * container), -errno.
  */
 int dlfs_fetch_load(void *arg, void *ctx, uint64_t key, const void *what,
 		    struct dlfs_load *l);

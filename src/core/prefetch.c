@@ -12,6 +12,7 @@ struct stream {
 	uint64_t last; /* last chunk a demand read touched; UINT64_MAX none */
 	uint64_t next; /* first chunk not queued yet */
 	uint32_t window; /* chunks ahead; 0 = no stream */
+	uint32_t run;    /* steps to the next chunk in a row */
 	uint64_t wasted_seen;
 };
 
@@ -40,7 +41,11 @@ void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 		pthread_mutex_unlock(mu);
 		return;
 	}
-	if (s->last != UINT64_MAX && k == s->last + 1 && pf->window_max) {
+	if (s->last != UINT64_MAX && k == s->last + 1)
+		s->run++;
+	else
+		s->run = 0;
+	if (s->run && pf->window_max) {
 		dlfs_cache_get_stats(pf->cache, &cs);
 		if (cs.pf_wasted > s->wasted_seen && s->window > 1)
 			s->window /= 2; /* guesses were wasted */
@@ -77,8 +82,11 @@ int dlfs_prefetch_in_stream(struct dlfs_prefetch *pf, uint32_t c,
 	pthread_mutex_t *mu = &pf->stripe[c % STRIPES];
 	pthread_mutex_lock(mu);
 	uint64_t last = pf->streams[c].last;
+	uint32_t run = pf->streams[c].run;
 	pthread_mutex_unlock(mu);
-	return last != UINT64_MAX && (k == last || k == last + 1);
+	/* A step to the next chunk was seen: random readers that happen to
+	 * touch the same chunk twice are not a stream. */
+	return run && (k == last || k == last + 1);
 }
 
 int dlfs_prefetch_new(const struct dlfs_prefetch_conf *conf,

@@ -47,7 +47,8 @@ void dlfs_prefetch_set_fill(struct dlfs_prefetch *pf, struct dlfs_fill *f);
 void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 			int was_prefetched);
 
-/* Is (c, k) the chunk a stream in c last read, or the one after it? */
+/* Is (c, k) the chunk a stream in c last read, or the one after it? A
+ * stream is there once a reader stepped from one chunk to the next. */
 int dlfs_prefetch_in_stream(struct dlfs_prefetch *pf, uint32_t c,
 			    uint64_t k);
 

@@ -141,6 +141,7 @@ int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err)
 		.n_chunks = dlfs_ds_n_chunks(fs->ds),
 		.chunk_size = info->super.chunk_size,
 		.timeout_ms = fs->opts->peer_timeout_ms,
+		.join_timeout_ms = fs->opts->join_timeout_s * 1000,
 		.servers = 2,
 		.serve = serve_chunk,
 		.ctx_new = serve_ctx_new,
@@ -219,6 +220,7 @@ int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)
 			    fs->uid, fs->gid, fs->timeout, render_stats, fs);
 	if (ret)
 		return dlfs_err_set(err, ret, "out of memory");
+	dlfs_ctl_set_name(&fs->ctl, fs->opts->ctl_dir);
 	fs->ctl_ready = 1;
 	if ((ret = dlfs_reader_start(fs->reader, err)))
 		return ret;

@@ -13,7 +13,9 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "fatal.h"
 #include "fuse_ll.h"
+#include "mountpoint.h"
 #include "opts.h"
 
 /*
@@ -57,7 +59,8 @@ static int check_before(const struct dlfs_opts *o, const char *mountpoint,
 			mountpoint);
 		return 1;
 	}
-	if (dlfs_ds_open(o->dataset, ds, &err)) {
+	if (dlfs_ds_open(o->dataset, ds, &err) ||
+	    dlfs_ctl_name_check(*ds, o->ctl_dir, &err)) {
 		fprintf(stderr, "dlfs: %s\n", err.msg);
 		return 1;
 	}
@@ -134,6 +137,12 @@ int main(int argc, char **argv)
 	ret = dlfs_opts_parse(&args, &o);
 	if (ret == 2)
 		goto out;
+	if (!ret && o.mountpoint &&
+	    dlfs_mountpoint_prepare(o.mountpoint, stderr, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		ret = 1;
+		goto out;
+	}
 	/* libfuse would call a missing mountpoint a usage error. */
 	struct stat st;
 	if (!ret && o.mountpoint && stat(o.mountpoint, &st) < 0) {
@@ -196,6 +205,7 @@ int main(int argc, char **argv)
 	if (!cmd.foreground)
 		openlog("dlfs", LOG_PID, LOG_DAEMON);
 	fuse_daemonize(cmd.foreground);
+	dlfs_fatal_install(o.dataset, cmd.mountpoint, cmd.foreground);
 	/* Threads only now: they would not survive the fork above. */
 	if (dlfs_fs_start(&fs, &err)) {
 		dlfs_fs_log(&fs, LOG_ERR, err.msg);

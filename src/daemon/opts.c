@@ -78,6 +78,12 @@ static const struct row rows[] = {
 	{"peer_timeout", K_UINT, F(peer_timeout_ms), 1, 3600000, NULL, NULL,
 	 "MS", "wait for a peer, then the PFS (default 5000)",
 	 "milliseconds from 1 to 3600000"},
+	{"join_timeout", K_UINT, F(join_timeout_s), 1, 86400, NULL, NULL, "S",
+	 "wait for every MPI rank to join, then exit 1 (default 120)",
+	 "seconds from 1 to 86400"},
+	{"ctl_dir", K_STR, F(ctl_dir), 0, 0, NULL, NULL, "NAME",
+	 "name of the control directory at the root (default .dlfs)",
+	 "empty name"},
 	{"mpi", K_FLAG, F(mpi), 0, 0, NULL, NULL, NULL,
 	 "join an MPI job even without a launcher", NULL},
 };
@@ -209,6 +215,7 @@ int dlfs_opts_parse(struct fuse_args *args, struct dlfs_opts *o)
 	o->shuffle = DLFS_SHUFFLE_GLOBAL;
 	o->shuffle_window = 16;
 	o->peer_timeout_ms = 5000;
+	o->join_timeout_s = 120;
 	for (unsigned i = 0; i < N_ROWS; i++) {
 		snprintf(templ[i], sizeof(templ[i]), "%s%s", rows[i].name,
 			 rows[i].kind == K_FLAG ? "" : "=");
@@ -232,6 +239,15 @@ int dlfs_opts_parse(struct fuse_args *args, struct dlfs_opts *o)
 			"dlfs: -o stage=%s: needs -o cache_dir=DIR (it fills "
 			"the NVMe tier)\n",
 			dlfs_fill_mode_name(o->rd.fill));
+		return 2;
+	}
+	if (o->ctl_dir && (strchr(o->ctl_dir, '/') || !strcmp(o->ctl_dir, ".") ||
+			   !strcmp(o->ctl_dir, "..") ||
+			   strlen(o->ctl_dir) > DLFS_NAME_MAX)) {
+		fprintf(stderr,
+			"dlfs: -o ctl_dir=%s: a name of 1 to %d bytes, without "
+			"'/', not . or ..\n",
+			o->ctl_dir, DLFS_NAME_MAX);
 		return 2;
 	}
 	o->seed_given = given(&p, "seed");
@@ -258,6 +274,7 @@ void dlfs_opts_free(struct dlfs_opts *o)
 	free(o->dataset);
 	free(o->mountpoint);
 	free(o->cache_dir);
+	free(o->ctl_dir);
 }
 
 const char *dlfs_fill_mode_name(enum dlfs_fill_mode m)

@@ -29,9 +29,11 @@ struct dlfs_opts {
 	int seed_given;
 	int mpi;
 	unsigned peer_timeout_ms;
+	unsigned join_timeout_s;
 	int show_help;
 	/* Strings owned here (what rd points to). */
 	char *cache_dir;
+	char *ctl_dir;               /* the control directory's name, or NULL */
 };
 
 /*

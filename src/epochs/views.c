@@ -12,6 +12,9 @@
 
 #define ORDERS 4 /* epochs whose orders are kept */
 #define LISTS 2  /* epochs whose rendered lists are kept */
+/* More than any path of an index can need (dlfs_paths_get: 4,097 levels
+ * of DLFS_NAME_MAX bytes): growing past it would be a bug, not a path. */
+#define PATH_ROOM_MAX (UINT64_C(4) << 20)
 
 struct list {
 	uint64_t epoch; /* UINT64_MAX: empty */
@@ -335,6 +338,21 @@ static int paths_of(struct dlfs_views *v, struct dlfs_txn *txn,
 	return dlfs_paths_build(txn, v->info, &v->paths, err);
 }
 
+int dlfs_views_read_mode(struct dlfs_views *v, struct dlfs_txn *txn,
+			uint64_t ino, uint32_t mode, uint32_t *out,
+			struct dlfs_err *err)
+{
+	pthread_mutex_lock(&v->mu);
+	int ret = paths_of(v, txn, err);
+	unsigned x = ret ? 0 : dlfs_paths_search(v->paths, ino);
+	pthread_mutex_unlock(&v->mu);
+	if (ret)
+		return ret;
+	/* An execute bit of a class, moved onto that class's read bit. */
+	*out = mode & 0444 & (x << 2);
+	return 0;
+}
+
 static unsigned digits(uint64_t n)
 {
 	unsigned d = 1;
@@ -411,36 +429,45 @@ int dlfs_views_parse_name(struct dlfs_views *v, struct dlfs_txn *txn,
 	return 0;
 }
 
-/* Render the list of epoch e into a new buffer (caller holds mu). */
+/*
+ * Render the list of epoch e into a new buffer (caller holds mu). Each
+ * path is written in place at the end of the buffer, which grows until it
+ * fits: a path has no length limit but the index's (4,096 levels of 255
+ * bytes), and one long path must not fail the whole list.
+ */
 static int render(struct dlfs_views *v, struct dlfs_epoch *o, char **out,
 		  size_t *outlen)
 {
 	size_t cap = 1 << 16, len = 0;
-	char *b = malloc(cap), path[4096 + 2];
+	char *b = malloc(cap);
 	if (!b)
 		return -ENOMEM;
 	uint64_t start = dlfs_epoch_share_start(o);
 	for (uint64_t j = 0; j < dlfs_epoch_share_len(o); j++) {
 		uint64_t f = dlfs_epoch_at(o, start + j);
-		int n = dlfs_paths_get(v->paths, v->first_file + f, path,
-				       sizeof(path) - 1);
-		if (n < 0) {
-			free(b);
-			return n;
-		}
-		path[n++] = '\n';
-		if (len + (size_t)n > cap) {
-			while (len + (size_t)n > cap)
-				cap *= 2;
-			char *nb = realloc(b, cap);
+		int n;
+		/* Room for the path and its NUL, which the newline replaces. */
+		while ((n = dlfs_paths_get(v->paths, v->first_file + f,
+					   b + len, cap - len)) ==
+		       -ENAMETOOLONG) {
+			if (cap - len > PATH_ROOM_MAX) {
+				free(b);
+				return -ENAMETOOLONG;
+			}
+			char *nb = realloc(b, cap * 2);
 			if (!nb) {
 				free(b);
 				return -ENOMEM;
 			}
 			b = nb;
+			cap *= 2;
 		}
-		memcpy(b + len, path, (size_t)n);
-		len += (size_t)n;
+		if (n < 0) {
+			free(b);
+			return n;
+		}
+		b[len + (size_t)n] = '\n';
+		len += (size_t)n + 1;
 	}
 	*out = b;
 	*outlen = len;

@@ -66,6 +66,18 @@ int dlfs_views_sample_name(struct dlfs_views *v, struct dlfs_txn *txn,
 			   uint64_t e, uint64_t j, char *buf, size_t len,
 			   struct dlfs_err *err);
 
+/*
+ * The read bits a view may show for file ino (its index mode), so that a
+ * view never lets a caller read what its plain path would refuse: a
+ * class keeps its read bit only if it may search every directory above
+ * the file. ino 0 gives the bits for a list of every file's path. The
+ * kernel checks them (the mount uses default_permissions), also for
+ * pages it has cached. @return 0, or an index error.
+ */
+int dlfs_views_read_mode(struct dlfs_views *v, struct dlfs_txn *txn,
+			uint64_t ino, uint32_t mode, uint32_t *out,
+			struct dlfs_err *err);
+
 /* Parse a sample name back to its position (checking the extension). */
 int dlfs_views_parse_name(struct dlfs_views *v, struct dlfs_txn *txn,
 			  uint64_t e, const char *name, uint64_t *j,

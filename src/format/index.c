@@ -327,6 +327,15 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 	out->offset = r.loc & DLFS_LOC_OFFSET_MASK;
 	out->xxh3 = r.xxh3;
 	out->target = NULL;
+	/* Inode numbers are ranges by type (directories, symlinks, files):
+	 * readers index per-type tables by them, so a type that disagrees
+	 * with the number is damage. */
+	const struct dlfs_super_rec *sb = &ix->info.super;
+	mode_t want = ino <= sb->n_dirs		 ? S_IFDIR
+		      : ino < sb->first_file_ino ? S_IFLNK
+						 : S_IFREG;
+	if ((r.mode & S_IFMT) != want)
+		goto bad;
 	if (S_ISLNK(r.mode)) {
 		dlfs_put_be64(kb, ino);
 		rc = mdb_get(txn->txn, ix->dbi_symlinks, &k, &v);
@@ -334,14 +343,15 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 			goto bad;
 		out->target = v.mv_data;
 	} else if (S_ISREG(r.mode)) {
-		if (r.size == 0)
-			return 0;
 		/* The extent must lie in its container's data region, so
-		 * that every reader can trust its chunk arithmetic. */
+		 * that every reader can trust its chunk arithmetic (an empty
+		 * file's too: verify walks files by offset). */
 		if (out->container >= ix->info.super.n_containers)
 			goto bad;
 		const struct dlfs_container *c = &ix->cont[out->container];
 		uint64_t base = DLFS_DATA_OFFSET(ix->info.super.chunk_size);
+		if (c->bad && r.size == 0)
+			return 0; /* no bytes to find */
 		if (c->bad)
 			return dlfs_err_set(err, -DLFS_ECORRUPT,
 					    "%s/index: inode %llu: the record "
@@ -350,6 +360,14 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 					    out->container);
 		if (out->offset < base || out->size > c->data_size ||
 		    out->offset - base > c->data_size - out->size)
+			goto bad;
+		/* A file that fits in a chunk lies in one (dlfs-format(5)).
+		 * The read core checks such a file against its checksum
+		 * when its chunk is in hand, so a record moved across a
+		 * chunk boundary would serve other files' bytes unchecked. */
+		uint64_t cs = ix->info.super.chunk_size, at = out->offset - base;
+		if (out->size && out->size <= cs &&
+		    at / cs != (at + out->size - 1) / cs)
 			goto bad;
 	} else if (!S_ISDIR(r.mode)) {
 		goto bad;
@@ -385,11 +403,14 @@ int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
 		return dlfs_err_set(err, dlfs_mdb_errno(rc),
 				    "%s/index: %s", ix->path,
 				    mdb_strerror(rc));
-	if (v.mv_size != 8)
+	uint64_t child = v.mv_size == 8 ? dlfs_get_le64(v.mv_data) &
+						  DLFS_DIRENT_INO_MASK
+					: 0;
+	if (child <= DLFS_ROOT_INO || child > ix->info.super.n_inodes)
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s/index: damaged directory entry",
-				    ix->path);
-	*ino = dlfs_get_le64(v.mv_data) & DLFS_DIRENT_INO_MASK;
+				    "%s/index: damaged directory entry '%.*s'",
+				    ix->path, (int)len, name);
+	*ino = child;
 	return 0;
 }
 
@@ -421,38 +442,83 @@ int dlfs_resolve(struct dlfs_txn *txn, const char *path, uint64_t *ino,
 	return 0;
 }
 
-/* Remember where a readdir stopped, keyed by the position after it. */
+/*
+ * The resume slots are found by search, not by hash: there are few, and a
+ * search under the lock costs nothing next to a cursor seek. A call that
+ * resumed from a slot stores its new stop in that same slot, so each
+ * lister of a directory keeps its own slot while it goes on, and several
+ * listers of one large directory never evict each other (a slot chosen by
+ * a hash of the directory alone would be shared by all of them, each
+ * would then skip from the start on every call, and n entries would cost
+ * O(n^2)). A new lister takes an empty slot, else the one unused longest.
+ */
+static int rd_recall(struct dlfs_index *ix, uint64_t dir, uint64_t pos,
+		     uint8_t *key, size_t *key_len)
+{
+	int hit = -1;
+	pthread_mutex_lock(&ix->rd_lock);
+	for (int i = 0; i < DLFS_RD_SLOTS && pos; i++) {
+		struct dlfs_rd_slot *s = &ix->rd[i];
+		if (s->pos == pos && s->dir == dir) {
+			memcpy(key, s->key, s->key_len);
+			*key_len = s->key_len;
+			s->used = ++ix->rd_clock;
+			hit = i;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ix->rd_lock);
+	return hit;
+}
+
+/* Remember where a readdir of dir stopped (pos entries consumed, the last
+ * one's key); slot is the one it resumed from, or -1. */
 static void rd_remember(struct dlfs_index *ix, uint64_t dir, uint64_t pos,
-			const MDB_val *key)
+			const MDB_val *key, int slot)
 {
 	if (key->mv_size > sizeof(ix->rd[0].key))
 		return;
-	size_t slot = (size_t)((dir * 0x9E3779B97F4A7C15ULL + pos) >> 58) %
-		      DLFS_RD_SLOTS;
 	pthread_mutex_lock(&ix->rd_lock);
+	if (slot < 0 || ix->rd[slot].dir != dir) {
+		slot = 0;
+		for (int i = 0; i < DLFS_RD_SLOTS; i++) {
+			if (!ix->rd[i].pos) {
+				slot = i;
+				break;
+			}
+			if (ix->rd[i].used < ix->rd[slot].used)
+				slot = i;
+		}
+	}
 	struct dlfs_rd_slot *s = &ix->rd[slot];
 	s->dir = dir;
 	s->pos = pos;
+	s->used = ++ix->rd_clock;
 	s->key_len = key->mv_size;
 	memcpy(s->key, key->mv_data, key->mv_size);
 	pthread_mutex_unlock(&ix->rd_lock);
 }
 
-static int rd_recall(struct dlfs_index *ix, uint64_t dir, uint64_t pos,
-		     uint8_t *key, size_t *key_len)
+/*
+ * A directory entry read from the index is checked here, once, for every
+ * reader (the mount's readdir, extract, the epoch views): its name is a
+ * real file name (1 to DLFS_NAME_MAX bytes, no '/' or NUL, not "." or
+ * ".."), so it fits any name buffer and joins a path as one component,
+ * and its inode is one of the dataset's, not the root.
+ */
+static int dirent_ok(const struct dlfs_index *ix, const uint8_t *key,
+		     size_t klen, uint64_t val)
 {
-	size_t slot = (size_t)((dir * 0x9E3779B97F4A7C15ULL + pos) >> 58) %
-		      DLFS_RD_SLOTS;
-	int hit = 0;
-	pthread_mutex_lock(&ix->rd_lock);
-	struct dlfs_rd_slot *s = &ix->rd[slot];
-	if (s->pos == pos && s->dir == dir && pos) {
-		memcpy(key, s->key, s->key_len);
-		*key_len = s->key_len;
-		hit = 1;
-	}
-	pthread_mutex_unlock(&ix->rd_lock);
-	return hit;
+	const char *name = (const char *)key + 8;
+	size_t len = klen - 8;
+	uint64_t ino = val & DLFS_DIRENT_INO_MASK;
+	if (klen <= 8 || len > DLFS_NAME_MAX || ino <= DLFS_ROOT_INO ||
+	    ino > ix->info.super.n_inodes)
+		return 0;
+	if ((len == 1 && name[0] == '.') ||
+	    (len == 2 && name[0] == '.' && name[1] == '.'))
+		return 0;
+	return !memchr(name, '/', len) && !memchr(name, '\0', len);
 }
 
 int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
@@ -465,9 +531,10 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 	MDB_val k, v;
 	int rc, ret = 0;
 	uint64_t pos = 0;
+	int slot = -1;
 
 	dlfs_put_be64(kb, dir);
-	if (cookie && rd_recall(ix, dir, cookie, kb, &klen)) {
+	if (cookie && (slot = rd_recall(ix, dir, cookie, kb, &klen)) >= 0) {
 		k.mv_size = klen;
 		k.mv_data = kb;
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET);
@@ -484,18 +551,21 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 			pos++;
 			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 		}
+		atomic_fetch_add_explicit(&ix->rd_skipped, pos,
+					  memory_order_relaxed);
 	}
 	MDB_val last = {0, NULL};
 	for (; !rc; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		if (k.mv_size < 8 || dlfs_get_be64(k.mv_data) != dir)
 			break;
-		if (v.mv_size != 8 || k.mv_size == 8)
+		uint64_t val = v.mv_size == 8 ? dlfs_get_le64(v.mv_data) : 0;
+		if (!dirent_ok(ix, k.mv_data, k.mv_size, val))
 			return dlfs_err_set(err, -DLFS_ECORRUPT,
 					    "%s/index: damaged directory "
-					    "entry in inode %llu",
-					    ix->path,
+					    "entry at position %llu of "
+					    "directory inode %llu",
+					    ix->path, (unsigned long long)pos,
 					    (unsigned long long)dir);
-		uint64_t val = dlfs_get_le64(v.mv_data);
 		struct dlfs_dirent d = {
 			.ino = val & DLFS_DIRENT_INO_MASK,
 			.type = (uint32_t)(val >> DLFS_DIRENT_TYPE_SHIFT) << 12,
@@ -512,28 +582,64 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 	if (rc && rc != MDB_NOTFOUND)
 		return dlfs_err_set(err, dlfs_mdb_errno(rc), "%s/index: %s",
 				    ix->path, mdb_strerror(rc));
-	if (last.mv_data && ret == 1)
-		rd_remember(ix, dir, pos, &last);
+	/* Also at the end: a lister's next call (FUSE's, which finds the
+	 * end) then costs one seek too. */
+	if (last.mv_data && ret >= 0)
+		rd_remember(ix, dir, pos, &last, slot);
 	return ret < 0 ? dlfs_err_set(err, ret, "readdir of inode %llu",
 				      (unsigned long long)dir)
 		       : 0;
 }
 
+/*
+ * A chunk record is checked against the container table as it is read:
+ * chunk k exists, and its length is the one the table implies (the chunk
+ * size, or what is left of the data region for the last chunk). Every
+ * reader sizes its buffers by the chunk size, so a longer record would
+ * overflow them.
+ */
 int dlfs_chunk_get(struct dlfs_txn *txn, uint32_t c, uint64_t k,
 		   struct dlfs_chunk_rec *out, struct dlfs_err *err)
 {
+	const struct dlfs_index *ix = txn->ix;
+	const uint64_t cs = ix->info.super.chunk_size;
+	if (c >= ix->info.super.n_containers || ix->cont[c].bad ||
+	    k >= ix->cont[c].n_chunks)
+		return dlfs_err_set(err,
+				    c < ix->info.super.n_containers &&
+						    ix->cont[c].bad
+					    ? -DLFS_ECORRUPT
+					    : -ENOENT,
+				    "%s/index: chunk %llu of container %u: %s",
+				    ix->path, (unsigned long long)k, c,
+				    c < ix->info.super.n_containers &&
+						    ix->cont[c].bad
+					    ? "the container's record is "
+					      "damaged"
+					    : "no such chunk");
 	uint8_t kb[8];
 	dlfs_put_be32(kb, c);
 	dlfs_put_be32(kb + 4, (uint32_t)k);
 	MDB_val key = {8, kb}, v;
-	int rc = mdb_get(txn->txn, txn->ix->dbi_chunks, &key, &v);
-	if (rc || v.mv_size != DLFS_CHUNK_REC_SIZE || k > UINT32_MAX)
+	int rc = mdb_get(txn->txn, ix->dbi_chunks, &key, &v);
+	if (rc == MDB_NOTFOUND)
+		rc = MDB_CORRUPTED; /* the table says it exists */
+	if (rc || v.mv_size != DLFS_CHUNK_REC_SIZE)
 		return dlfs_err_set(err, rc ? dlfs_mdb_errno(rc)
 					    : -DLFS_ECORRUPT,
 				    "%s/index: chunk %llu of container %u: %s",
-				    txn->ix->path, (unsigned long long)k, c,
+				    ix->path, (unsigned long long)k, c,
 				    rc ? mdb_strerror(rc) : "damaged");
 	dlfs_chunk_decode(v.mv_data, out);
+	uint64_t left = ix->cont[c].data_size - k * cs;
+	uint64_t want = left < cs ? left : cs;
+	if (out->length != want)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/index: chunk %llu of container %u: "
+				    "record says %u bytes, the container's "
+				    "has %llu: damaged",
+				    ix->path, (unsigned long long)k, c,
+				    out->length, (unsigned long long)want);
 	return 0;
 }
 

@@ -50,6 +50,10 @@ struct dlfs_peer_conf {
 	uint64_t n_chunks;     /* across all containers */
 	size_t chunk_size;
 	unsigned timeout_ms;   /* a peer's answer; then the PFS */
+	/* Joining: MPI_Init and the ranks' agreement; 0 = 120 s. A rank
+	 * that dies before it joins leaves the others waiting in MPI
+	 * forever: this bounds it. */
+	unsigned join_timeout_ms;
 	unsigned servers;      /* threads serving peers */
 	dlfs_peer_serve_fn serve;
 	dlfs_peer_ctx_new_fn ctx_new;
@@ -75,7 +79,9 @@ int dlfs_peer_launched(void);
  * may fork to mount) and before any FUSE thread starts; never fork after.
  * *out is NULL (and 0 returned) when there is no launch and no force.
  * @return 0, -ENOTSUP (MPI asked for, not built in), -EPROTO (the ranks
- * disagree; err says how), or -errno.
+ * disagree; err says how), -ETIMEDOUT (not every rank joined within
+ * join_timeout_ms: the MPI thread is left behind, blocked in MPI, and the
+ * process must exit without MPI_Finalize), or -errno.
  */
 int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
 		   struct dlfs_err *err);
