@@ -284,6 +284,18 @@ static void encode(const struct pk_tree *t, const struct pk_layout *l,
 		put_u32(b, e->container);
 		put_u64(b, e->offset);
 		put_s(b, e->path, e->path_len);
+		/* A hard link's bytes are where its group's first entry has
+		 * them, and data_from indexes rank 0's tree: send that
+		 * entry's source, spool and path. */
+		const struct pk_entry *d =
+			e->data_from ? &t->e[e->data_from - 1] : NULL;
+		put_u32(b, d != NULL);
+		if (d) {
+			put_u32(b, d->src);
+			put_u32(b, d->data);
+			put_u64(b, d->spool_off);
+			put_s(b, d->path, d->path_len);
+		}
 	}
 }
 
@@ -343,10 +355,13 @@ static int decode(struct pk_tree *t, struct pk_layout *l, struct pk_str *b,
 	uint64_t f0 = get_u64(&r), f1 = get_u64(&r);
 	if (r.bad || f0 > f1 || f1 > ni)
 		goto bad;
-	t->e = calloc(f1 - f0 + 1, sizeof(*t->e));
+	/* Room for a data entry after each file: a hard link's source. */
+	uint64_t n_files = f1 - f0;
+	t->e = calloc(2 * n_files + 1, sizeof(*t->e));
 	if (!t->e)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	t->cap = f1 - f0 + 1;
+	t->cap = 2 * n_files + 1;
+	uint64_t n_links = 0;
 	for (uint64_t i = f0; i < f1 && !r.bad; i++) {
 		struct pk_entry *e = &t->e[t->n++];
 		e->src = get_u32(&r);
@@ -363,7 +378,21 @@ static int decode(struct pk_tree *t, struct pk_layout *l, struct pk_str *b,
 		l->by_ino[i] = e;
 		if (e->data > t->n_data)
 			r.bad = 1;
+		if (get_u32(&r)) {
+			uint64_t j = n_files + n_links++;
+			struct pk_entry *d = &t->e[j];
+			d->src = get_u32(&r);
+			d->data = get_u32(&r);
+			d->spool_off = get_u64(&r);
+			d->path = get_s(&r, &d->path_len);
+			d->mode = e->mode;
+			d->size = e->size;
+			e->data_from = (uint32_t)(j + 1);
+			if (d->data > t->n_data)
+				r.bad = 1;
+		}
 	}
+	t->n += n_links; /* freed with the tree */
 	if (r.bad || r.p != r.end)
 		goto bad;
 	return 0;

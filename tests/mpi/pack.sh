@@ -1,7 +1,8 @@
 #!/bin/bash
 # mpi pack: `mpirun -np 4 dlfs-pack` over HDF5 files (h5py, chunked+gzip
 # and contiguous, several N), an LMDB environment, a directory and a tar
-# makes the same dataset as one process (--procs 2), byte for byte: index,
+# (with hard links in both) makes the same dataset as one process
+# (--procs 2), byte for byte: index,
 # containers, id; dlfs-inspect cat gives the same bytes, two mounts of the
 # two datasets read the same tree (diff -r), and the samples equal the
 # source rows. Each of the 4 ranks writes its own containers (seen with
@@ -41,6 +42,13 @@ for i in range(30):
 os.makedirs(os.path.join(d, "t"))
 for i in range(20):
     open(os.path.join(d, "t", "m%02d.txt" % i), "wb").write(r.randbytes(r.randrange(1, 5000)))
+# Hard links, whose bytes another entry holds (spread over containers
+# of other ranks): in the directory and in the tar.
+for i in range(0, 30, 7):
+    os.link(os.path.join(d, "dir", "sub" if i % 2 else "", "f%02d.bin" % i),
+            os.path.join(d, "dir", "zlink%02d.bin" % i))
+for i in range(0, 20, 6):
+    os.link(os.path.join(d, "t", "m%02d.txt" % i), os.path.join(d, "t", "z%02d.txt" % i))
 with tarfile.open(os.path.join(d, "t.tar"), "w") as t:
     t.add(os.path.join(d, "t"), arcname="tarred")
 with open(os.path.join(d, "dump"), "w") as f:
@@ -96,6 +104,13 @@ L1=$DLFS_LOG
 dlfs_mount "$OUT/mpi.dlfs" "$T/m2"
 L2=$DLFS_LOG
 tmo diff -r "$T/m1" "$T/m2" >&2 || fail "the two mounts differ"
+for i in 00 07 14 21 28; do
+	f=f$i.bin; [ $((10#$i % 2)) = 1 ] && f=sub/$f
+	cmp "$SRC/dir/$f" "$T/m2/zlink$i.bin" >&2 || fail "hard link zlink$i.bin: not the bytes of $f"
+done
+for i in 00 06 12 18; do
+	cmp "$SRC/t/m$i.txt" "$T/m2/tarred/z$i.txt" >&2 || fail "hard link tarred/z$i.txt: not the bytes of m$i.txt"
+done
 tmo "$PYTHON" - "$SRC" "$T/m2" <<'PY' || fail "samples of the MPI pack differ from the source rows"
 import glob, os, sys
 import h5py, numpy as np
