@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "index.h"
+#include "records.h"
 #include "util.h"
 
 int dlfs_mdb_errno(int rc)
@@ -101,11 +102,7 @@ static int open_dbis(struct dlfs_index *ix, const char *ipath,
 	}
 	struct dlfs_super_rec *s = &ix->info.super;
 	dlfs_super_decode(v.mv_data, s);
-	if (s->n_inodes < 1 || s->n_dirs < 1 ||
-	    s->first_file_ino != 1 + s->n_dirs + s->n_symlinks ||
-	    s->n_inodes != s->n_dirs + s->n_symlinks + s->n_files ||
-	    s->chunk_size < 4096 || s->chunk_size % 4096 ||
-	    s->n_containers > DLFS_MAX_CONTAINERS) {
+	if (dlfs_super_check(s)) {
 		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
 				   "%s: superblock is inconsistent", ipath);
 		goto out_txn;
@@ -141,45 +138,21 @@ out_txn:
 static int load_containers(struct dlfs_index *ix, MDB_txn *t)
 {
 	const struct dlfs_super_rec *s = &ix->info.super;
-	const uint64_t cs = s->chunk_size;
 	uint64_t nc = s->n_containers;
 	ix->cont = calloc(nc ? nc : 1, sizeof(*ix->cont));
 	if (!ix->cont)
 		return -ENOMEM;
 	uint64_t g = 0;
 	for (uint32_t c = 0; c < nc; c++) {
-		struct dlfs_container *x = &ix->cont[c];
-		struct dlfs_container_rec r;
 		uint8_t kb[4];
 		dlfs_put_be32(kb, c);
 		MDB_val k = {4, kb}, v;
 		int rc = mdb_get(t, ix->dbi_containers, &k, &v);
-		x->first_chunk = g;
-		if (rc == MDB_NOTFOUND || (!rc && v.mv_size != DLFS_CONTAINER_REC_SIZE)) {
-			x->bad = -DLFS_ECORRUPT;
-			continue;
-		}
-		if (rc)
+		if (rc && rc != MDB_NOTFOUND)
 			return dlfs_mdb_errno(rc);
-		dlfs_container_rec_decode(v.mv_data, &r);
-		uint64_t region = DLFS_DATA_OFFSET(cs);
-		int ok = r.data_size <= (UINT64_C(1) << 48) &&
-			 r.n_chunks == (r.data_size + cs - 1) / cs &&
-			 r.n_chunks <= UINT32_MAX &&
-			 r.file_size >= region + r.data_size + DLFS_FOOTER_SIZE &&
-			 r.first_ino <= s->n_inodes + 1 &&
-			 r.n_files <= s->n_inodes + 1 - r.first_ino;
-		if (!ok) {
-			x->bad = -DLFS_ECORRUPT;
-			continue;
-		}
-		x->file_size = r.file_size;
-		x->data_size = r.data_size;
-		x->n_chunks = r.n_chunks;
-		x->first_ino = r.first_ino;
-		x->n_files = r.n_files;
-		x->footer_xxh3 = r.footer_xxh3;
-		g += r.n_chunks;
+		dlfs_container_entry(s, rc ? NULL : v.mv_data,
+				     rc ? 0 : v.mv_size, g, &ix->cont[c]);
+		g += ix->cont[c].n_chunks;
 	}
 	ix->n_chunks = g;
 	return 0;
@@ -302,7 +275,6 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 		return dlfs_err_set(err, -ENOENT, "%s: no inode %llu",
 				    ix->path, (unsigned long long)ino);
 	uint8_t kb[8];
-	uint64_t slot = (ino - 1) % DLFS_INODES_PER_BLOCK;
 	dlfs_put_be64(kb, (ino - 1) / DLFS_INODES_PER_BLOCK);
 	MDB_val k = {8, kb}, v;
 	int rc = mdb_get(txn->txn, ix->dbi_inodes, &k, &v);
@@ -312,53 +284,18 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 						       : dlfs_mdb_errno(rc),
 				    "%s/index: inode %llu: %s", ix->path,
 				    (unsigned long long)ino, mdb_strerror(rc));
-	struct dlfs_inode_rec r;
-	if (v.mv_size < (slot + 1) * DLFS_INODE_REC_SIZE)
-		goto bad;
-	dlfs_inode_decode((const uint8_t *)v.mv_data +
-				  slot * DLFS_INODE_REC_SIZE,
-			  &r);
-	out->ino = ino;
-	out->mode = r.mode;
-	out->mtime_sec = r.mtime_sec;
-	out->mtime_nsec = r.mtime_nsec;
-	out->size = r.size;
-	out->container = (uint32_t)(r.loc >> DLFS_LOC_CONTAINER_SHIFT);
-	out->offset = r.loc & DLFS_LOC_OFFSET_MASK;
-	out->xxh3 = r.xxh3;
-	out->target = NULL;
-	if (S_ISLNK(r.mode)) {
-		dlfs_put_be64(kb, ino);
-		rc = mdb_get(txn->txn, ix->dbi_symlinks, &k, &v);
-		if (rc || v.mv_size != r.size)
-			goto bad;
-		out->target = v.mv_data;
-	} else if (S_ISREG(r.mode)) {
-		if (r.size == 0)
-			return 0;
-		/* The extent must lie in its container's data region, so
-		 * that every reader can trust its chunk arithmetic. */
-		if (out->container >= ix->info.super.n_containers)
-			goto bad;
-		const struct dlfs_container *c = &ix->cont[out->container];
-		uint64_t base = DLFS_DATA_OFFSET(ix->info.super.chunk_size);
-		if (c->bad)
-			return dlfs_err_set(err, -DLFS_ECORRUPT,
-					    "%s/index: inode %llu: the record "
-					    "of its container %u is damaged",
-					    ix->path, (unsigned long long)ino,
-					    out->container);
-		if (out->offset < base || out->size > c->data_size ||
-		    out->offset - base > c->data_size - out->size)
-			goto bad;
-	} else if (!S_ISDIR(r.mode)) {
-		goto bad;
-	}
+	int ret = dlfs_inode_rec_check(&ix->info.super, ix->cont, ix->path, ino,
+				       v.mv_data, v.mv_size, out, err);
+	if (ret || !S_ISLNK(out->mode))
+		return ret;
+	dlfs_put_be64(kb, ino);
+	rc = mdb_get(txn->txn, ix->dbi_symlinks, &k, &v);
+	if (rc || v.mv_size != out->size)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/index: inode %llu is damaged",
+				    ix->path, (unsigned long long)ino);
+	out->target = v.mv_data;
 	return 0;
-bad:
-	return dlfs_err_set(err, -DLFS_ECORRUPT,
-			    "%s/index: inode %llu is damaged", ix->path,
-			    (unsigned long long)ino);
 }
 
 int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
@@ -385,11 +322,11 @@ int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
 		return dlfs_err_set(err, dlfs_mdb_errno(rc),
 				    "%s/index: %s", ix->path,
 				    mdb_strerror(rc));
-	if (v.mv_size != 8)
+	uint32_t type;
+	if (dlfs_dirent_val_decode(v.mv_data, v.mv_size, ino, &type))
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
 				    "%s/index: damaged directory entry",
 				    ix->path);
-	*ino = dlfs_get_le64(v.mv_data) & DLFS_DIRENT_INO_MASK;
 	return 0;
 }
 
@@ -489,20 +426,15 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 	for (; !rc; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		if (k.mv_size < 8 || dlfs_get_be64(k.mv_data) != dir)
 			break;
-		if (v.mv_size != 8 || k.mv_size == 8)
+		struct dlfs_dirent d;
+		if (dlfs_dirent_decode(k.mv_data, k.mv_size, v.mv_data,
+				       v.mv_size, &d))
 			return dlfs_err_set(err, -DLFS_ECORRUPT,
 					    "%s/index: damaged directory "
 					    "entry in inode %llu",
 					    ix->path,
 					    (unsigned long long)dir);
-		uint64_t val = dlfs_get_le64(v.mv_data);
-		struct dlfs_dirent d = {
-			.ino = val & DLFS_DIRENT_INO_MASK,
-			.type = (uint32_t)(val >> DLFS_DIRENT_TYPE_SHIFT) << 12,
-			.name = (const char *)k.mv_data + 8,
-			.name_len = k.mv_size - 8,
-			.cookie = pos + 1,
-		};
+		d.cookie = pos + 1;
 		ret = cb(arg, &d);
 		if (ret)
 			break;
@@ -562,8 +494,10 @@ static int find_parent(struct dlfs_txn *txn, uint64_t ino, uint64_t *parent,
 	MDB_val k, v;
 	int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	for (; !rc; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		if (v.mv_size == 8 && k.mv_size > 8 &&
-		    (dlfs_get_le64(v.mv_data) & DLFS_DIRENT_INO_MASK) == ino) {
+		struct dlfs_dirent d;
+		if (!dlfs_dirent_decode(k.mv_data, k.mv_size, v.mv_data,
+					v.mv_size, &d) &&
+		    d.ino == ino) {
 			*parent = dlfs_get_be64(k.mv_data);
 			name->mv_size = k.mv_size - 8;
 			name->mv_data = (uint8_t *)k.mv_data + 8;

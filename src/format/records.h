@@ -1,0 +1,127 @@
+/*
+ * Checks of the records that the index and the containers hold: pure
+ * functions of the record's bytes and of what was checked before it (the
+ * superblock, the container table), with no I/O and no LMDB. The index
+ * (index.c), container validation (dataset.c) and verify (verify.c) call
+ * them where they meet each record, and the fuzz targets (tests/fuzz/)
+ * call the very same functions, so what is fuzzed is what ships.
+ *
+ * Functions that take a path use it for messages only (the dataset
+ * directory, or a container file). A record that passes may be trusted
+ * as each function's comment says; one that fails gives -EUCLEAN
+ * (DLFS_ECORRUPT) unless said otherwise.
+ *
+ * Stateless and thread-safe. Private to libdlfs; not installed.
+ */
+#ifndef DLFS_RECORDS_H
+#define DLFS_RECORDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlfs/dataset.h"
+#include "dlfs/err.h"
+#include "dlfs/format.h"
+
+/*
+ * A decoded superblock is self-consistent: counts add up, at least the
+ * root directory, a chunk size that is a positive multiple of 4096, at
+ * most DLFS_MAX_CONTAINERS containers. (The version was checked before
+ * it was decoded.) @return 0 or -EUCLEAN.
+ */
+int dlfs_super_check(const struct dlfs_super_rec *s);
+
+/*
+ * The container table entry for the record value v of vlen bytes (v NULL:
+ * the index has no record), whose first chunk has global number
+ * first_chunk. A record passes when it has the right size, its chunk
+ * count matches its data size, its data region and footer fit in its
+ * file, and its files lie in the inode range of s. Then *out holds its
+ * numbers; otherwise *out is empty (no data, no chunks, no files) with
+ * bad = -EUCLEAN. @return out->bad.
+ */
+int dlfs_container_entry(const struct dlfs_super_rec *s, const void *v,
+			 size_t vlen, uint64_t first_chunk,
+			 struct dlfs_container *out);
+
+/*
+ * Decode inode ino (1 <= ino <= s->n_inodes) from the value of its inode
+ * block (block, block_len bytes) and check it against the superblock and
+ * the container table cont (s->n_containers entries, built by
+ * dlfs_container_entry). A regular file of non-zero size passes only if
+ * its container is in range and not bad, and its bytes lie inside that
+ * container's data region; so the chunks dlfs_file_chunks names exist.
+ * A directory passes as it is; a symbolic link passes with target NULL,
+ * and the caller checks its target's length against out->size. Any
+ * other file type fails. ds_path names the dataset in err's message.
+ * @return 0 or -EUCLEAN.
+ */
+int dlfs_inode_rec_check(const struct dlfs_super_rec *s,
+			 const struct dlfs_container *cont, const char *ds_path,
+			 uint64_t ino, const void *block, size_t block_len,
+			 struct dlfs_inode *out, struct dlfs_err *err);
+
+/*
+ * A dirents value: the child's inode number and its type (st_mode &
+ * S_IFMT). @return 0, or -EUCLEAN when vlen is not 8.
+ */
+int dlfs_dirent_val_decode(const void *val, size_t vlen, uint64_t *ino,
+			   uint32_t *type);
+
+/*
+ * A dirents entry (key be64(parent) || name, and its value) as readdir
+ * hands it out: out's ino, type, name and name_len are set (cookie is
+ * the caller's). @return 0, or -EUCLEAN for a key without a name or a
+ * value that is not 8 bytes.
+ */
+int dlfs_dirent_decode(const void *key, size_t klen, const void *val,
+		       size_t vlen, struct dlfs_dirent *out);
+
+/*
+ * Check the first n bytes of container c's file (hb) as its header
+ * against the index: magic, major version (-EPROTONOSUPPORT), header
+ * checksum, dataset id, container number, chunk size, data offset and
+ * data size (rec, an entry that is not bad). cpath names the file in
+ * err's message. @return 0, -EUCLEAN, -EPROTONOSUPPORT.
+ */
+int dlfs_header_check(const uint8_t *hb, size_t n,
+		      const struct dlfs_info *info, uint32_t c,
+		      const struct dlfs_container *rec, const char *cpath,
+		      struct dlfs_err *err);
+
+/*
+ * Check the last n bytes of a container's file (fb) as its footer: its
+ * magic, and its footer_xxh3 against the index's record rec. @return 0
+ * or -EUCLEAN.
+ */
+int dlfs_footer_check(const uint8_t *fb, size_t n,
+		      const struct dlfs_container *rec, const char *cpath,
+		      struct dlfs_err *err);
+
+/*
+ * Trailer records (dlfs-format(5) "Trailer"), walked one at a time out of
+ * a buffer that may end inside a record.
+ */
+struct dlfs_trailer_item {
+	struct dlfs_trailer_rec rec;
+	const uint8_t *path;   /* rec.path_len bytes, inside the buffer */
+	const uint8_t *target; /* a symlink's rec.size bytes, else NULL */
+	size_t len;            /* bytes the whole record takes */
+};
+
+/* A record larger than this is damaged: no path or link target is. */
+#define DLFS_TRAILER_REC_MAX (UINT64_C(1) << 20)
+
+/*
+ * Decode the record at the start of buf (len bytes). A regular file's
+ * record passes only if its bytes lie in the data region of a container
+ * with this chunk_size and data_size; a directory's or a symlink's if its
+ * offset is 0. @return 0 with *it set; -EAGAIN if buf ends inside the
+ * record (it->len is then the bytes it needs, or DLFS_TRAILER_REC_SIZE
+ * when even its fixed part is cut); -EUCLEAN for a record that cannot be
+ * one (another file type, a bad extent, larger than DLFS_TRAILER_REC_MAX).
+ */
+int dlfs_trailer_next(const uint8_t *buf, size_t len, uint64_t chunk_size,
+		      uint64_t data_size, struct dlfs_trailer_item *it);
+
+#endif
