@@ -13,6 +13,7 @@
 
 #include "ds_priv.h"
 #include "dlfs/check.h"
+#include "records.h"
 #include "util.h"
 
 /* Files named for one unusable container; the rest are counted. */
@@ -59,10 +60,17 @@ static void report(struct verify *v, const char *path, const char *msg)
 		v->cb(v->arg, path, msg);
 }
 
-/* Read the trailer and check it against the footer's checksum. */
+/*
+ * Read the trailer, check it against the footer's checksum, and walk its
+ * records: each must parse, and together they must fill the trailer
+ * exactly and number n_records. It is read in pieces; a record cut by a
+ * piece's end is carried over (it is at most DLFS_TRAILER_REC_MAX bytes).
+ */
 static int check_trailer(struct verify *v, int fd, const char *cname,
-			 uint64_t file_size)
+			 uint64_t file_size, uint64_t data_size)
 {
+	const size_t piece = 1 << 20;
+	const uint64_t cs = v->ds->ix.info.super.chunk_size;
 	uint8_t fb[DLFS_FOOTER_SIZE];
 	struct dlfs_container_footer f;
 	if (dlfs_pread_full(fd, fb, sizeof(fb), file_size - sizeof(fb)) !=
@@ -74,27 +82,58 @@ static int check_trailer(struct verify *v, int fd, const char *cname,
 		return 1;
 	}
 	XXH3_state_t *hs = XXH3_createState();
-	uint8_t *buf = malloc(1 << 20);
-	int ret = 0;
+	uint8_t *buf = malloc(piece + DLFS_TRAILER_REC_MAX);
+	size_t have = 0; /* bytes in buf not walked yet */
+	uint64_t nrec = 0;
+	int ret = 0, walk_bad = 0;
 	if (!hs || !buf) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	XXH3_64bits_reset(hs);
 	for (uint64_t at = 0; at < f.trailer_size;) {
-		size_t len = f.trailer_size - at < (1 << 20)
+		size_t len = f.trailer_size - at < piece
 				     ? (size_t)(f.trailer_size - at)
-				     : (1 << 20);
-		ssize_t n = dlfs_pread_full(fd, buf, len, f.trailer_offset + at);
+				     : piece;
+		ssize_t n = dlfs_pread_full(fd, buf + have, len,
+					    f.trailer_offset + at);
 		if (n != (ssize_t)len) {
 			ret = n < 0 ? (int)n : -EIO;
 			goto out;
 		}
-		XXH3_64bits_update(hs, buf, len);
+		XXH3_64bits_update(hs, buf + have, len);
 		at += len;
+		have += len;
+		size_t used = 0;
+		while (!walk_bad && used < have) {
+			struct dlfs_trailer_item it;
+			int r = dlfs_trailer_next(buf + used, have - used, cs,
+						  data_size, &it);
+			if (r == -EAGAIN)
+				break;
+			if (r) {
+				walk_bad = 1;
+				break;
+			}
+			nrec++;
+			used += it.len;
+		}
+		if (walk_bad)
+			used = have;
+		memmove(buf, buf + used, have - used);
+		have -= used;
 	}
 	if (XXH3_64bits_digest(hs) != f.trailer_xxh3) {
 		report(v, cname, "trailer checksum mismatch");
+		ret = 1;
+	} else if (walk_bad || have || nrec != f.n_records) {
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+			 "trailer records are damaged (%llu read, the footer "
+			 "says %llu)",
+			 (unsigned long long)nrec,
+			 (unsigned long long)f.n_records);
+		report(v, cname, msg);
 		ret = 1;
 	}
 out:
@@ -142,7 +181,7 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 		}
 		return 0;
 	}
-	ret = check_trailer(v, fd, cname, rec.file_size);
+	ret = check_trailer(v, fd, cname, rec.file_size, rec.data_size);
 	if (ret < 0)
 		return dlfs_err_sys(err, ret, "%s/%s: reading the trailer",
 				    ds->path, cname);
