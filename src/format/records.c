@@ -216,3 +216,33 @@ int dlfs_trailer_next(const uint8_t *buf, size_t len, uint64_t chunk_size,
 	it->target = S_ISLNK(r->mode) ? it->path + r->path_len : NULL;
 	return 0;
 }
+
+size_t dlfs_trailer_walk(struct dlfs_trailer_walk *w, const uint8_t *buf,
+			 size_t len)
+{
+	size_t used = 0;
+	while (!w->bad && used < len) {
+		struct dlfs_trailer_item it;
+		int r = dlfs_trailer_next(buf + used, len - used, w->chunk_size,
+					  w->data_size, &it);
+		if (r == -EAGAIN)
+			return used;
+		if (r) {
+			w->bad = r;
+			break;
+		}
+		w->n_records++;
+		used += it.len;
+	}
+	return len;
+}
+
+int dlfs_trailer_pos_check(const struct dlfs_container_footer *f,
+			   uint64_t file_size)
+{
+	if (file_size < DLFS_FOOTER_SIZE ||
+	    f->trailer_offset > file_size - DLFS_FOOTER_SIZE ||
+	    f->trailer_size != file_size - DLFS_FOOTER_SIZE - f->trailer_offset)
+		return -DLFS_ECORRUPT;
+	return 0;
+}

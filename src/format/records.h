@@ -124,4 +124,29 @@ struct dlfs_trailer_item {
 int dlfs_trailer_next(const uint8_t *buf, size_t len, uint64_t chunk_size,
 		      uint64_t data_size, struct dlfs_trailer_item *it);
 
+/*
+ * Walking a whole trailer that arrives in pieces: dlfs_trailer_walk takes
+ * the whole records at the start of buf and returns the bytes they take.
+ * What is left (less than DLFS_TRAILER_REC_MAX bytes) begins a record cut
+ * short: present it again with the bytes that follow. Once a record is
+ * damaged, bad is set and every later byte is taken unread. At the end,
+ * the trailer is sound if bad is 0, nothing was left over, and n_records
+ * equals the footer's.
+ */
+struct dlfs_trailer_walk {
+	uint64_t chunk_size, data_size; /* the container's, for extents */
+	uint64_t n_records;             /* records walked so far */
+	int bad;                        /* -EUCLEAN: a record is damaged */
+};
+size_t dlfs_trailer_walk(struct dlfs_trailer_walk *w, const uint8_t *buf,
+			 size_t len);
+
+/*
+ * The footer f places its trailer between the data region and itself:
+ * trailer_offset + trailer_size + DLFS_FOOTER_SIZE == file_size, with no
+ * overflow. @return 0 or -EUCLEAN.
+ */
+int dlfs_trailer_pos_check(const struct dlfs_container_footer *f,
+			   uint64_t file_size);
+
 #endif

@@ -64,7 +64,7 @@ static void report(struct verify *v, const char *path, const char *msg)
  * Read the trailer, check it against the footer's checksum, and walk its
  * records: each must parse, and together they must fill the trailer
  * exactly and number n_records. It is read in pieces; a record cut by a
- * piece's end is carried over (it is at most DLFS_TRAILER_REC_MAX bytes).
+ * piece's end is carried over (less than DLFS_TRAILER_REC_MAX bytes).
  */
 static int check_trailer(struct verify *v, int fd, const char *cname,
 			 uint64_t file_size, uint64_t data_size)
@@ -77,15 +77,15 @@ static int check_trailer(struct verify *v, int fd, const char *cname,
 	    (ssize_t)sizeof(fb))
 		return -EIO;
 	dlfs_footer_decode(fb, &f);
-	if (f.trailer_offset + f.trailer_size + DLFS_FOOTER_SIZE != file_size) {
+	if (dlfs_trailer_pos_check(&f, file_size)) {
 		report(v, cname, "trailer position is inconsistent");
 		return 1;
 	}
 	XXH3_state_t *hs = XXH3_createState();
 	uint8_t *buf = malloc(piece + DLFS_TRAILER_REC_MAX);
 	size_t have = 0; /* bytes in buf not walked yet */
-	uint64_t nrec = 0;
-	int ret = 0, walk_bad = 0;
+	struct dlfs_trailer_walk w = {.chunk_size = cs, .data_size = data_size};
+	int ret = 0;
 	if (!hs || !buf) {
 		ret = -ENOMEM;
 		goto out;
@@ -104,34 +104,19 @@ static int check_trailer(struct verify *v, int fd, const char *cname,
 		XXH3_64bits_update(hs, buf + have, len);
 		at += len;
 		have += len;
-		size_t used = 0;
-		while (!walk_bad && used < have) {
-			struct dlfs_trailer_item it;
-			int r = dlfs_trailer_next(buf + used, have - used, cs,
-						  data_size, &it);
-			if (r == -EAGAIN)
-				break;
-			if (r) {
-				walk_bad = 1;
-				break;
-			}
-			nrec++;
-			used += it.len;
-		}
-		if (walk_bad)
-			used = have;
+		size_t used = dlfs_trailer_walk(&w, buf, have);
 		memmove(buf, buf + used, have - used);
 		have -= used;
 	}
 	if (XXH3_64bits_digest(hs) != f.trailer_xxh3) {
 		report(v, cname, "trailer checksum mismatch");
 		ret = 1;
-	} else if (walk_bad || have || nrec != f.n_records) {
+	} else if (w.bad || have || w.n_records != f.n_records) {
 		char msg[160];
 		snprintf(msg, sizeof(msg),
 			 "trailer records are damaged (%llu read, the footer "
 			 "says %llu)",
-			 (unsigned long long)nrec,
+			 (unsigned long long)w.n_records,
 			 (unsigned long long)f.n_records);
 		report(v, cname, msg);
 		ret = 1;

@@ -363,6 +363,35 @@ static void check_container_files(const char *ds,
 		}
 		CHECK_EQ(at, ft.trailer_size);
 		CHECK_EQ(nrec, ft.n_records);
+		CHECK(dlfs_trailer_pos_check(&ft, len) == 0);
+		struct dlfs_container_footer fb = ft;
+		fb.trailer_offset = UINT64_MAX - 50; /* wraps to file_size */
+		fb.trailer_size = len - DLFS_FOOTER_SIZE + 51;
+		CHECK(dlfs_trailer_pos_check(&fb, len) == -EUCLEAN);
+
+		/* The same walk fed in pieces, as verify reads it. */
+		size_t pieces[] = {1, 7, 48, 100, 4096};
+		for (size_t i = 0; i < sizeof(pieces) / sizeof(*pieces); i++) {
+			struct dlfs_trailer_walk w = {
+				.chunk_size = s->chunk_size,
+				.data_size = t[c].data_size};
+			uint8_t *carry = malloc(ft.trailer_size);
+			size_t have = 0;
+			for (size_t a = 0; a < ft.trailer_size;) {
+				size_t n = ft.trailer_size - a < pieces[i]
+						   ? ft.trailer_size - a
+						   : pieces[i];
+				memcpy(carry + have, tr + a, n);
+				a += n;
+				have += n;
+				size_t used = dlfs_trailer_walk(&w, carry, have);
+				memmove(carry, carry + used, have - used);
+				have -= used;
+			}
+			CHECK(w.bad == 0 && have == 0);
+			CHECK_EQ(w.n_records, ft.n_records);
+			free(carry);
+		}
 		free(b);
 	}
 }
