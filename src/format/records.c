@@ -7,10 +7,18 @@
 
 int dlfs_super_check(const struct dlfs_super_rec *s)
 {
+	/* The counts are compared by subtraction, so that no sum can wrap
+	 * around (n_dirs = 2^64 - 1 once passed, and verify then sized an
+	 * array by n_dirs + 1 = 0). A chunk's length is a u32 in its
+	 * record; a larger chunk size also overflows the container checks'
+	 * offset sums. */
 	int ok = s->n_inodes >= 1 && s->n_dirs >= 1 &&
+		 s->n_dirs <= s->n_inodes &&
+		 s->n_symlinks <= s->n_inodes - s->n_dirs &&
+		 s->n_files == s->n_inodes - s->n_dirs - s->n_symlinks &&
 		 s->first_file_ino == 1 + s->n_dirs + s->n_symlinks &&
-		 s->n_inodes == s->n_dirs + s->n_symlinks + s->n_files &&
 		 s->chunk_size >= 4096 && s->chunk_size % 4096 == 0 &&
+		 s->chunk_size <= UINT32_MAX &&
 		 s->n_containers <= DLFS_MAX_CONTAINERS;
 	return ok ? 0 : -DLFS_ECORRUPT;
 }
@@ -109,10 +117,20 @@ int dlfs_dirent_val_decode(const void *val, size_t vlen, uint64_t *ino,
 	return 0;
 }
 
+/* A name dlfs-format(5) allows: 1 to 255 bytes, no '/' or NUL, neither
+ * "." nor "..". Readers copy names into NAME_MAX buffers and use them as
+ * path components (extract creates them with openat). */
+static int name_ok(const char *n, size_t len)
+{
+	return len >= 1 && len <= DLFS_NAME_MAX && !memchr(n, '/', len) &&
+	       !memchr(n, '\0', len) && !(len == 1 && n[0] == '.') &&
+	       !(len == 2 && n[0] == '.' && n[1] == '.');
+}
+
 int dlfs_dirent_decode(const void *key, size_t klen, const void *val,
 		       size_t vlen, struct dlfs_dirent *out)
 {
-	if (klen <= 8)
+	if (klen <= 8 || !name_ok((const char *)key + 8, klen - 8))
 		return -DLFS_ECORRUPT;
 	int ret = dlfs_dirent_val_decode(val, vlen, &out->ino, &out->type);
 	if (ret)

@@ -25,8 +25,9 @@
 
 /*
  * A decoded superblock is self-consistent: counts add up, at least the
- * root directory, a chunk size that is a positive multiple of 4096, at
- * most DLFS_MAX_CONTAINERS containers. (The version was checked before
+ * root directory, a chunk size that is a multiple of 4096 from 4096 to
+ * UINT32_MAX (a chunk record's length is a u32), at most
+ * DLFS_MAX_CONTAINERS containers. (The version was checked before
  * it was decoded.) @return 0 or -EUCLEAN.
  */
 int dlfs_super_check(const struct dlfs_super_rec *s);
@@ -71,8 +72,11 @@ int dlfs_dirent_val_decode(const void *val, size_t vlen, uint64_t *ino,
 /*
  * A dirents entry (key be64(parent) || name, and its value) as readdir
  * hands it out: out's ino, type, name and name_len are set (cookie is
- * the caller's). @return 0, or -EUCLEAN for a key without a name or a
- * value that is not 8 bytes.
+ * the caller's). The name is one dlfs-format(5) allows: 1 to
+ * DLFS_NAME_MAX bytes, no '/' or NUL, not "." or "..", so callers may
+ * copy it into a NAME_MAX buffer and use it as a path component.
+ * @return 0, or -EUCLEAN for any other name or a value that is not 8
+ * bytes.
  */
 int dlfs_dirent_decode(const void *key, size_t klen, const void *val,
 		       size_t vlen, struct dlfs_dirent *out);

@@ -103,6 +103,20 @@ static void check_super(struct raw *r, struct dlfs_super_rec *s)
 	b.chunk_size = 4095;
 	CHECK(dlfs_super_check(&b) == -EUCLEAN);
 	b = *s;
+	b.chunk_size = UINT64_C(1) << 32; /* more than a u32 length */
+	CHECK(dlfs_super_check(&b) == -EUCLEAN);
+	b.chunk_size = UINT64_MAX - 4095; /* wraps the container checks */
+	CHECK(dlfs_super_check(&b) == -EUCLEAN);
+	b.chunk_size = (UINT64_C(1) << 32) - 4096;
+	CHECK(dlfs_super_check(&b) == 0);
+	b = *s;
+	b.n_dirs = UINT64_MAX; /* the sums wrap to what n_inodes says */
+	b.n_symlinks = 2;
+	b.n_files = 0;
+	b.n_inodes = 1;
+	b.first_file_ino = 2;
+	CHECK(dlfs_super_check(&b) == -EUCLEAN);
+	b = *s;
 	b.n_files++;
 	CHECK(dlfs_super_check(&b) == -EUCLEAN);
 	b = *s;
@@ -267,6 +281,38 @@ static void check_dirents(struct raw *r)
 	}
 	CHECK(n > 40);
 	mdb_cursor_close(cur);
+
+	/* Names the format forbids (issue 11 item 5, and names that would
+	 * lead extract out of its directory). */
+	uint8_t key[8 + 300], val[8];
+	dlfs_put_le64(val, (UINT64_C(8) << DLFS_DIRENT_TYPE_SHIFT) | 5);
+	struct {
+		const char *name;
+		size_t len;
+		int ok;
+	} names[] = {
+		{"a", 1, 1}, {"..a", 3, 1}, {".", 1, 0}, {"..", 2, 0},
+		{"a/b", 3, 0}, {"../../etc/passwd", 16, 0}, {"a\0b", 3, 0},
+		{NULL, 255, 1}, {NULL, 256, 0}, {NULL, 300, 0},
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++) {
+		struct dlfs_dirent d;
+		dlfs_put_be64(key, 2);
+		if (names[i].name)
+			memcpy(key + 8, names[i].name, names[i].len);
+		else
+			memset(key + 8, 'x', names[i].len);
+		int ret = dlfs_dirent_decode(key, 8 + names[i].len, val, 8, &d);
+		CHECK(ret == (names[i].ok ? 0 : -EUCLEAN));
+		if (ret != (names[i].ok ? 0 : -EUCLEAN))
+			fprintf(stderr, "  name %zu (%zu bytes)\n", i,
+				names[i].len);
+		if (!ret) {
+			CHECK_EQ(d.ino, 5);
+			CHECK_EQ(d.type, S_IFREG);
+			CHECK_EQ(d.name_len, names[i].len);
+		}
+	}
 }
 
 static uint8_t *read_file(const char *ds, uint32_t c, size_t *len)
