@@ -81,8 +81,12 @@ static int check_trailer(struct verify *v, int fd, const char *cname,
 		report(v, cname, "trailer position is inconsistent");
 		return 1;
 	}
+	/* Never more than the trailer: a small one needs a small buffer. */
+	uint64_t cap = piece + DLFS_TRAILER_REC_MAX;
+	if (cap > f.trailer_size)
+		cap = f.trailer_size;
 	XXH3_state_t *hs = XXH3_createState();
-	uint8_t *buf = malloc(piece + DLFS_TRAILER_REC_MAX);
+	uint8_t *buf = malloc(cap ? (size_t)cap : 1);
 	size_t have = 0; /* bytes in buf not walked yet */
 	struct dlfs_trailer_walk w = {.chunk_size = cs, .data_size = data_size};
 	int ret = 0;
