@@ -323,7 +323,8 @@ int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
 				    "%s/index: %s", ix->path,
 				    mdb_strerror(rc));
 	uint32_t type;
-	if (dlfs_dirent_val_decode(v.mv_data, v.mv_size, ino, &type))
+	if (dlfs_dirent_val_decode(&ix->info.super, v.mv_data, v.mv_size, ino,
+				   &type))
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
 				    "%s/index: damaged directory entry",
 				    ix->path);
@@ -427,8 +428,8 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 		if (k.mv_size < 8 || dlfs_get_be64(k.mv_data) != dir)
 			break;
 		struct dlfs_dirent d;
-		if (dlfs_dirent_decode(k.mv_data, k.mv_size, v.mv_data,
-				       v.mv_size, &d))
+		if (dlfs_dirent_decode(&ix->info.super, k.mv_data, k.mv_size,
+				       v.mv_data, v.mv_size, &d))
 			return dlfs_err_set(err, -DLFS_ECORRUPT,
 					    "%s/index: damaged directory "
 					    "entry in inode %llu",
@@ -495,8 +496,8 @@ static int find_parent(struct dlfs_txn *txn, uint64_t ino, uint64_t *parent,
 	int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	for (; !rc; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		struct dlfs_dirent d;
-		if (!dlfs_dirent_decode(k.mv_data, k.mv_size, v.mv_data,
-					v.mv_size, &d) &&
+		if (!dlfs_dirent_decode(&txn->ix->info.super, k.mv_data,
+					k.mv_size, v.mv_data, v.mv_size, &d) &&
 		    d.ino == ino) {
 			*parent = dlfs_get_be64(k.mv_data);
 			name->mv_size = k.mv_size - 8;

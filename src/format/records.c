@@ -1,6 +1,7 @@
 /* Checks of decoded records: see records.h. */
 #include <string.h>
 #include <sys/stat.h>
+#include <xxhash.h>
 
 #include "records.h"
 #include "util.h"
@@ -57,6 +58,13 @@ int dlfs_container_entry(const struct dlfs_super_rec *s, const void *v,
 	return 0;
 }
 
+uint32_t dlfs_ino_type(const struct dlfs_super_rec *s, uint64_t ino)
+{
+	if (ino <= s->n_dirs)
+		return S_IFDIR;
+	return ino < s->first_file_ino ? S_IFLNK : S_IFREG;
+}
+
 int dlfs_inode_rec_check(const struct dlfs_super_rec *s,
 			 const struct dlfs_container *cont, const char *ds_path,
 			 uint64_t ino, const void *block, size_t block_len,
@@ -78,9 +86,18 @@ int dlfs_inode_rec_check(const struct dlfs_super_rec *s,
 	out->offset = r.loc & DLFS_LOC_OFFSET_MASK;
 	out->xxh3 = r.xxh3;
 	out->target = NULL;
+	/* Inode numbers are assigned by type (dlfs-format(5) INODES), so a
+	 * damaged mode shows: a file served as a directory, or the reverse,
+	 * gives ENOTDIR, EISDIR or ELOOP instead of an error. */
+	if ((r.mode & S_IFMT) != dlfs_ino_type(s, ino))
+		goto bad;
 	if (S_ISREG(r.mode)) {
-		if (r.size == 0)
+		/* An empty file has no extent, but its checksum is known. */
+		if (r.size == 0) {
+			if (r.xxh3 != XXH3_64bits(NULL, 0))
+				goto bad;
 			return 0;
+		}
 		/* The extent must lie in its container's data region, so
 		 * that every reader can trust its chunk arithmetic. */
 		if (out->container >= s->n_containers)
@@ -93,11 +110,11 @@ int dlfs_inode_rec_check(const struct dlfs_super_rec *s,
 					    "of its container %u is damaged",
 					    ds_path, (unsigned long long)ino,
 					    out->container);
-		if (out->offset < base || out->size > c->data_size ||
+		/* Its container holds inodes first_ino .. + n_files - 1. */
+		if (ino < c->first_ino || ino - c->first_ino >= c->n_files ||
+		    out->offset < base || out->size > c->data_size ||
 		    out->offset - base > c->data_size - out->size)
 			goto bad;
-	} else if (!S_ISDIR(r.mode) && !S_ISLNK(r.mode)) {
-		goto bad;
 	}
 	return 0;
 bad:
@@ -106,14 +123,17 @@ bad:
 			    (unsigned long long)ino);
 }
 
-int dlfs_dirent_val_decode(const void *val, size_t vlen, uint64_t *ino,
-			   uint32_t *type)
+int dlfs_dirent_val_decode(const struct dlfs_super_rec *s, const void *val,
+			   size_t vlen, uint64_t *ino, uint32_t *type)
 {
 	if (vlen != 8)
 		return -DLFS_ECORRUPT;
 	uint64_t v = dlfs_get_le64(val);
 	*ino = v & DLFS_DIRENT_INO_MASK;
 	*type = (uint32_t)(v >> DLFS_DIRENT_TYPE_SHIFT) << 12;
+	/* The root is nobody's child; the type is the one of the number. */
+	if (*ino < 2 || *ino > s->n_inodes || *type != dlfs_ino_type(s, *ino))
+		return -DLFS_ECORRUPT;
 	return 0;
 }
 
@@ -127,12 +147,13 @@ static int name_ok(const char *n, size_t len)
 	       !(len == 2 && n[0] == '.' && n[1] == '.');
 }
 
-int dlfs_dirent_decode(const void *key, size_t klen, const void *val,
-		       size_t vlen, struct dlfs_dirent *out)
+int dlfs_dirent_decode(const struct dlfs_super_rec *s, const void *key,
+		       size_t klen, const void *val, size_t vlen,
+		       struct dlfs_dirent *out)
 {
 	if (klen <= 8 || !name_ok((const char *)key + 8, klen - 8))
 		return -DLFS_ECORRUPT;
-	int ret = dlfs_dirent_val_decode(val, vlen, &out->ino, &out->type);
+	int ret = dlfs_dirent_val_decode(s, val, vlen, &out->ino, &out->type);
 	if (ret)
 		return ret;
 	out->name = (const char *)key + 8;

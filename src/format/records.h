@@ -45,16 +45,22 @@ int dlfs_container_entry(const struct dlfs_super_rec *s, const void *v,
 			 size_t vlen, uint64_t first_chunk,
 			 struct dlfs_container *out);
 
+/* The file type (S_IFDIR, S_IFLNK, S_IFREG) inode ino has, by its
+ * number: dlfs-format(5) numbers directories, then symlinks, then files. */
+uint32_t dlfs_ino_type(const struct dlfs_super_rec *s, uint64_t ino);
+
 /*
  * Decode inode ino (1 <= ino <= s->n_inodes) from the value of its inode
  * block (block, block_len bytes) and check it against the superblock and
  * the container table cont (s->n_containers entries, built by
- * dlfs_container_entry). A regular file of non-zero size passes only if
- * its container is in range and not bad, and its bytes lie inside that
- * container's data region; so the chunks dlfs_file_chunks names exist.
- * A directory passes as it is; a symbolic link passes with target NULL,
- * and the caller checks its target's length against out->size. Any
- * other file type fails. ds_path names the dataset in err's message.
+ * dlfs_container_entry). Its type must be the one its number gives
+ * (dlfs_ino_type). A regular file of non-zero size passes only if its
+ * container is in range and not bad, lists it among its inodes, and its
+ * bytes lie inside that container's data region; so the chunks
+ * dlfs_file_chunks names exist. An empty file passes if its checksum is
+ * the empty string's. A directory passes as it is; a symbolic link
+ * passes with target NULL, and the caller checks its target's length
+ * against out->size. ds_path names the dataset in err's message.
  * @return 0 or -EUCLEAN.
  */
 int dlfs_inode_rec_check(const struct dlfs_super_rec *s,
@@ -64,10 +70,12 @@ int dlfs_inode_rec_check(const struct dlfs_super_rec *s,
 
 /*
  * A dirents value: the child's inode number and its type (st_mode &
- * S_IFMT). @return 0, or -EUCLEAN when vlen is not 8.
+ * S_IFMT). The number is an inode of s other than the root, and the type
+ * the one its number gives (dlfs_ino_type). @return 0, or -EUCLEAN when
+ * vlen is not 8 or the number or the type is wrong.
  */
-int dlfs_dirent_val_decode(const void *val, size_t vlen, uint64_t *ino,
-			   uint32_t *type);
+int dlfs_dirent_val_decode(const struct dlfs_super_rec *s, const void *val,
+			   size_t vlen, uint64_t *ino, uint32_t *type);
 
 /*
  * A dirents entry (key be64(parent) || name, and its value) as readdir
@@ -76,10 +84,11 @@ int dlfs_dirent_val_decode(const void *val, size_t vlen, uint64_t *ino,
  * DLFS_NAME_MAX bytes, no '/' or NUL, not "." or "..", so callers may
  * copy it into a NAME_MAX buffer and use it as a path component.
  * @return 0, or -EUCLEAN for any other name or a value that is not 8
- * bytes.
+ * bytes, or a value dlfs_dirent_val_decode refuses.
  */
-int dlfs_dirent_decode(const void *key, size_t klen, const void *val,
-		       size_t vlen, struct dlfs_dirent *out);
+int dlfs_dirent_decode(const struct dlfs_super_rec *s, const void *key,
+		       size_t klen, const void *val, size_t vlen,
+		       struct dlfs_dirent *out);
 
 /*
  * Check the first n bytes of container c's file (hb) as its header

@@ -11,15 +11,18 @@
  * superblock check, the container table (dlfs_container_entry, then
  * dlfs_container_locate), every inode of every block
  * (dlfs_inode_rec_check), every directory entry (dlfs_dirent_decode).
- * Asserts what passing promises callers: a file's chunks exist in its
- * container, a global chunk number maps back to itself, a directory entry
- * names one entry the format allows (dlfs-format(5): 1 to 255 bytes, no
- * '/' or NUL, not "." or ".."; the FUSE layer and extract copy names into
- * 256-byte buffers and use them as path components). Also that every
+ * Asserts what passing promises callers: an inode or an entry has the
+ * type its number gives, a file's chunks exist in its container and that
+ * container lists it, a global chunk number maps back to itself, a
+ * directory entry names an inode other than the root, with a name the
+ * format allows (dlfs-format(5): 1 to 255 bytes, no '/' or NUL, not "."
+ * or ".."; the FUSE layer and extract copy names into 256-byte buffers
+ * and use them as path components). Also that every
  * fixed-size codec round-trips.
  */
 #include <string.h>
 #include <sys/stat.h>
+#include <xxhash.h>
 
 #include "fuzzlib.h"
 #include "records.h"
@@ -127,13 +130,15 @@ static void check_inodes(const struct dlfs_super_rec *s,
 			continue;
 		}
 		FUZZ_ASSERT(in.ino == ino && in.target == NULL);
-		FUZZ_ASSERT(S_ISREG(in.mode) || S_ISDIR(in.mode) ||
-			    S_ISLNK(in.mode));
+		FUZZ_ASSERT((in.mode & S_IFMT) == dlfs_ino_type(s, ino));
+		if (S_ISREG(in.mode) && in.size == 0)
+			FUZZ_ASSERT(in.xxh3 == XXH3_64bits(NULL, 0));
 		if (!S_ISREG(in.mode) || in.size == 0)
 			continue;
 		FUZZ_ASSERT(in.container < s->n_containers);
 		const struct dlfs_container *x = &t[in.container];
 		FUZZ_ASSERT(!x->bad);
+		FUZZ_ASSERT(ino >= x->first_ino && ino - x->first_ino < x->n_files);
 		FUZZ_ASSERT(in.offset >= DLFS_DATA_OFFSET(cs));
 		FUZZ_ASSERT(in.size <= x->data_size &&
 			    in.offset + in.size <=
@@ -150,11 +155,15 @@ static void check_inodes(const struct dlfs_super_rec *s,
 	}
 }
 
-static void check_dirent(const struct fuzz_ent *e)
+static void check_dirent(const struct dlfs_super_rec *s,
+			 const struct fuzz_ent *e)
 {
 	struct dlfs_dirent d;
-	if (dlfs_dirent_decode(e->key, e->klen, e->val, e->vlen, &d))
+	if (dlfs_dirent_decode(s, e->key, e->klen, e->val, e->vlen, &d))
 		return;
+	/* An inode other than the root, of the type its number gives. */
+	FUZZ_ASSERT(d.ino >= 2 && d.ino <= s->n_inodes);
+	FUZZ_ASSERT(d.type == dlfs_ino_type(s, d.ino));
 	FUZZ_ASSERT(d.name == (const char *)e->key + 8);
 	FUZZ_ASSERT(d.name_len >= 1 && d.name_len <= DLFS_NAME_MAX);
 	FUZZ_ASSERT(!memchr(d.name, '/', d.name_len) &&
@@ -173,11 +182,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_ent e[MAX_ENTS];
 	size_t n = fuzz_parse(data, size, e, MAX_ENTS);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		roundtrip(&e[i]);
-		if (e[i].tag == FUZZ_DIRENTS)
-			check_dirent(&e[i]);
-	}
 	const struct fuzz_ent *sup =
 		fuzz_find(e, n, FUZZ_META, DLFS_META_SUPER,
 			  strlen(DLFS_META_SUPER));
@@ -211,9 +217,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		g += t[c].n_chunks;
 	}
 	check_table(&s, t, nc, g);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (e[i].tag == FUZZ_INODES)
 			check_inodes(&s, t, &e[i]);
+		if (e[i].tag == FUZZ_DIRENTS)
+			check_dirent(&s, &e[i]);
+	}
 	free(t);
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "dlfs/check.h"
 #include "dlfs/dataset.h"
@@ -219,9 +220,25 @@ static void check_inodes(struct raw *r, const struct dlfs_super_rec *s,
 		dlfs_inode_decode((const uint8_t *)v.mv_data +
 					  slot * DLFS_INODE_REC_SIZE,
 				  &rec);
+		CHECK((rec.mode & S_IFMT) == dlfs_ino_type(s, ino));
 		bad = rec;
 		bad.mode = S_IFCHR | 0644;
 		CHECK(inode_with(s, t, &v, ino, &bad, &err) == -EUCLEAN);
+		/* Each type in the range of another. */
+		const uint32_t types[] = {S_IFDIR, S_IFLNK, S_IFREG};
+		for (int i = 0; i < 3; i++) {
+			if (types[i] == (rec.mode & S_IFMT))
+				continue;
+			bad = rec;
+			bad.mode = types[i] | 0755;
+			CHECK(inode_with(s, t, &v, ino, &bad, &err) == -EUCLEAN);
+		}
+		if (S_ISREG(rec.mode) && rec.size == 0) {
+			CHECK(rec.xxh3 == XXH3_64bits(NULL, 0));
+			bad = rec;
+			bad.xxh3 ^= 1;
+			CHECK(inode_with(s, t, &v, ino, &bad, &err) == -EUCLEAN);
+		}
 		if (!S_ISREG(rec.mode) || rec.size == 0)
 			continue;
 		uint64_t c = rec.loc >> DLFS_LOC_CONTAINER_SHIFT;
@@ -250,6 +267,15 @@ static void check_inodes(struct raw *r, const struct dlfs_super_rec *s,
 		bad.loc = (c << DLFS_LOC_CONTAINER_SHIFT) |
 			  (base + t[c].data_size - rec.size);
 		CHECK(inode_with(s, t, &v, ino, &bad, &err) == 0);
+		/* A container whose inode range leaves the file out. */
+		struct dlfs_container keep0 = t[c];
+		t[c].n_files = ino - t[c].first_ino;
+		CHECK(inode_with(s, t, &v, ino, &rec, &err) == -EUCLEAN);
+		t[c] = keep0;
+		t[c].first_ino = ino + 1;
+		t[c].n_files = 1;
+		CHECK(inode_with(s, t, &v, ino, &rec, &err) == -EUCLEAN);
+		t[c] = keep0;
 		/* A damaged container record makes its files damaged. */
 		struct dlfs_container keep = t[c];
 		t[c].bad = -EUCLEAN;
@@ -259,7 +285,7 @@ static void check_inodes(struct raw *r, const struct dlfs_super_rec *s,
 	}
 }
 
-static void check_dirents(struct raw *r)
+static void check_dirents(struct raw *r, const struct dlfs_super_rec *s)
 {
 	MDB_cursor *cur;
 	MDB_val k, v;
@@ -268,14 +294,15 @@ static void check_dirents(struct raw *r)
 	for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		struct dlfs_dirent d;
-		CHECK(dlfs_dirent_decode(k.mv_data, k.mv_size, v.mv_data,
+		CHECK(dlfs_dirent_decode(s, k.mv_data, k.mv_size, v.mv_data,
 					 v.mv_size, &d) == 0);
 		CHECK(d.name_len == k.mv_size - 8 && d.name_len >= 1);
 		CHECK(d.type == S_IFDIR || d.type == S_IFREG ||
 		      d.type == S_IFLNK);
-		CHECK(dlfs_dirent_decode(k.mv_data, 8, v.mv_data, v.mv_size,
+		CHECK(d.type == dlfs_ino_type(s, d.ino));
+		CHECK(dlfs_dirent_decode(s, k.mv_data, 8, v.mv_data, v.mv_size,
 					 &d) == -EUCLEAN);
-		CHECK(dlfs_dirent_decode(k.mv_data, k.mv_size, v.mv_data, 7,
+		CHECK(dlfs_dirent_decode(s, k.mv_data, k.mv_size, v.mv_data, 7,
 					 &d) == -EUCLEAN);
 		n++;
 	}
@@ -285,7 +312,8 @@ static void check_dirents(struct raw *r)
 	/* Names the format forbids (issue 11 item 5, and names that would
 	 * lead extract out of its directory). */
 	uint8_t key[8 + 300], val[8];
-	dlfs_put_le64(val, (UINT64_C(8) << DLFS_DIRENT_TYPE_SHIFT) | 5);
+	const uint64_t f = s->first_file_ino;
+	dlfs_put_le64(val, (UINT64_C(8) << DLFS_DIRENT_TYPE_SHIFT) | f);
 	struct {
 		const char *name;
 		size_t len;
@@ -302,16 +330,38 @@ static void check_dirents(struct raw *r)
 			memcpy(key + 8, names[i].name, names[i].len);
 		else
 			memset(key + 8, 'x', names[i].len);
-		int ret = dlfs_dirent_decode(key, 8 + names[i].len, val, 8, &d);
+		int ret = dlfs_dirent_decode(s, key, 8 + names[i].len, val, 8,
+					     &d);
 		CHECK(ret == (names[i].ok ? 0 : -EUCLEAN));
 		if (ret != (names[i].ok ? 0 : -EUCLEAN))
 			fprintf(stderr, "  name %zu (%zu bytes)\n", i,
 				names[i].len);
 		if (!ret) {
-			CHECK_EQ(d.ino, 5);
+			CHECK_EQ(d.ino, f);
 			CHECK_EQ(d.type, S_IFREG);
 			CHECK_EQ(d.name_len, names[i].len);
 		}
+	}
+
+	/* Values that name no inode, the root, or give the wrong type. */
+	struct {
+		uint64_t ino, type;
+		int ok;
+	} vals[] = {
+		{f, 8, 1}, {0, 8, 0}, {1, 4, 0}, {s->n_inodes + 1, 8, 0},
+		{DLFS_DIRENT_INO_MASK, 8, 0}, {f, 4, 0}, {f, 10, 0}, {f, 0, 0},
+		{2, 4, 1}, {2, 8, 0}, {s->n_dirs + 1, 10, 1},
+		{s->n_dirs + 1, 8, 0},
+	};
+	for (size_t i = 0; i < sizeof(vals) / sizeof(*vals); i++) {
+		uint64_t ino;
+		uint32_t type;
+		dlfs_put_le64(val, vals[i].type << DLFS_DIRENT_TYPE_SHIFT |
+					   vals[i].ino);
+		int ret = dlfs_dirent_val_decode(s, val, 8, &ino, &type);
+		CHECK(ret == (vals[i].ok ? 0 : -EUCLEAN));
+		if (ret != (vals[i].ok ? 0 : -EUCLEAN))
+			fprintf(stderr, "  value %zu\n", i);
 	}
 }
 
@@ -517,7 +567,7 @@ int main(void)
 	CHECK(s.n_containers >= 3);
 	struct dlfs_container *t = check_containers(&r, &s);
 	check_inodes(&r, &s, t);
-	check_dirents(&r);
+	check_dirents(&r, &s);
 	raw_close(&r, 0);
 	check_container_files(ds, &s, t);
 	check_verify_walk(ds);
