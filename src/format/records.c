@@ -8,12 +8,14 @@
 
 int dlfs_super_check(const struct dlfs_super_rec *s)
 {
-	/* The counts are compared by subtraction, so that no sum can wrap
-	 * around (n_dirs = 2^64 - 1 once passed, and verify then sized an
-	 * array by n_dirs + 1 = 0). A chunk's length is a u32 in its
+	/* The counts are compared by subtraction, and inode numbers fit in
+	 * a directory entry's 60 bits, so that no sum can wrap around
+	 * (n_dirs = 2^64 - 1 once passed, and verify then sized an array by
+	 * n_dirs + 1 = 0). A chunk's length is a u32 in its
 	 * record; a larger chunk size also overflows the container checks'
 	 * offset sums. */
-	int ok = s->n_inodes >= 1 && s->n_dirs >= 1 &&
+	int ok = s->n_inodes >= 1 && s->n_inodes <= DLFS_DIRENT_INO_MASK &&
+		 s->n_dirs >= 1 &&
 		 s->n_dirs <= s->n_inodes &&
 		 s->n_symlinks <= s->n_inodes - s->n_dirs &&
 		 s->n_files == s->n_inodes - s->n_dirs - s->n_symlinks &&

@@ -25,7 +25,7 @@
 
 /*
  * A decoded superblock is self-consistent: counts add up, at least the
- * root directory, a chunk size that is a multiple of 4096 from 4096 to
+ * root directory, inode numbers that fit a directory entry (60 bits), a chunk size that is a multiple of 4096 from 4096 to
  * UINT32_MAX (a chunk record's length is a u32), at most
  * DLFS_MAX_CONTAINERS containers. (The version was checked before
  * it was decoded.) @return 0 or -EUCLEAN.

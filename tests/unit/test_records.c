@@ -117,6 +117,10 @@ static void check_super(struct raw *r, struct dlfs_super_rec *s)
 	b.n_inodes = 1;
 	b.first_file_ino = 2;
 	CHECK(dlfs_super_check(&b) == -EUCLEAN);
+	b = *s; /* found by the fuzzer: 1 + n_dirs wraps to 0 */
+	b.n_inodes = b.n_dirs = UINT64_MAX;
+	b.n_symlinks = b.n_files = b.first_file_ino = 0;
+	CHECK(dlfs_super_check(&b) == -EUCLEAN);
 	b = *s;
 	b.n_files++;
 	CHECK(dlfs_super_check(&b) == -EUCLEAN);
