@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""regress.py CORPUS_DIR
+"""regress.py CORPUS_DIR [PENDING_DIR]
 
 Writes the hand-made regression inputs of the fuzz targets into
 CORPUS_DIR/<target>/regress-<what>, each a real seed (made by tools/fuzz
@@ -8,6 +8,10 @@ fixed: the input crashed its target before the fix, so the `fuzz` suite
 replaying it forever keeps the bug away. tools/fuzz --seed-corpus runs
 this after it rebuilds the seeds. Inputs the fuzzer itself found are
 copied in by hand as regress-<what> and kept as they are.
+
+With PENDING_DIR, also writes there the inputs of bugs not fixed yet
+(PENDING_DIR/<target>/<what>): they crash today. Whoever fixes one moves
+it to CORPUS_DIR/<target>/regress-<what> and its recipe up into main().
 
 The input format is tests/fuzz/fuzzlib.h's: entries of
 u8 tag | u16 klen | u32 vlen | key | value.
@@ -63,9 +67,9 @@ def set_super(e, **f):
     s[2] = bytes(v)
 
 
-def write(top, target, name, e):
+def write(top, target, name, e, prefix="regress-"):
     os.makedirs(os.path.join(top, target), exist_ok=True)
-    open(os.path.join(top, target, "regress-" + name), "wb").write(dump(e))
+    open(os.path.join(top, target, prefix + name), "wb").write(dump(e))
 
 
 def main():
@@ -101,6 +105,20 @@ def main():
     x = next(x for x in e if x[0] == DIRENTS and x[1][:8] == struct.pack(">Q", 1) and x[2][7] >> 4 == 8)
     x[1] = x[1][:8] + b"../escaped"
     write(top, "dataset", "dirent-dotdot-escape", e)
+
+    if len(sys.argv) > 2:
+        pending(top, sys.argv[2])
+
+
+def pending(top, out):
+    d = os.path.join(top, "dataset")
+    # Issue 11 item 4: verify reads a chunk record's length into a buffer
+    # of one chunk, and trusts the length.
+    e = pick(d, lambda e: any(x[0] == CHUNKS for x in e))
+    x = next(x for x in e if x[0] == CHUNKS)
+    cs = struct.unpack_from("<Q", super_of(e)[2], 24)[0]
+    x[2] = x[2][:8] + struct.pack("<I", cs + 4096) + x[2][12:]
+    write(out, "dataset", "verify-chunk-longer-than-chunk-size", e, prefix="")
 
 
 main()
