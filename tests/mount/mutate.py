@@ -18,6 +18,8 @@ Then, for each case I in 0..N-1, a mutation drawn from (seed, I) alone:
   index-rebuild  the index rewritten by mdb_dump/mdb_load with a record
                  added, dropped or renamed (names of 256 bytes, '/' and
                  '..', a directory listing itself, missing records)
+  index-cut      the index truncated (at a page boundary or not), or
+                 extended with zeros or garbage
   container      a container truncated, extended, flipped (header, data,
                  trailer, footer), deleted or swapped with another
   nvme           the populated cache damaged: .cache bytes flipped,
@@ -64,8 +66,9 @@ import time
 
 CS = 16384
 CONTAINER = 65536
-KINDS = ["index-flip", "index-record", "index-field", "index-rebuild", "container", "nvme"]
-WEIGHTS = [2, 3, 4, 2, 3, 3]
+KINDS = ["index-flip", "index-record", "index-field", "index-rebuild", "index-cut", "container",
+         "nvme"]
+WEIGHTS = [2, 3, 4, 2, 1, 3, 3]
 SAN_RE = re.compile(r"Sanitizer|runtime error:|SUMMARY:|LeakSanitizer")
 DBS = ["meta", "inodes", "symlinks", "dirents", "chunks", "containers"]
 
@@ -257,6 +260,23 @@ def mutate(c, ds, dsdir, nvdir):
         field_mutation(c, ds, idx)
     elif c.kind == "index-rebuild":
         rebuild_mutation(c, ds, idx)
+    elif c.kind == "index-cut":
+        how = r.choice(["page", "byte", "zeros", "garbage"])
+        if how == "page":
+            at = r.randrange(1, size // 4096) * 4096
+            os.truncate(idx, at)
+            c.what = "index truncated to %d bytes (a page boundary)" % at
+        elif how == "byte":
+            at = r.randrange(1, size)
+            os.truncate(idx, at)
+            c.what = "index truncated to %d bytes" % at
+        else:
+            n = r.choice([1, 4096, 65536])
+            with open(idx, "ab") as f:
+                f.write(bytes(n) if how == "zeros" else r.randbytes(n))
+            c.what = "index extended by %d bytes of %s" % (n, how)
+        # A cut in LMDB's pages may lose any entry.
+        c.names_may_change = True
     elif c.kind == "container":
         container_mutation(c, ds, dsdir)
     elif c.kind == "nvme":

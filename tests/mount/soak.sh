@@ -52,8 +52,8 @@ mkdir -p "$MNT" "$T/nvme"
 dlfs_mount "$DS" "$MNT" -o "cache_dir=$T/nvme,cache_size=$CACHE,cache_policy=lru,ram_cache=2M"
 
 st=0
-tmo "$PYTHON" "$HERE/soak.py" "$SRC" "$MNT" --seconds "$SECS" --threads 64 \
-	--json "$T/soak.json" || st=$?
+DLFS_CMD_TIMEOUT=$((SECS + 300)) tmo "$PYTHON" "$HERE/soak.py" "$SRC" "$MNT" \
+	--seconds "$SECS" --threads 64 --json "$T/soak.json" || st=$?
 kill -0 "$DLFS_PID" 2>/dev/null ||
 	fail "the daemon died during the soak: $(grep -m3 -E 'Sanitizer|runtime error|SUMMARY' "$DLFS_LOG" || tail -n 3 "$DLFS_LOG")"
 [ "$st" = 0 ] || fail "the soak read wrong bytes or got errors: $(cat "$T/soak.json" 2>/dev/null)"
