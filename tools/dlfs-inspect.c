@@ -10,6 +10,7 @@
 
 #include "dlfs/check.h"
 #include "dlfs/dataset.h"
+#include "dlfs/reader.h"
 
 #define PROG "dlfs-inspect"
 
@@ -230,40 +231,71 @@ static int cmd_stat(struct dlfs_txn *txn, const char *path, int json,
 	return 0;
 }
 
+static void cat_log(void *arg, int prio, const char *msg)
+{
+	(void)arg;
+	(void)prio;
+	fprintf(stderr, PROG ": cat: %s\n", msg);
+}
+
+/*
+ * A file's bytes through the read core, as a mount serves them: chunks
+ * checked against their checksums, a damaged chunk salvaged file by file.
+ * Check first, then write: the first pass also checks the file against
+ * its own checksum, so a damaged file prints nothing.
+ */
 static int cmd_cat(struct dlfs_ds *ds, struct dlfs_txn *txn, const char *path,
 		   struct dlfs_err *err)
 {
 	uint64_t ino;
 	struct dlfs_inode in;
+	struct dlfs_reader *r = NULL;
+	struct dlfs_reader_ctx *x = NULL;
+	XXH3_state_t *hs = NULL;
 	int ret = resolve_stat(txn, path, &ino, &in, err);
 	if (ret)
 		return ret;
 	if (!S_ISREG(in.mode))
 		return dlfs_err_sys(err, S_ISDIR(in.mode) ? -EISDIR : -EINVAL,
 				    "%s", path);
-	size_t cap = 1 << 20;
-	char *buf = malloc(cap);
-	XXH3_state_t *hs = XXH3_createState();
-	if (!buf || !hs) {
+	/* Enough RAM for a file of 64 chunks to be read once, no threads. */
+	struct dlfs_reader_conf rc = {
+		.ram_cache = 64 * dlfs_ds_info(ds)->super.chunk_size,
+		.pfs_direct = 0,
+		.fill = DLFS_FILL_NONE,
+		.read_unit = DLFS_UNIT_AUTO,
+		.log = cat_log,
+	};
+	if ((ret = dlfs_reader_open(ds, &rc, &r, err)) ||
+	    (ret = dlfs_reader_ctx_new(r, &x, err)))
+		goto out;
+	if (!(hs = XXH3_createState())) {
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	/* Check first, then write: a damaged file prints nothing. */
 	XXH3_64bits_reset(hs);
 	for (int pass = 0; pass < 2 && !ret; pass++) {
 		for (uint64_t off = 0; off < in.size;) {
-			size_t got;
-			ret = dlfs_file_pread(ds, &in, buf, cap, off, &got,
-					      err);
-			if (ret)
-				break;
-			if (pass == 0)
-				XXH3_64bits_update(hs, buf, got);
-			else if (fwrite(buf, 1, got, stdout) != got) {
-				ret = dlfs_err_sys(err, -EIO, "stdout");
+			struct dlfs_read_out o;
+			ret = dlfs_read(x, ino, off, 1 << 20, &o);
+			for (int i = 0; !ret && i < o.iovcnt; i++) {
+				if (pass == 0)
+					XXH3_64bits_update(hs, o.iov[i].iov_base,
+							   o.iov[i].iov_len);
+				else if (fwrite(o.iov[i].iov_base, 1,
+						o.iov[i].iov_len,
+						stdout) != o.iov[i].iov_len)
+					ret = dlfs_err_sys(err, -EIO, "stdout");
+			}
+			dlfs_read_done(x);
+			if (!ret && !o.len)
+				ret = -EIO; /* the file ended early */
+			if (ret) {
+				if (!err->code)
+					dlfs_err_sys(err, ret, "%s", path);
 				break;
 			}
-			off += got;
+			off += o.len;
 		}
 		if (!ret && pass == 0 && XXH3_64bits_digest(hs) != in.xxh3)
 			ret = dlfs_err_sys(err, -EIO,
@@ -272,18 +304,11 @@ static int cmd_cat(struct dlfs_ds *ds, struct dlfs_txn *txn, const char *path,
 					   "offset %llu)",
 					   path, in.container,
 					   (unsigned long long)in.offset);
-		/* Small files are served from the first pass's buffer. */
-		if (!ret && pass == 0 && in.size <= cap) {
-			if (fwrite(buf, 1, in.size, stdout) != in.size)
-				ret = dlfs_err_sys(err, -EIO, "stdout");
-			break;
-		}
 	}
-	if (fflush(stdout) && !ret)
-		ret = dlfs_err_sys(err, -EIO, "stdout");
 out:
 	XXH3_freeState(hs);
-	free(buf);
+	dlfs_reader_ctx_free(x);
+	dlfs_reader_close(r);
 	return ret;
 }
 
@@ -371,6 +396,13 @@ static int cmd_stats(const char *mnt, int json, struct dlfs_err *err)
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/.dlfs/stats", mnt);
 	FILE *f = fopen(path, "r");
+	if (!f && errno == ENOENT) {
+		/* The control directory itself (mounted with -o ctl_dir). */
+		snprintf(path, sizeof(path), "%s/stats", mnt);
+		f = fopen(path, "r");
+		if (!f)
+			snprintf(path, sizeof(path), "%s/.dlfs/stats", mnt);
+	}
 	if (!f)
 		return dlfs_err_sys(err, -errno,
 				    "%s: not a dlfs mount? cannot open %s", mnt,

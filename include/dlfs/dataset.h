@@ -108,7 +108,11 @@ struct dlfs_dirent {
 	uint64_t cookie; /* resume point after this entry */
 };
 typedef int (*dlfs_dir_cb)(void *arg, const struct dlfs_dirent *d);
-/* @return 0 at the end or when the callback stopped, or a negative errno. */
+/* Each entry is checked before the callback sees it: its name is one
+ * path component of 1 to DLFS_NAME_MAX bytes (no '/' or NUL, not "." or
+ * ".."), its inode one of the dataset's but the root; a damaged entry ends
+ * the listing with -EUCLEAN.
+ * @return 0 at the end or when the callback stopped, or a negative errno. */
 int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 		 dlfs_dir_cb cb, void *arg, struct dlfs_err *err);
 
@@ -170,7 +174,10 @@ static inline void dlfs_file_chunks(uint64_t chunk_size,
 	*k1 = dlfs_chunk_at(chunk_size, in->offset + off + len - 1);
 }
 
-/* Chunk record of chunk k of container c. @return 0, -ENOENT, -EUCLEAN. */
+/* Chunk record of chunk k of container c, checked against the container
+ * table: its length is the chunk size, or the rest of the data region for
+ * the last chunk. @return 0, -ENOENT (no such chunk), -EUCLEAN (damaged
+ * record, or its container's is). */
 int dlfs_chunk_get(struct dlfs_txn *txn, uint32_t c, uint64_t k,
 		   struct dlfs_chunk_rec *out, struct dlfs_err *err);
 int dlfs_container_get(struct dlfs_txn *txn, uint32_t c,
@@ -204,6 +211,19 @@ void dlfs_ds_set_chunk_io(struct dlfs_ds *ds, enum dlfs_chunk_io io);
  */
 int dlfs_ds_pread(struct dlfs_ds *ds, uint32_t c, void *buf, size_t len,
 		  uint64_t off, struct dlfs_err *err);
+
+/*
+ * Read bytes [off, off + len) of container c into buf (cap bytes) the way
+ * chunks are read (dlfs_ds_set_chunk_io: O_DIRECT when buf is 4 KiB
+ * aligned, else buffered with the pages dropped after): the whole 4 KiB
+ * pages around the range, so the bytes start at buf + *head. No checksum
+ * is checked. @return 0, -EINVAL (cap too small for the pages), -EUCLEAN
+ * if the container ends early, -ENOENT or -EUCLEAN for an unusable
+ * container, -errno.
+ */
+int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
+		       size_t len, void *buf, size_t cap, size_t *head,
+		       struct dlfs_err *err);
 
 /*
  * Read up to len bytes of regular file ino at file offset off, straight

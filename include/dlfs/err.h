@@ -51,6 +51,19 @@ int dlfs_err_prefix(struct dlfs_err *err, const char *fmt, ...)
 /* Reset err to "no error". */
 void dlfs_err_clear(struct dlfs_err *err);
 
+/*
+ * Where long-lived parts (the read core, the NVMe tier, MPI peers) report
+ * what a caller cannot be told through a return code: one line, no
+ * newline, with a syslog(3) priority (LOG_ERR, LOG_WARNING, LOG_INFO).
+ * The daemon sends them to stderr or syslog. May be called from any
+ * thread at once.
+ */
+typedef void (*dlfs_log_fn)(void *arg, int prio, const char *msg);
+
+/* Format one line and pass it to log (nothing when log is NULL). */
+void dlfs_logf(dlfs_log_fn log, void *arg, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* strerror_r into buf, with EUCLEAN named as corruption. @return buf. */
 const char *dlfs_strerror(int code, char *buf, unsigned len);
 

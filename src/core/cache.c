@@ -12,9 +12,16 @@ struct slot {
 	uint64_t key;
 	enum slot_state state;
 	unsigned refs;
+	unsigned holds;      /* of refs, those held by prefetch holds */
 	unsigned referenced; /* CLOCK's second chance */
 	unsigned prefetched; /* loaded ahead, not read yet */
-	size_t len;
+	unsigned quiet;      /* ... by a fill: not counted as read-ahead */
+	unsigned kept;       /* its loader stored it elsewhere too */
+	size_t off, len;     /* the entry is buf[off, off + len) */
+	uint64_t served;     /* bytes served from it */
+	uint64_t load;       /* which load claimed it last */
+	int fail;            /* free after that load failed: its error */
+	char *fail_msg;      /* and its message (NULL: none) */
 	uint8_t *buf;
 };
 
@@ -28,11 +35,13 @@ struct dlfs_cache {
 	unsigned *table;
 	unsigned table_mask;
 	unsigned hand;
+	uint64_t loads; /* loads claimed so far: names each one */
 	dlfs_cache_load_fn load;
 	void *arg;
 	uint64_t hits, misses, bypass, ready;
-	unsigned pf_limit, pf_pending, demand_loading;
+	unsigned pf_limit, pf_pending, demand_loading, held;
 	uint64_t pf_issued, pf_used, pf_wasted;
+	uint64_t evicted_bytes, evicted_unused;
 };
 
 /*
@@ -54,11 +63,6 @@ static int chunk_alloc(size_t chunk_size, uint8_t **out)
 		madvise(b, size, MADV_HUGEPAGE); /* a hint: fine if refused */
 	*out = b;
 	return 0;
-}
-
-static uint64_t key_of(uint32_t c, uint64_t k)
-{
-	return ((uint64_t)c << 40) | k;
 }
 
 static unsigned hash(uint64_t key)
@@ -107,12 +111,19 @@ int dlfs_cache_new(size_t chunk_size, uint64_t capacity,
 	return 0;
 }
 
+unsigned dlfs_cache_slots(const struct dlfs_cache *c)
+{
+	return c->n_slots;
+}
+
 void dlfs_cache_free(struct dlfs_cache *c)
 {
 	if (!c)
 		return;
-	for (unsigned i = 0; i < c->n_slots; i++)
+	for (unsigned i = 0; i < c->n_slots; i++) {
 		free(c->slots[i].buf);
+		free(c->slots[i].fail_msg);
+	}
 	free(c->slots);
 	free(c->table);
 	pthread_mutex_destroy(&c->mu);
@@ -181,10 +192,16 @@ static int evict(struct dlfs_cache *c)
 		table_remove(c, s->key);
 		s->state = SLOT_FREE;
 		c->ready--;
+		if (!dlfs_cache_key_is_file(s->key)) {
+			c->evicted_bytes += s->len;
+			if (!s->kept && s->served < s->len)
+				c->evicted_unused += s->len - s->served;
+		}
 		if (s->prefetched) {
 			s->prefetched = 0;
 			c->pf_pending--;
-			c->pf_wasted++;
+			if (!s->kept && !s->quiet)
+				c->pf_wasted++;
 		}
 		return (int)i;
 	}
@@ -194,7 +211,7 @@ static int evict(struct dlfs_cache *c)
 /* Make free slot s the loading slot of key, pinned by its loader (caller
  * holds mu). @return 0 or -ENOMEM (the slot stays free). */
 static int claim(struct dlfs_cache *c, struct slot *s, uint64_t key,
-		 int prefetched)
+		 int prefetched, int quiet)
 {
 	int found;
 	if (!s->buf && chunk_alloc(c->chunk_size, &s->buf)) {
@@ -204,8 +221,16 @@ static int claim(struct dlfs_cache *c, struct slot *s, uint64_t key,
 	s->key = key;
 	s->state = SLOT_LOADING;
 	s->refs = 1;
+	s->holds = 0;
 	s->referenced = 1;
 	s->prefetched = (unsigned)prefetched;
+	s->quiet = (unsigned)quiet;
+	s->kept = 0;
+	s->served = 0;
+	s->load = ++c->loads;
+	s->fail = 0;
+	free(s->fail_msg);
+	s->fail_msg = NULL;
 	unsigned pos = probe(c, key, &found);
 	c->table[pos] = (unsigned)(s - c->slots) + 1;
 	return 0;
@@ -213,8 +238,8 @@ static int claim(struct dlfs_cache *c, struct slot *s, uint64_t key,
 
 /* The load of claimed slot s ended with ret (caller holds mu): ready, or
  * free again. pinned: the loader keeps its pin (a demand reader). */
-static void loaded(struct dlfs_cache *c, struct slot *s, int ret, size_t len,
-		   int pinned)
+static void loaded(struct dlfs_cache *c, struct slot *s, int ret,
+		   const struct dlfs_load *l, int pinned)
 {
 	if (!pinned)
 		s->refs = 0;
@@ -222,14 +247,29 @@ static void loaded(struct dlfs_cache *c, struct slot *s, int ret, size_t len,
 		table_remove(c, s->key);
 		s->state = SLOT_FREE;
 		s->refs = 0;
+		/* For the readers waiting on this load (a failure is rare:
+		 * the copy is cheap then, and none is fine). */
+		s->fail = ret;
+		s->fail_msg = l->err && l->err->code ? strdup(l->err->msg)
+						     : NULL;
 		if (s->prefetched) { /* nobody took it */
 			s->prefetched = 0;
 			c->pf_pending--;
 		}
 	} else {
 		s->state = SLOT_READY;
-		s->len = len;
+		s->off = l->off;
+		s->len = l->len;
+		s->kept = (unsigned)l->kept;
 		c->ready++;
+		if (s->kept && s->prefetched && !pinned) {
+			/* Loaded ahead and kept by the tier below: nothing
+			 * is lost when it goes, so it goes first and does
+			 * not count against the prefetch bound. */
+			s->prefetched = 0;
+			s->referenced = 0;
+			c->pf_pending--;
+		}
 	}
 	pthread_cond_broadcast(&c->loaded);
 }
@@ -241,35 +281,72 @@ static int take_prefetch(struct dlfs_cache *c, struct slot *s)
 		return 0;
 	s->prefetched = 0;
 	c->pf_pending--;
+	if (s->quiet)
+		return 0;
 	c->pf_used++;
 	return 1;
 }
 
-int dlfs_cache_get(struct dlfs_cache *c, uint32_t cont, uint64_t k,
-		   void *ctx, struct dlfs_chunk_ref *ref, struct dlfs_err *err)
+/* Pin ready slot s for a reader (caller holds mu). */
+static void pin(struct dlfs_cache *c, struct slot *s,
+		struct dlfs_chunk_ref *ref)
 {
-	uint64_t key = key_of(cont, k);
-	int found, ret;
-	memset(ref, 0, sizeof(*ref));
-	pthread_mutex_lock(&c->mu);
+	s->refs++;
+	s->referenced = 1;
+	c->hits++;
+	ref->prefetched = take_prefetch(c, s);
+	ref->data = s->buf + s->off;
+	ref->len = s->len;
+	ref->slot = (int)(s - c->slots);
+}
+
+/* Find key, waiting out a load in progress (caller holds mu).
+ * @return its ready slot, or NULL when absent; then *failed is the error
+ * of the load it waited for, or 0 (none, or it was evicted since). */
+static struct slot *find_ready(struct dlfs_cache *c, uint64_t key,
+			       int *failed, struct dlfs_err *err)
+{
+	int found;
+	*failed = 0;
 	for (;;) {
 		unsigned pos = probe(c, key, &found);
 		if (!found)
-			break;
+			return NULL;
 		struct slot *s = &c->slots[c->table[pos] - 1];
-		if (s->state == SLOT_READY) {
-			s->refs++;
-			s->referenced = 1;
-			c->hits++;
-			ref->prefetched = take_prefetch(c, s);
-			pthread_mutex_unlock(&c->mu);
-			ref->data = s->buf;
-			ref->len = s->len;
-			ref->slot = (int)(s - c->slots);
-			return 0;
-		}
+		if (s->state == SLOT_READY)
+			return s;
 		/* Someone is loading it: wait, then look again. */
-		pthread_cond_wait(&c->loaded, &c->mu);
+		uint64_t load = s->load;
+		while (s->state == SLOT_LOADING && s->load == load)
+			pthread_cond_wait(&c->loaded, &c->mu);
+		if (s->load == load && s->state == SLOT_FREE && s->fail) {
+			/* Failed: not cached, and not loaded again by each
+			 * waiter; they all get its error. */
+			*failed = s->fail;
+			dlfs_err_set(err, s->fail, "%s",
+				     s->fail_msg ? s->fail_msg
+						 : "loading it failed");
+			return NULL;
+		}
+	}
+}
+
+int dlfs_cache_get(struct dlfs_cache *c, uint64_t key, const void *what,
+		   void *ctx, struct dlfs_chunk_ref *ref, struct dlfs_err *err)
+{
+	struct dlfs_load l = {.cap = c->chunk_size, .err = err};
+	int ret;
+	memset(ref, 0, sizeof(*ref));
+	pthread_mutex_lock(&c->mu);
+	struct slot *s = find_ready(c, key, &ret, err);
+	if (s) {
+		pin(c, s, ref);
+		pthread_mutex_unlock(&c->mu);
+		return 0;
+	}
+	if (ret) {
+		pthread_mutex_unlock(&c->mu);
+		return ret;
 	}
 	c->misses++;
 	int i = evict(c);
@@ -280,47 +357,68 @@ int dlfs_cache_get(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 		uint8_t *b = NULL;
 		if (chunk_alloc(c->chunk_size, &b))
 			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		ret = c->load(c->arg, ctx, cont, k, b, c->chunk_size,
-			      &ref->len, err);
+		l.buf = b;
+		ret = c->load(c->arg, ctx, key, what, &l);
 		if (ret) {
 			free(b);
 			return ret;
 		}
-		ref->data = b;
+		ref->data = b + l.off;
+		ref->len = l.len;
 		ref->own = b;
 		ref->slot = -1;
 		return 0;
 	}
-	struct slot *s = &c->slots[i];
-	if (claim(c, s, key, 0)) {
+	s = &c->slots[i];
+	if (claim(c, s, key, 0, 0)) {
 		pthread_mutex_unlock(&c->mu);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
 	c->demand_loading++;
 	pthread_mutex_unlock(&c->mu);
 
-	size_t len = 0;
-	ret = c->load(c->arg, ctx, cont, k, s->buf, c->chunk_size, &len, err);
+	l.buf = s->buf;
+	ret = c->load(c->arg, ctx, key, what, &l);
 
 	pthread_mutex_lock(&c->mu);
 	c->demand_loading--;
-	loaded(c, s, ret, len, 1);
+	loaded(c, s, ret, &l, 1);
 	pthread_mutex_unlock(&c->mu);
 	if (ret)
 		return ret;
-	ref->data = s->buf;
-	ref->len = len;
+	ref->data = s->buf + l.off;
+	ref->len = l.len;
 	ref->slot = i;
 	return 0;
 }
 
-void dlfs_cache_put(struct dlfs_cache *c, struct dlfs_chunk_ref *ref)
+int dlfs_cache_get_cached(struct dlfs_cache *c, uint64_t key,
+			  struct dlfs_chunk_ref *ref)
+{
+	int failed;
+	memset(ref, 0, sizeof(*ref));
+	pthread_mutex_lock(&c->mu);
+	struct slot *s = find_ready(c, key, &failed, NULL);
+	if (s)
+		pin(c, s, ref);
+	pthread_mutex_unlock(&c->mu);
+	return s ? 0 : -ENOENT;
+}
+
+void dlfs_cache_put(struct dlfs_cache *c, struct dlfs_chunk_ref *ref,
+		    size_t served)
 {
 	if (ref->own) {
 		free(ref->own);
 	} else if (ref->slot >= 0 && ref->data) {
+		struct slot *s = &c->slots[ref->slot];
 		pthread_mutex_lock(&c->mu);
-		c->slots[ref->slot].refs--;
+		s->refs--;
+		s->served += served;
+		if (ref->hold) {
+			s->holds--;
+			c->held--;
+		}
 		pthread_mutex_unlock(&c->mu);
 	}
 	memset(ref, 0, sizeof(*ref));
@@ -334,16 +432,41 @@ void dlfs_cache_set_prefetch_limit(struct dlfs_cache *c, unsigned slots)
 	pthread_mutex_unlock(&c->mu);
 }
 
-int dlfs_cache_prefetch(struct dlfs_cache *c, uint32_t cont, uint64_t k,
-			void *ctx, struct dlfs_err *err)
+/* Make ref a hold on slot s (caller holds mu and has pinned it). */
+static void make_hold(struct dlfs_cache *c, struct slot *s,
+		      struct dlfs_chunk_ref *ref)
 {
-	uint64_t key = key_of(cont, k);
+	s->holds++;
+	c->held++;
+	ref->data = s->buf + s->off;
+	ref->len = s->len;
+	ref->slot = (int)(s - c->slots);
+	ref->hold = 1;
+}
+
+int dlfs_cache_prefetch(struct dlfs_cache *c, uint64_t key, const void *what,
+			void *ctx, unsigned flags, struct dlfs_chunk_ref *hold,
+			struct dlfs_err *err)
+{
+	struct dlfs_load l = {.cap = c->chunk_size, .err = err};
 	int found;
+	if (hold)
+		memset(hold, 0, sizeof(*hold));
 	pthread_mutex_lock(&c->mu);
-	probe(c, key, &found);
+	unsigned pos = probe(c, key, &found);
 	if (found) {
+		struct slot *s = &c->slots[c->table[pos] - 1];
+		int ret = 0;
+		if (hold) {
+			/* Hold what is there (once its load ends). */
+			s = find_ready(c, key, &ret, err);
+			if (s) {
+				s->refs++;
+				make_hold(c, s, hold);
+			}
+		}
 		pthread_mutex_unlock(&c->mu);
-		return 0;
+		return ret;
 	}
 	int i = c->pf_pending < c->pf_limit ? evict(c) : -1;
 	if (i < 0) {
@@ -351,20 +474,22 @@ int dlfs_cache_prefetch(struct dlfs_cache *c, uint32_t cont, uint64_t k,
 		return -EAGAIN;
 	}
 	struct slot *s = &c->slots[i];
-	if (claim(c, s, key, 1)) {
+	if (claim(c, s, key, 1, (flags & DLFS_CACHE_PF_QUIET) != 0)) {
 		pthread_mutex_unlock(&c->mu);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
 	c->pf_pending++;
-	c->pf_issued++;
+	if (!(flags & DLFS_CACHE_PF_QUIET))
+		c->pf_issued++;
 	pthread_mutex_unlock(&c->mu);
 
-	size_t len = 0;
-	int ret = c->load(c->arg, ctx, cont, k, s->buf, c->chunk_size, &len,
-			  err);
+	l.buf = s->buf;
+	int ret = c->load(c->arg, ctx, key, what, &l);
 
 	pthread_mutex_lock(&c->mu);
-	loaded(c, s, ret, len, 0);
+	loaded(c, s, ret, &l, hold != NULL);
+	if (!ret && hold)
+		make_hold(c, s, hold);
 	pthread_mutex_unlock(&c->mu);
 	return ret;
 }
@@ -377,11 +502,11 @@ unsigned dlfs_cache_demand_loading(struct dlfs_cache *c)
 	return n;
 }
 
-int dlfs_cache_contains(struct dlfs_cache *c, uint32_t cont, uint64_t k)
+int dlfs_cache_contains(struct dlfs_cache *c, uint64_t key)
 {
 	int found;
 	pthread_mutex_lock(&c->mu);
-	unsigned pos = probe(c, key_of(cont, k), &found);
+	unsigned pos = probe(c, key, &found);
 	int yes = found && c->slots[c->table[pos] - 1].state == SLOT_READY;
 	pthread_mutex_unlock(&c->mu);
 	return yes;
@@ -400,5 +525,8 @@ void dlfs_cache_get_stats(struct dlfs_cache *c, struct dlfs_cache_stats *s)
 	s->pf_used = c->pf_used;
 	s->pf_wasted = c->pf_wasted;
 	s->pf_pending = c->pf_pending;
+	s->evicted_bytes = c->evicted_bytes;
+	s->evicted_unused_bytes = c->evicted_unused;
+	s->held = c->held;
 	pthread_mutex_unlock(&c->mu);
 }

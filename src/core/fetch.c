@@ -2,57 +2,22 @@
 #include "fetch.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 #include <xxhash.h>
 
 #include "dlfs/format.h"
+#include "util.h"
 
-int dlfs_fetch_chunk(void *arg, void *ctx, uint32_t c, uint64_t k, void *buf,
-		     size_t cap, size_t *len, struct dlfs_err *err)
+int dlfs_fetch_init(struct dlfs_fetch *f, struct dlfs_ds *ds,
+		    struct dlfs_stats *stats)
 {
-	struct dlfs_fetch *f = arg;
-	struct dlfs_txn *txn = ctx;
-	int ret;
-	if (f->nvme) {
-		struct dlfs_chunk_rec cr;
-		ret = dlfs_chunk_get(txn, c, k, &cr, err);
-		if (ret)
-			return ret;
-		if (dlfs_nvme_read_chunk(f->nvme, c, k, cr.length, cr.xxh3, buf,
-					 cap) == 0) {
-			*len = cr.length;
-			return 0;
-		}
-		/* Absent after all, damaged or unreadable: the PFS has it. */
-	}
-	if (f->peer) {
-		uint64_t g = dlfs_ds_container(f->ds, c)->first_chunk + k;
-		struct dlfs_chunk_rec cr;
-		if (dlfs_peer_home(f->peer, g) != dlfs_peer_rank(f->peer) &&
-		    dlfs_chunk_get(txn, c, k, &cr, NULL) == 0 &&
-		    dlfs_peer_get(f->peer, g, buf, cap, len) == 0) {
-			/* A peer's bytes are checked like the PFS's. */
-			if (*len == cr.length && XXH3_64bits(buf, *len) == cr.xxh3) {
-				if (f->nvme)
-					dlfs_nvme_put(f->nvme, c, k, buf, *len);
-				return 0;
-			}
-			dlfs_stats_add(&f->stats->err_peer, 1);
-		}
-	}
-	ret = dlfs_chunk_read(f->ds, txn, c, k, buf, cap, len, err);
-	if (ret)
-		return ret;
-	dlfs_stats_pfs_read(f->stats, *len);
-	if (f->nvme)
-		dlfs_nvme_put(f->nvme, c, k, buf, *len);
-	return 0;
-}
-
-int dlfs_fetch_init(struct dlfs_fetch *f, uint64_t n_inodes)
-{
-	f->n_inodes = n_inodes;
-	f->file_ok = calloc(n_inodes / 64 + 1, sizeof(*f->file_ok));
+	memset(f, 0, sizeof(*f));
+	f->ds = ds;
+	f->stats = stats;
+	f->n_inodes = dlfs_ds_info(ds)->super.n_inodes + 1;
+	f->file_ok = calloc(f->n_inodes / 64 + 1, sizeof(*f->file_ok));
 	return f->file_ok ? 0 : -ENOMEM;
 }
 
@@ -62,17 +27,17 @@ void dlfs_fetch_destroy(struct dlfs_fetch *f)
 	f->file_ok = NULL;
 }
 
-static int file_known(const struct dlfs_fetch *f, uint64_t ino)
+int dlfs_fetch_file_known(const struct dlfs_fetch *f, uint64_t ino)
 {
-	return f->file_ok && ino < f->n_inodes &&
+	return ino < f->n_inodes &&
 	       (atomic_load_explicit(&f->file_ok[ino / 64],
 				     memory_order_relaxed) >>
 		(ino % 64)) & 1;
 }
 
-static void file_set(struct dlfs_fetch *f, uint64_t ino, int ok)
+void dlfs_fetch_file_set(struct dlfs_fetch *f, uint64_t ino, int ok)
 {
-	if (!f->file_ok || ino >= f->n_inodes)
+	if (ino >= f->n_inodes)
 		return;
 	uint64_t bit = UINT64_C(1) << (ino % 64);
 	if (ok)
@@ -83,8 +48,153 @@ static void file_set(struct dlfs_fetch *f, uint64_t ino, int ok)
 					  memory_order_relaxed);
 }
 
-int dlfs_fetch_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
-		    uint64_t off, size_t len, void *buf, const uint8_t **data)
+/* A container read: counted while in flight, and in the PFS stats. */
+static void pfs_begin(struct dlfs_fetch *f)
+{
+	atomic_fetch_add_explicit(&f->pfs_inflight, 1, memory_order_relaxed);
+}
+
+static void pfs_end(struct dlfs_fetch *f, int ret, uint64_t bytes)
+{
+	atomic_fetch_sub_explicit(&f->pfs_inflight, 1, memory_order_relaxed);
+	if (!ret)
+		dlfs_stats_pfs_read(f->stats, bytes);
+}
+
+static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
+		      uint64_t k, const struct dlfs_fetch_chunk_opts *o,
+		      struct dlfs_load *l)
+{
+	struct dlfs_chunk_rec cr;
+	int ret;
+	int wait = o && o->wait_nvme;
+	l->off = 0;
+	if (f->nvme) {
+		ret = dlfs_chunk_get(txn, c, k, &cr, l->err);
+		if (ret)
+			return ret;
+		if (dlfs_nvme_read_chunk(f->nvme, c, k, cr.length, cr.xxh3,
+					 l->buf, l->cap) == 0) {
+			l->len = cr.length;
+			l->kept = 1;
+			return 0;
+		}
+		/* Absent after all, damaged or unreadable: read it again. */
+	}
+	if (f->peer) {
+		uint64_t g = dlfs_ds_container(f->ds, c)->first_chunk + k;
+		const struct dlfs_fetch_peer *p = f->peer;
+		if (p->home(p->arg, g) != p->rank &&
+		    dlfs_chunk_get(txn, c, k, &cr, NULL) == 0 &&
+		    p->get(p->arg, g, l->buf, l->cap, &l->len) == 0) {
+			/* A peer's bytes are checked like the PFS's. */
+			if (l->len == cr.length &&
+			    XXH3_64bits(l->buf, l->len) == cr.xxh3) {
+				l->kept = f->nvme &&
+					  dlfs_nvme_put(f->nvme, c, k, l->buf,
+							l->len, wait);
+				return 0;
+			}
+			dlfs_stats_add(&f->stats->err_peer, 1);
+		}
+	}
+	pfs_begin(f);
+	ret = dlfs_chunk_read(f->ds, txn, c, k, l->buf, l->cap, &l->len,
+			      l->err);
+	pfs_end(f, ret, l->len);
+	if (ret)
+		return ret;
+	l->kept = f->nvme &&
+		  dlfs_nvme_put(f->nvme, c, k, l->buf, l->len, wait);
+	return 0;
+}
+
+/* Do all of in's chunks sit in the NVMe tier? */
+static int nvme_has_file(struct dlfs_fetch *f, const struct dlfs_inode *in)
+{
+	uint64_t k0, k1;
+	if (!f->nvme)
+		return 0;
+	dlfs_file_chunks(dlfs_ds_info(f->ds)->super.chunk_size, in, 0,
+			 in->size, &k0, &k1);
+	for (uint64_t k = k0; k <= k1; k++)
+		if (!dlfs_nvme_has(f->nvme, in->container, k))
+			return 0;
+	return 1;
+}
+
+/* Does buf[off, off + in->size) hold file in? */
+static int file_sum_ok(const struct dlfs_inode *in, const void *buf,
+		       size_t off)
+{
+	return XXH3_64bits((const uint8_t *)buf + off, in->size) == in->xxh3;
+}
+
+static int load_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
+		     struct dlfs_load *l)
+{
+	const uint8_t *data;
+	int stable, ret;
+	if (in->size + 8192 > l->cap)
+		return dlfs_err_set(l->err, -EINVAL,
+				    "inode %llu: %llu bytes is too large to "
+				    "read alone",
+				    (unsigned long long)in->ino,
+				    (unsigned long long)in->size);
+	l->len = (size_t)in->size;
+	if (nvme_has_file(f, in) &&
+	    dlfs_nvme_pread(f->nvme, in->container, in->offset, l->len,
+			    l->buf, &data, &stable) == 0) {
+		l->off = (size_t)(data - (const uint8_t *)l->buf);
+		if (file_sum_ok(in, l->buf, l->off)) {
+			l->kept = 1;
+			dlfs_fetch_file_set(f, in->ino, 1);
+			return 0;
+		}
+		/* Bad cached bytes, or a bad index record: the PFS says. */
+		uint64_t k0, k1;
+		dlfs_file_chunks(dlfs_ds_info(f->ds)->super.chunk_size, in, 0,
+				 in->size, &k0, &k1);
+		for (uint64_t k = k0; k <= k1; k++)
+			dlfs_nvme_drop(f->nvme, in->container, k);
+	}
+	pfs_begin(f);
+	ret = dlfs_ds_read_range(f->ds, in->container, in->offset, l->len,
+				 l->buf, l->cap, &l->off, l->err);
+	pfs_end(f, ret,
+		dlfs_roundup(in->offset + in->size, 4096) -
+			(in->offset & ~UINT64_C(4095)));
+	if (ret)
+		return ret;
+	if (!file_sum_ok(in, l->buf, l->off)) {
+		dlfs_fetch_file_set(f, in->ino, 0);
+		char name[DLFS_CONTAINER_NAME_MAX];
+		dlfs_container_name(in->container, name);
+		return dlfs_err_set(l->err, -DLFS_ECHECKSUM,
+				    "file checksum mismatch (%s/%s at offset "
+				    "%llu, %llu bytes)",
+				    dlfs_ds_path(f->ds), name,
+				    (unsigned long long)in->offset,
+				    (unsigned long long)in->size);
+	}
+	dlfs_fetch_file_set(f, in->ino, 1);
+	return 0;
+}
+
+int dlfs_fetch_load(void *arg, void *ctx, uint64_t key, const void *what,
+		    struct dlfs_load *l)
+{
+	struct dlfs_fetch *f = arg;
+	if (dlfs_cache_key_is_file(key))
+		return load_file(f, what, l);
+	uint32_t c = (uint32_t)(key >> 40);
+	uint64_t k = key & ((UINT64_C(1) << 40) - 1);
+	return load_chunk(f, ctx, c, k, what, l);
+}
+
+int dlfs_fetch_file_nvme(struct dlfs_fetch *f, const struct dlfs_inode *in,
+			 uint64_t off, size_t len, void *buf,
+			 const uint8_t **data)
 {
 	const uint8_t *got;
 	int stable;
@@ -95,14 +205,13 @@ int dlfs_fetch_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
 	if (len + 8192 > DLFS_FETCH_BUF_SIZE)
 		return -ENOENT;
 	uint32_t c = in->container;
-	if (file_known(f, in->ino) ||
-	    dlfs_nvme_range_verified(f->nvme, c, in->offset + off, len)) {
+	if (dlfs_fetch_file_known(f, in->ino)) {
 		if (dlfs_nvme_pread(f->nvme, c, in->offset + off, len, buf,
 				    data, &stable))
 			return -ENOENT;
 		if (stable)
 			return 0;
-		/* Chunks were evicted meanwhile: check, as below. */
+		/* Chunks were evicted and rewritten meanwhile: check. */
 	}
 	if (in->size > DLFS_FETCH_FILE_CHECK_MAX)
 		return -ENOENT; /* the chunk path reads and verifies chunks */
@@ -111,15 +220,46 @@ int dlfs_fetch_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
 			    &got, &stable))
 		return -ENOENT;
 	if (XXH3_64bits(got, in->size) != in->xxh3) {
+		/* The cached bytes or the index record are wrong: drop the
+		 * chunks; the chunk path reads and checks them again. */
 		const uint64_t cs = dlfs_ds_info(f->ds)->super.chunk_size;
 		uint64_t k0, k1;
-		file_set(f, in->ino, 0);
+		dlfs_fetch_file_set(f, in->ino, 0);
 		dlfs_file_chunks(cs, in, 0, in->size, &k0, &k1);
 		for (uint64_t k = k0; k <= k1; k++)
 			dlfs_nvme_drop(f->nvme, c, k);
 		return -ENOENT;
 	}
-	file_set(f, in->ino, 1);
+	dlfs_fetch_file_set(f, in->ino, 1);
 	*data = got + off;
+	return 0;
+}
+
+int dlfs_fetch_salvage(struct dlfs_fetch *f, const struct dlfs_inode *in,
+		       uint8_t **buf, size_t *cap, struct dlfs_err *err)
+{
+	size_t got;
+	if (*cap < in->size || !*buf) {
+		size_t want = in->size ? (size_t)in->size : 1;
+		uint8_t *b = realloc(*buf, want);
+		if (!b)
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+		*buf = b;
+		*cap = want;
+	}
+	pfs_begin(f);
+	int ret = dlfs_file_pread(f->ds, in, *buf, (size_t)in->size, 0, &got,
+				  err);
+	pfs_end(f, ret, got);
+	if (ret)
+		return ret;
+	if (got != in->size || XXH3_64bits(*buf, got) != in->xxh3)
+		return dlfs_err_set(err, -EIO,
+				    "its chunk failed its checksum, and so "
+				    "does the file read alone (container %u, "
+				    "offset %llu)",
+				    in->container,
+				    (unsigned long long)in->offset);
+	dlfs_fetch_file_set(f, in->ino, 1);
 	return 0;
 }

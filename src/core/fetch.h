@@ -1,66 +1,111 @@
 /*
- * Where a chunk comes from when the RAM tier misses: the NVMe tier, then
- * its home node over MPI, then the PFS (the dataset's containers). Every
- * chunk is checked against the index before it is used; one that came
- * from a peer or the PFS is handed to the NVMe tier to keep. Also the NVMe tier's file path: a small file whose
- * chunks are all on NVMe is read alone, not as whole chunks, so random
- * reads of a dataset larger than RAM cost what the file costs.
+ * Where bytes come from when the RAM tier misses: the loader of the RAM
+ * tier (dlfs_fetch_load), for both kinds of entry.
+ *   - A chunk: the NVMe tier, then its home node over MPI, then the PFS
+ *     (one aligned read of the chunk). Checked against the index's XXH3
+ *     before it is used; one that came from a peer or the PFS is handed
+ *     to the NVMe tier to keep.
+ *   - A file alone (what = its struct dlfs_inode): from the NVMe tier
+ *     when all its chunks are there, else from the PFS in one aligned
+ *     read of its pages; checked against the file's own XXH3.
+ * Also the NVMe tier's small-file path (dlfs_fetch_file_nvme), the file
+ * salvage path, and the "file verified" bits of this mount.
  *
- * Ownership: the daemon owns the struct and what it points to; this module
- * only borrows them. Thread-safety: the calls keep no state of their own
- * and are safe from any thread.
+ * PFS reads in flight are counted (pfs_inflight), for the background
+ * reads to keep their number at the PFS's queue depth.
+ *
+ * Ownership: the reader owns the struct and what it points to. The calls
+ * keep no other state and are safe from any thread.
  */
 #ifndef DLFS_FETCH_H
 #define DLFS_FETCH_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cache.h"
 #include "dlfs/dataset.h"
 #include "nvme.h"
-#include "peer.h"
 #include "stats.h"
 
-/* Files up to this size are checked alone against their own checksum
- * when read from chunks not yet verified since the tier opened. */
+/* Files up to this size are read whole from the NVMe tier to check them
+ * the first time (a bigger one is read by its chunks). */
 #define DLFS_FETCH_FILE_CHECK_MAX (UINT64_C(1) << 20)
-/* The caller's buffer for dlfs_fetch_file: this many bytes, 4 KiB aligned. */
+/* The caller's buffer for dlfs_fetch_file_nvme: this many bytes, 4 KiB
+ * aligned. */
 #define DLFS_FETCH_BUF_SIZE ((size_t)DLFS_FETCH_FILE_CHECK_MAX + 8192)
+
+/* How a chunk load may wait: background loads wait for room in the NVMe
+ * tier's write queue rather than leave the chunk uncached. */
+struct dlfs_fetch_chunk_opts {
+	int wait_nvme;
+};
+
+/* The chunks' homes over MPI, as the daemon provides them. */
+struct dlfs_fetch_peer {
+	unsigned rank;                              /* this node's */
+	unsigned (*home)(void *arg, uint64_t g);    /* global chunk g's */
+	/* Global chunk g from its home into buf. @return 0 with *len, or
+	 * -errno (then read it from the PFS). */
+	int (*get)(void *arg, uint64_t g, void *buf, size_t cap, size_t *len);
+	void *arg;
+};
 
 struct dlfs_fetch {
 	struct dlfs_ds *ds;
 	struct dlfs_nvme *nvme; /* NULL without a cache_dir */
-	struct dlfs_peer *peer; /* NULL alone */
+	const struct dlfs_fetch_peer *peer; /* NULL alone */
 	struct dlfs_stats *stats;
-	/* One bit per inode: the file's bytes in the NVMe tier passed its
-	 * checksum, so later pieces of it need no check (a file is often
-	 * read in several requests, some at once). */
+	_Atomic unsigned pfs_inflight;
+	/* One bit per inode: the file's bytes passed its own checksum during
+	 * this mount, so its index record is right and later pieces of it
+	 * need no check of their own. */
 	_Atomic uint64_t *file_ok;
 	uint64_t n_inodes;
 };
 
-/* Allocate the file bitmap for n_inodes inodes. @return 0 or -ENOMEM. */
-int dlfs_fetch_init(struct dlfs_fetch *f, uint64_t n_inodes);
+/* Set up for ds (the bitmap of its inodes). @return 0 or -ENOMEM. */
+int dlfs_fetch_init(struct dlfs_fetch *f, struct dlfs_ds *ds,
+		    struct dlfs_stats *stats);
 void dlfs_fetch_destroy(struct dlfs_fetch *f);
 
 /*
  * The RAM tier's loader (a dlfs_cache_load_fn; arg is a struct
- * dlfs_fetch, ctx the caller's struct dlfs_txn): chunk k of container c
- * from NVMe, else its home peer, else the PFS. @return as dlfs_chunk_read.
+ * dlfs_fetch, ctx the caller's struct dlfs_txn). For a chunk key, what is
+ * NULL or a struct dlfs_fetch_chunk_opts; for a file key, the file's
+ * struct dlfs_inode. @return 0, -EBADMSG (a chunk failed its checksum:
+ * salvage it file by file; or a file failed its own: its bytes or its
+ * index record are wrong, err says where), -ENOENT/-EUCLEAN (unusable
+ * container), -errno.
  */
-int dlfs_fetch_chunk(void *arg, void *ctx, uint32_t c, uint64_t k, void *buf,
-		     size_t cap, size_t *len, struct dlfs_err *err);
+int dlfs_fetch_load(void *arg, void *ctx, uint64_t key, const void *what,
+		    struct dlfs_load *l);
 
 /*
  * Bytes [off, off + len) of regular file in, read from the NVMe tier
  * alone into buf (DLFS_FETCH_BUF_SIZE bytes, aligned). Served only when
- * the chunks under the range are there and the bytes can be trusted:
- * their chunks were verified, or the file passed its own checksum before,
- * or it is at most DLFS_FETCH_FILE_CHECK_MAX and passes it now (read
- * whole; a failure drops its chunks from the tier).
+ * the chunks under the range are there and the bytes can be trusted: the
+ * file passed its own checksum before in this mount (and the chunks were
+ * not evicted meanwhile), or it is at most DLFS_FETCH_FILE_CHECK_MAX and
+ * passes it now (read whole; a failure drops its chunks from the tier).
  * @return 0 with *data set, or -ENOENT: take the chunk path instead.
  */
-int dlfs_fetch_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
-		    uint64_t off, size_t len, void *buf, const uint8_t **data);
+int dlfs_fetch_file_nvme(struct dlfs_fetch *f, const struct dlfs_inode *in,
+			 uint64_t off, size_t len, void *buf,
+			 const uint8_t **data);
+
+/*
+ * Read file in alone from its container into *buf (grown as needed, owned
+ * by the caller) and check it against its own checksum: the salvage of a
+ * file whose chunk failed its checksum. @return 0, -EIO (it fails too:
+ * err says so), -errno.
+ */
+int dlfs_fetch_salvage(struct dlfs_fetch *f, const struct dlfs_inode *in,
+		       uint8_t **buf, size_t *cap, struct dlfs_err *err);
+
+/* The verified bit of file ino. */
+int dlfs_fetch_file_known(const struct dlfs_fetch *f, uint64_t ino);
+void dlfs_fetch_file_set(struct dlfs_fetch *f, uint64_t ino, int ok);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <syslog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -53,12 +54,14 @@ struct dlfs_nvme {
 	uint8_t *direct; /* per container: fd has O_DIRECT */
 
 	pthread_mutex_t mu; /* guards everything below and state changes */
-	pthread_cond_t work, idle;
+	pthread_cond_t work, idle, room;
 	struct wbuf *pool;
 	unsigned pool_n, n_free, q_head, q_len;
 	unsigned *free_idx, *queue;
 	int writing, stop, writer_started;
+	unsigned writing_i; /* the pool entry being written, when writing */
 	int gone; /* the cache directory was removed: write nothing more */
+	int was_open; /* the directory was not private when opened */
 	pthread_t writer;
 	uint64_t used, present, hand;
 	unsigned logged, corrupt_logs;
@@ -67,27 +70,13 @@ struct dlfs_nvme {
 	_Atomic uint64_t hits, misses, bytes, written_chunks, written_bytes;
 	_Atomic uint64_t write_dropped, evicted, corrupt, errors;
 
-	dlfs_nvme_log_fn log;
+	dlfs_log_fn log;
 	void *log_arg;
 };
 
 static void add(_Atomic uint64_t *c, uint64_t v)
 {
 	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
-}
-
-static void logf_(struct dlfs_nvme *n, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void logf_(struct dlfs_nvme *n, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	if (!n->log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	n->log(n->log_arg, msg);
 }
 
 /* Log a fault of kind bit once per mount; count it always. */
@@ -101,7 +90,7 @@ static void fault(struct dlfs_nvme *n, unsigned bit, int code,
 	n->logged |= bit;
 	pthread_mutex_unlock(&n->mu);
 	if (first)
-		logf_(n,
+		dlfs_logf(n->log, n->log_arg, LOG_WARNING,
 		      "NVMe cache %s: %s (container %u): %s; reading from the "
 		      "PFS instead (logged once)",
 		      n->path, what, c, dlfs_strerror(code, eb, sizeof(eb)));
@@ -145,6 +134,25 @@ static void cache_name(uint32_t c, char *buf, size_t len)
 }
 
 /*
+ * A file of the tier that only this daemon can have written: a regular
+ * file (not a device, fifo or, with O_NOFOLLOW, a symlink), owned by our
+ * uid, with one name (not a hard link to a file elsewhere), and no access
+ * for anyone else. Anything else another user may have planted or may
+ * still write, and the "verified" state of its chunks would mean nothing.
+ */
+static int own_stat(const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == geteuid() &&
+	       st->st_nlink == 1 && !(st->st_mode & 077);
+}
+
+static int own_file(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 && own_stat(&st);
+}
+
+/*
  * The cache file of container c, opened on first use (created only when
  * create is set). @return an fd, or a negative errno.
  */
@@ -158,17 +166,22 @@ static int cfd(struct dlfs_nvme *n, uint32_t c, int create)
 	pthread_mutex_lock(&n->mu);
 	fd = atomic_load_explicit(&n->fd[c], memory_order_relaxed);
 	if (fd < 0) {
-		int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
+		int flags = O_RDWR | O_CLOEXEC | O_NOFOLLOW |
+			    (create ? O_CREAT : 0);
 		fd = openat(n->dirfd, name, flags | O_DIRECT, 0600);
 		if (fd < 0 && errno == EINVAL) /* no O_DIRECT here (tmpfs) */
 			fd = openat(n->dirfd, name, flags, 0600);
 		else if (fd >= 0)
 			n->direct[c] = 1;
-		if (fd < 0)
+		if (fd < 0) {
 			fd = -errno;
-		else
+		} else if (!own_file(fd)) {
+			close(fd);
+			fd = -EPERM;
+		} else {
 			atomic_store_explicit(&n->fd[c], fd,
 					      memory_order_release);
+		}
 	}
 	pthread_mutex_unlock(&n->mu);
 	return fd;
@@ -361,6 +374,7 @@ static void *writer_main(void *arg)
 		n->q_head = (n->q_head + 1) % n->pool_n;
 		n->q_len--;
 		n->writing = 1;
+		n->writing_i = i;
 		pthread_mutex_unlock(&n->mu);
 
 		write_one(n, &n->pool[i]);
@@ -371,30 +385,40 @@ static void *writer_main(void *arg)
 					  memory_order_relaxed);
 		n->free_idx[n->n_free++] = i;
 		n->writing = 0;
+		pthread_cond_broadcast(&n->room);
 	}
 	pthread_mutex_unlock(&n->mu);
 	return NULL;
 }
 
-void dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
-		   const void *data, size_t len)
+int dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
+		  const void *data, size_t len, int wait)
 {
 	uint64_t g = gid(n, c, k);
 	if (atomic_load_explicit(&n->st[g], memory_order_relaxed) &
 	    (ST_PRESENT | ST_QUEUED))
-		return;
+		return 1;
 	pthread_mutex_lock(&n->mu);
-	/* KEEP never evicts: once full, do not even copy. */
-	int full = !n->writer_started || n->gone ||
-		   (n->policy == DLFS_NVME_KEEP &&
-		    n->used + alloc_of(len) > n->capacity);
-	uint8_t s = atomic_load_explicit(&n->st[g], memory_order_relaxed);
-	if (full || !n->n_free || (s & (ST_PRESENT | ST_QUEUED)) ||
-	    len > n->cs) {
-		pthread_mutex_unlock(&n->mu);
-		if (!(s & (ST_PRESENT | ST_QUEUED)))
+	for (;;) {
+		uint8_t s = atomic_load_explicit(&n->st[g],
+						 memory_order_relaxed);
+		if (s & (ST_PRESENT | ST_QUEUED)) {
+			pthread_mutex_unlock(&n->mu);
+			return 1;
+		}
+		/* KEEP never evicts: once full, do not even copy. */
+		int full = !n->writer_started || n->gone || n->stop ||
+			   len > n->cs ||
+			   (n->policy == DLFS_NVME_KEEP &&
+			    n->used + alloc_of(len) > n->capacity);
+		if (full || (!n->n_free && !wait)) {
+			pthread_mutex_unlock(&n->mu);
 			add(&n->write_dropped, 1);
-		return;
+			return 0;
+		}
+		if (n->n_free)
+			break;
+		pthread_cond_wait(&n->room, &n->mu);
 	}
 	unsigned i = n->free_idx[--n->n_free];
 	atomic_fetch_or_explicit(&n->st[g], ST_QUEUED, memory_order_relaxed);
@@ -410,6 +434,24 @@ void dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 	n->queue[(n->q_head + n->q_len) % n->pool_n] = i;
 	n->q_len++;
 	pthread_cond_signal(&n->work);
+	pthread_mutex_unlock(&n->mu);
+	return 1;
+}
+
+int dlfs_nvme_has_room(struct dlfs_nvme *n, size_t len)
+{
+	pthread_mutex_lock(&n->mu);
+	int room = !n->gone && (n->policy == DLFS_NVME_LRU ||
+				n->used + alloc_of(len) <= n->capacity);
+	pthread_mutex_unlock(&n->mu);
+	return room;
+}
+
+void dlfs_nvme_usage(struct dlfs_nvme *n, uint64_t *used, uint64_t *cap)
+{
+	pthread_mutex_lock(&n->mu);
+	*used = n->used;
+	*cap = n->capacity;
 	pthread_mutex_unlock(&n->mu);
 }
 
@@ -441,7 +483,7 @@ static void corrupt(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 	n->corrupt_logs++;
 	pthread_mutex_unlock(&n->mu);
 	if (say)
-		logf_(n,
+		dlfs_logf(n->log, n->log_arg, LOG_WARNING,
 		      "NVMe cache %s/%06u.cache: chunk %llu at offset %llu %s: "
 		      "dropped, reading it from the PFS",
 		      n->path, c, (unsigned long long)k,
@@ -465,12 +507,49 @@ static int read_fd(struct dlfs_nvme *n, uint32_t c, uint64_t k)
 	return fd;
 }
 
+/*
+ * Chunk g is queued to be written: copy it from its write buffer (caller
+ * holds mu). A chunk the RAM tier let go before the writer reached it is
+ * then not read from the PFS a second time. @return 0 or -ENOENT.
+ */
+static int from_queue(struct dlfs_nvme *n, uint32_t c, uint64_t k, void *buf,
+		      size_t len)
+{
+	for (unsigned j = 0; j <= n->q_len; j++) {
+		unsigned i;
+		if (j < n->q_len)
+			i = n->queue[(n->q_head + j) % n->pool_n];
+		else if (n->writing)
+			i = n->writing_i;
+		else
+			break;
+		const struct wbuf *w = &n->pool[i];
+		if (w->c == c && w->k == k && w->len == len) {
+			memcpy(buf, w->buf, len);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 int dlfs_nvme_read_chunk(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 			 size_t len, uint64_t xxh3, void *buf, size_t cap)
 {
 	uint64_t g = gid(n, c, k);
-	if (!(atomic_load_explicit(&n->st[g], memory_order_acquire) &
-	      ST_PRESENT)) {
+	uint8_t st = atomic_load_explicit(&n->st[g], memory_order_acquire);
+	if (!(st & ST_PRESENT) && (st & ST_QUEUED) && len <= cap) {
+		pthread_mutex_lock(&n->mu);
+		int ret = from_queue(n, c, k, buf, len);
+		pthread_mutex_unlock(&n->mu);
+		/* Verified before it was queued; checked again all the same,
+		 * as every chunk entering a reader is. */
+		if (!ret && XXH3_64bits(buf, len) == xxh3) {
+			add(&n->hits, 1);
+			add(&n->bytes, len);
+			return 0;
+		}
+	}
+	if (!(st & ST_PRESENT)) {
 		add(&n->misses, 1);
 		return -ENOENT;
 	}
@@ -622,8 +701,11 @@ static int header_of(const struct dlfs_nvme *n, uint8_t *out)
 	return 0;
 }
 
-/* Remove every cache file: their map is gone or belongs elsewhere. */
-static int wipe(struct dlfs_nvme *n, struct dlfs_err *err)
+/*
+ * Remove every cache file (their map is gone or belongs elsewhere), and
+ * with all set the map too. unlinkat removes a symlink, never its target.
+ */
+static int wipe(struct dlfs_nvme *n, int all, struct dlfs_err *err)
 {
 	int fd = openat(n->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
@@ -633,13 +715,47 @@ static int wipe(struct dlfs_nvme *n, struct dlfs_err *err)
 		return dlfs_err_sys(err, -errno, "%s", n->path);
 	}
 	struct dirent *e;
+	int ret = 0;
 	while ((e = readdir(d))) {
 		size_t l = strlen(e->d_name);
-		if (l > 6 && !strcmp(e->d_name + l - 6, ".cache"))
-			unlinkat(n->dirfd, e->d_name, 0);
+		if ((l > 6 && !strcmp(e->d_name + l - 6, ".cache")) ||
+		    (all && !strcmp(e->d_name, "map")))
+			if (unlinkat(n->dirfd, e->d_name, 0) < 0 &&
+			    errno != ENOENT && !ret)
+				ret = dlfs_err_sys(err, -errno, "%s/%s: cannot "
+						   "remove it", n->path,
+						   e->d_name);
 	}
 	closedir(d);
-	return 0;
+	return ret;
+}
+
+/*
+ * Is every file of the tier one this daemon can trust (own_stat)?
+ * @return 1, 0, or a negative errno.
+ */
+static int audit(struct dlfs_nvme *n, struct dlfs_err *err)
+{
+	int fd = openat(n->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return dlfs_err_sys(err, -errno, "%s", n->path);
+	}
+	struct dirent *e;
+	int ok = 1;
+	while (ok && (e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		struct stat st;
+		if ((l > 6 && !strcmp(e->d_name + l - 6, ".cache")) ||
+		    !strcmp(e->d_name, "map"))
+			ok = fstatat(n->dirfd, e->d_name, &st,
+				     AT_SYMLINK_NOFOLLOW) == 0 &&
+			     own_stat(&st);
+	}
+	closedir(d);
+	return ok;
 }
 
 static int load_map(struct dlfs_nvme *n, struct dlfs_err *err)
@@ -647,11 +763,15 @@ static int load_map(struct dlfs_nvme *n, struct dlfs_err *err)
 	uint8_t want[MAP_HEADER], have[MAP_HEADER];
 	if (header_of(n, want))
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	n->map_fd = openat(n->dirfd, "map", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	n->map_fd = openat(n->dirfd, "map",
+			   O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (n->map_fd < 0)
 		return dlfs_err_sys(err, -errno, "%s/map", n->path);
-	if (fchmod(n->map_fd, 0600) < 0)
-		return dlfs_err_sys(err, -errno, "%s/map: chmod", n->path);
+	if (!own_file(n->map_fd))
+		return dlfs_err_set(err, -EPERM,
+				    "%s/map: not a private file of this "
+				    "user: refusing the cache tier",
+				    n->path);
 	ssize_t got = dlfs_pread_full(n->map_fd, have, MAP_HEADER, 0);
 	uint8_t *bytes = (uint8_t *)n->st; /* same size as _Atomic uint8_t */
 	_Static_assert(sizeof(_Atomic uint8_t) == 1, "atomic byte");
@@ -667,10 +787,10 @@ static int load_map(struct dlfs_nvme *n, struct dlfs_err *err)
 		return 0;
 	}
 	if (got > 0)
-		logf_(n, "NVMe cache %s: map is for another layout or damaged: "
+		dlfs_logf(n->log, n->log_arg, LOG_WARNING, "NVMe cache %s: map is for another layout or damaged: "
 			 "starting empty",
 		      n->path);
-	int ret = wipe(n, err);
+	int ret = wipe(n, 0, err);
 	if (ret)
 		return ret;
 	memset(bytes, 0, n->n_chunks);
@@ -683,41 +803,97 @@ static int load_map(struct dlfs_nvme *n, struct dlfs_err *err)
 	return 0;
 }
 
-/* mkdir that accepts an existing directory and makes it private. */
-static int mkdir_private(const char *path, struct dlfs_err *err)
+/*
+ * The tier's directory DIR/<id>, opened once and then used only through
+ * its fd (openat, O_NOFOLLOW), so nobody can swap a path under it. It
+ * must be a real directory (not a symlink) owned by this daemon's uid: a
+ * directory of another user is refused, since its owner could rewrite
+ * the chunks it holds or plant symlinks for this daemon (perhaps root)
+ * to write through. A directory that was open to others is made private,
+ * and what it held is not trusted (others could have planted it, or
+ * still hold it open): it is emptied. @return 0 or -errno with err set.
+ */
+static int open_tier_dir(struct dlfs_nvme *n, const char *dir, const char *id,
+			 struct dlfs_err *err)
 {
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return dlfs_err_sys(err, -errno, "cache_dir %s", path);
+	int top = -1, ret = 0;
 	struct stat st;
-	if (stat(path, &st) < 0)
-		return dlfs_err_sys(err, -errno, "cache_dir %s", path);
-	if (!S_ISDIR(st.st_mode))
-		return dlfs_err_set(err, -ENOTDIR,
-				    "cache_dir %s: not a directory", path);
-	return 0;
+	/* DIR itself is the administrator's choice, symlink or not. */
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return dlfs_err_sys(err, -errno, "cache_dir %s", dir);
+	top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (top < 0)
+		return dlfs_err_sys(err, -errno, "cache_dir %s", dir);
+	if (mkdirat(top, id, 0700) < 0 && errno != EEXIST) {
+		ret = dlfs_err_sys(err, -errno, "cache_dir %s", n->path);
+		goto out;
+	}
+	n->dirfd = openat(top, id,
+			  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (n->dirfd < 0) {
+		/* O_NOFOLLOW | O_DIRECTORY gives ENOTDIR for a symlink. */
+		int e = errno;
+		int link = fstatat(top, id, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			   S_ISLNK(st.st_mode);
+		ret = e == ELOOP || e == ENOTDIR
+			      ? dlfs_err_set(err, -EPERM,
+					     "cache_dir %s: %s: refusing it "
+					     "(remove it, or choose another "
+					     "cache_dir)",
+					     n->path,
+					     link ? "a symbolic link"
+						  : "not a directory")
+			      : dlfs_err_sys(err, -e, "cache_dir %s",
+					     n->path);
+		goto out;
+	}
+	if (fstat(n->dirfd, &st) < 0) {
+		ret = dlfs_err_sys(err, -errno, "cache_dir %s", n->path);
+		goto out;
+	}
+	if (st.st_uid != geteuid()) {
+		ret = dlfs_err_set(err, -EPERM,
+				   "cache_dir %s: owned by uid %u, not by "
+				   "this daemon's uid %u: refusing it (remove "
+				   "it, or choose another cache_dir)",
+				   n->path, (unsigned)st.st_uid,
+				   (unsigned)geteuid());
+		goto out;
+	}
+	n->was_open = (st.st_mode & 07777) != 0700;
+	if (n->was_open && fchmod(n->dirfd, 0700) < 0)
+		ret = dlfs_err_sys(err, -errno, "cache_dir %s: chmod", n->path);
+out:
+	close(top);
+	return ret;
 }
 
 static int setup(struct dlfs_nvme *n, const struct dlfs_nvme_conf *conf,
 		 struct dlfs_err *err)
 {
-	int ret = mkdir_private(conf->dir, err);
-	if (ret)
-		return ret;
+	int ret;
 	if (asprintf(&n->path, "%s/%s", conf->dir, conf->dataset_id_hex) < 0) {
 		n->path = NULL;
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
-	if ((ret = mkdir_private(n->path, err)))
+	if ((ret = open_tier_dir(n, conf->dir, conf->dataset_id_hex, err)))
 		return ret;
-	if (chmod(n->path, 0700) < 0)
-		return dlfs_err_sys(err, -errno, "%s: chmod", n->path);
-	n->dirfd = open(n->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (n->dirfd < 0)
-		return dlfs_err_sys(err, -errno, "%s", n->path);
-	n->lock_fd = openat(n->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC,
-			    0600);
+	/* The lock first, so that emptying below cannot pull the files from
+	 * under another mount of ours. A lock file we cannot trust is
+	 * replaced: removing a name never follows it. */
+	struct stat st;
+	if (fstatat(n->dirfd, "lock", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    !own_stat(&st) && unlinkat(n->dirfd, "lock", 0) < 0)
+		return dlfs_err_sys(err, -errno, "%s/lock", n->path);
+	n->lock_fd = openat(n->dirfd, "lock",
+			    O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (n->lock_fd < 0)
 		return dlfs_err_sys(err, -errno, "%s/lock", n->path);
+	if (!own_file(n->lock_fd))
+		return dlfs_err_set(err, -EPERM,
+				    "%s/lock: not a private file of this "
+				    "user: refusing the cache tier",
+				    n->path);
 	if (flock(n->lock_fd, LOCK_EX | LOCK_NB) < 0)
 		return errno == EWOULDBLOCK
 			       ? dlfs_err_set(err, -EBUSY,
@@ -725,6 +901,19 @@ static int setup(struct dlfs_nvme *n, const struct dlfs_nvme_conf *conf,
 					      "mount of this dataset",
 					      n->path)
 			       : dlfs_err_sys(err, -errno, "%s/lock", n->path);
+	ret = n->was_open ? 0 : audit(n, err);
+	if (ret < 0)
+		return ret;
+	if (!ret) {
+		dlfs_logf(n->log, n->log_arg, LOG_WARNING,
+			  "NVMe cache %s: %s: starting empty", n->path,
+			  n->was_open ? "the directory was open to other "
+					"users, so what it holds is not trusted"
+				      : "holds files this user does not own "
+					"alone (or symlinks): not trusted");
+		if ((ret = wipe(n, 1, err)))
+			return ret;
+	}
 	if ((ret = load_map(n, err)))
 		return ret;
 
@@ -743,11 +932,6 @@ static int setup(struct dlfs_nvme *n, const struct dlfs_nvme_conf *conf,
 		forget_locked(n, g, c);
 		cfd(n, c, 0); /* so that unmap can free the blocks */
 		unmap(n, g, c);
-	}
-	for (uint32_t c = 0; c < n->n_containers; c++) {
-		char name[32];
-		cache_name(c, name, sizeof(name));
-		fchmodat(n->dirfd, name, 0600, 0); /* private, if it exists */
 	}
 	return 0;
 }
@@ -773,6 +957,7 @@ int dlfs_nvme_open(const struct dlfs_nvme_conf *conf, struct dlfs_nvme **out,
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_cond_init(&n->work, NULL);
 	pthread_cond_init(&n->idle, NULL);
+	pthread_cond_init(&n->room, NULL);
 
 	n->cont = conf->containers;
 	n->fd = calloc(conf->n_containers, sizeof(*n->fd));
@@ -830,6 +1015,7 @@ void dlfs_nvme_close(struct dlfs_nvme *n)
 		pthread_mutex_lock(&n->mu);
 		n->stop = 1;
 		pthread_cond_broadcast(&n->work);
+		pthread_cond_broadcast(&n->room);
 		pthread_mutex_unlock(&n->mu);
 		pthread_join(n->writer, NULL);
 	}
@@ -856,6 +1042,7 @@ void dlfs_nvme_close(struct dlfs_nvme *n)
 	pthread_mutex_destroy(&n->mu);
 	pthread_cond_destroy(&n->work);
 	pthread_cond_destroy(&n->idle);
+	pthread_cond_destroy(&n->room);
 	free(n);
 }
 

@@ -48,8 +48,6 @@ struct dlfs_nvme;
 
 enum dlfs_nvme_policy { DLFS_NVME_KEEP, DLFS_NVME_LRU };
 
-typedef void (*dlfs_nvme_log_fn)(void *arg, const char *msg);
-
 struct dlfs_nvme_conf {
 	const char *dir;        /* the cache directory (created if missing) */
 	uint64_t capacity;      /* bytes; chunks count rounded up to 4 KiB */
@@ -60,7 +58,7 @@ struct dlfs_nvme_conf {
 	/* The container table (dlfs_ds_container), borrowed for the tier's
 	 * life: data sizes, chunk counts and global chunk numbers. */
 	const struct dlfs_container *containers;
-	dlfs_nvme_log_fn log;   /* one line, no newline; may be NULL */
+	dlfs_log_fn log;        /* may be NULL */
 	void *log_arg;
 };
 
@@ -127,10 +125,21 @@ void dlfs_nvme_drop(struct dlfs_nvme *n, uint32_t c, uint64_t k);
 
 /*
  * Queue chunk (c, k), len bytes of verified data, for writing in the
- * background. Copies data; never blocks on I/O, never fails.
+ * background. Copies data; never blocks on I/O, never fails. When the
+ * write queue is full, drops the chunk, or with wait set waits for room
+ * (background loads: they exist to fill the tier). @return 1 when the
+ * tier has or will have the chunk, 0 when it was not taken (full tier,
+ * full queue, a faulty disk).
  */
-void dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
-		   const void *data, size_t len);
+int dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
+		  const void *data, size_t len, int wait);
+
+/* Would a chunk of len bytes be kept if put now? (KEEP: it fits in
+ * what is left; LRU: always, by evicting.) Takes the tier's lock. */
+int dlfs_nvme_has_room(struct dlfs_nvme *n, size_t len);
+
+/* Chunks the tier holds and bytes they take, and its capacity. */
+void dlfs_nvme_usage(struct dlfs_nvme *n, uint64_t *used, uint64_t *cap);
 
 /* Wait until the write queue is empty (tests and shutdown). */
 void dlfs_nvme_flush(struct dlfs_nvme *n);

@@ -1,6 +1,9 @@
 /* Mount statistics: see stats.h. */
 #include "stats.h"
 
+#include "fill.h"
+#include "grain.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,12 +79,14 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	put(&o,
 	    "    \"ram\": {\"hits\": %llu, \"misses\": %llu, \"bytes\": %llu, "
 	    "\"capacity_bytes\": %llu, \"used_bytes\": %llu, \"chunks\": "
-	    "%llu, \"uncached_loads\": %llu},\n",
+	    "%llu, \"uncached_loads\": %llu, \"evicted_bytes\": %llu, "
+	    "\"evicted_unused_bytes\": %llu, \"held\": %llu},\n",
 	    (unsigned long long)ram->hits, (unsigned long long)ram->misses,
 	    (unsigned long long)ram->used_bytes,
 	    (unsigned long long)ram->capacity_bytes,
 	    (unsigned long long)ram->used_bytes,
-	    (unsigned long long)ram->chunks, (unsigned long long)ram->bypass);
+	    (unsigned long long)ram->chunks, (unsigned long long)ram->bypass,
+	    U(ram->evicted_bytes), U(ram->evicted_unused_bytes), U(ram->held));
 	put(&o,
 	    "    \"nvme\": {\"enabled\": %d, \"policy\": \"%s\", \"hits\": %llu, "
 	    "\"misses\": %llu, \"bytes\": %llu, \"capacity_bytes\": %llu, "
@@ -112,14 +117,34 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 		    ld(&s->pfs_hist[b]));
 	}
 	put(&o, "}}\n  },\n");
+	const struct dlfs_fill_stats *fs = t->fill;
+	struct dlfs_fill_stats none = {0};
+	if (!fs)
+		fs = &none;
 	put(&o,
 	    "  \"prefetch\": {\"enabled\": %d, \"window_max_bytes\": %llu, "
 	    "\"issued\": %llu, \"used\": %llu, \"wasted\": %llu, "
-	    "\"pending\": %llu, \"dropped\": %llu, \"planned\": %llu},\n",
+	    "\"pending\": %llu, \"planned\": %llu, \"streamed\": %llu},\n",
 	    t->pf_enabled, U(t->pf_window_max), U(ram->pf_issued),
 	    U(ram->pf_used), U(ram->pf_wasted), U(ram->pf_pending),
-	    U(t->pf_dropped), U(t->pf_planned));
-	const struct dlfs_peer_stats *ps = &t->peer;
+	    U(fs->planned), U(fs->streamed));
+	put(&o,
+	    "  \"fill\": {\"depth\": %u, \"planned\": %llu, \"streamed\": "
+	    "%llu, \"swept\": %llu, \"bytes\": %llu, \"held\": %llu, "
+	    "\"yields\": %llu, \"sweeping\": %d, \"swept_all\": %d},\n",
+	    fs->depth, U(fs->planned), U(fs->streamed), U(fs->swept),
+	    U(fs->bytes), U(fs->held), U(fs->waits), fs->sweeping,
+	    fs->swept_all);
+	if (t->grain)
+		put(&o,
+		    "  \"read_unit\": {\"option\": \"%s\", \"now\": \"%s\", "
+		    "\"switches\": %llu, \"file_reads\": %llu, "
+		    "\"ghost_loaded\": %llu, \"ghost_unused\": %llu},\n",
+		    t->read_unit ? t->read_unit : "auto",
+		    t->grain->file_mode ? "file" : "chunk",
+		    U(t->grain->switches), U(t->grain->file_reads),
+		    U(t->grain->ghost_loaded), U(t->grain->ghost_unused));
+	const struct dlfs_peer_snap *ps = &t->peer;
 	put(&o,
 	    "  \"peer\": {\"enabled\": %d, \"rank\": %u, \"ranks\": %u, "
 	    "\"requests\": %llu, \"hits\": %llu, \"bytes\": %llu, "
@@ -131,17 +156,18 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	    U(ps->hits ? ps->latency_us_sum / ps->hits : 0),
 	    U(ps->latency_us_max), U(ps->served), U(ps->served_bytes));
 	put(&o,
-	    "  \"stage\": {\"mode\": \"%s\", \"chunks\": %llu, \"bytes\": "
-	    "%llu, \"done\": %d},\n",
-	    t->stage ? t->stage : "none", U(t->staged_chunks),
-	    U(t->staged_bytes), t->stage_done);
+	    "  \"stage\": {\"mode\": \"%s\", \"chunks\": %llu, \"done\": "
+	    "%d},\n",
+	    t->stage ? t->stage : "none", U(fs->swept), fs->swept_all);
 	if (t->epoch == UINT64_MAX)
 		put(&o, "  \"epoch\": null,\n");
 	else
 		put(&o, "  \"epoch\": %llu,\n", U(t->epoch));
+	put(&o, "  \"files_checked\": %llu,\n", ld(&s->files_checked));
 	put(&o, "  \"errors\": {\"checksum\": %llu, \"container\": "
-		"%llu, \"io\": %llu, \"nvme\": %llu, \"peer\": %llu}\n}\n",
+		"%llu, \"io\": %llu, \"nvme\": %llu, \"peer\": %llu, "
+		"\"index\": %llu}\n}\n",
 	    ld(&s->err_checksum), ld(&s->err_container), ld(&s->err_io),
-	    U(nv->errors), ld(&s->err_peer));
+	    U(nv->errors), ld(&s->err_peer), ld(&s->err_index));
 	return o.at;
 }

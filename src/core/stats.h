@@ -14,7 +14,9 @@
 
 #include "cache.h"
 #include "nvme.h"
-#include "peer.h"
+
+struct dlfs_fill_stats;
+struct dlfs_grain_stats;
 
 enum dlfs_op {
 	DLFS_OP_LOOKUP,
@@ -40,6 +42,8 @@ struct dlfs_stats {
 	_Atomic uint64_t pfs_reads, pfs_bytes;
 	_Atomic uint64_t pfs_hist[DLFS_HIST_BUCKETS];
 	_Atomic uint64_t err_checksum, err_container, err_io, err_peer;
+	_Atomic uint64_t err_index;    /* damaged index records met */
+	_Atomic uint64_t files_checked; /* files checked against their XXH3 */
 };
 
 void dlfs_stats_init(struct dlfs_stats *s);
@@ -52,6 +56,13 @@ static inline void dlfs_stats_add(_Atomic uint64_t *c, uint64_t v)
 /* Count one read of len bytes from a container. */
 void dlfs_stats_pfs_read(struct dlfs_stats *s, uint64_t len);
 
+/* The MPI peers' counters, as the daemon copies them in. */
+struct dlfs_peer_snap {
+	uint64_t requests, hits, bytes, timeouts, errors;
+	uint64_t latency_us_sum, latency_us_max;
+	uint64_t served, served_bytes;
+};
+
 /* A snapshot of the tiers' own counters, rendered with the stats. */
 struct dlfs_tier_snap {
 	struct dlfs_cache_stats ram;
@@ -59,14 +70,15 @@ struct dlfs_tier_snap {
 	const char *nvme_policy;
 	struct dlfs_nvme_stats nvme;
 	int pf_enabled;
-	uint64_t pf_window_max, pf_dropped, pf_planned;
+	uint64_t pf_window_max;
+	const struct dlfs_fill_stats *fill;   /* NULL: none */
+	const struct dlfs_grain_stats *grain;
+	const char *read_unit;                /* the option */
 	uint64_t epoch; /* current epoch of the views, UINT64_MAX none */
 	int peer_enabled;
 	unsigned rank, ranks;
-	struct dlfs_peer_stats peer;
+	struct dlfs_peer_snap peer;
 	const char *stage;
-	uint64_t staged_chunks, staged_bytes;
-	int stage_done;
 };
 
 /*

@@ -112,6 +112,7 @@ int dlfs_ctl_init(struct dlfs_ctl *c, struct dlfs_ds *ds,
 		  void *stats_arg)
 {
 	memset(c, 0, sizeof(*c));
+	c->name = DLFS_CTL_NAME;
 	c->ds = ds;
 	c->views = views;
 	c->uid = uid;
@@ -121,6 +122,36 @@ int dlfs_ctl_init(struct dlfs_ctl *c, struct dlfs_ds *ds,
 	c->stats_arg = stats_arg;
 	pthread_mutex_init(&c->lock, NULL);
 	return render_info(c, mountpoint);
+}
+
+void dlfs_ctl_set_name(struct dlfs_ctl *c, const char *name)
+{
+	if (name)
+		c->name = name;
+}
+
+int dlfs_ctl_name_check(struct dlfs_ds *ds, const char *name,
+			struct dlfs_err *err)
+{
+	struct dlfs_txn *t;
+	uint64_t ino;
+	if (!name)
+		name = DLFS_CTL_NAME;
+	int ret = dlfs_txn_begin(ds, &t, err);
+	if (ret)
+		return ret;
+	ret = dlfs_lookup(t, DLFS_ROOT_INO, name, strlen(name), &ino, err);
+	dlfs_txn_end(t);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret)
+		return ret;
+	return dlfs_err_set(err, -EEXIST,
+			    "%s: the dataset has an entry named '%s' at its "
+			    "root, which the mount's control directory would "
+			    "hide: mount it with -o ctl_dir=NAME to give the "
+			    "control directory another name",
+			    dlfs_ds_path(ds), name);
 }
 
 void dlfs_ctl_destroy(struct dlfs_ctl *c)
@@ -213,9 +244,14 @@ int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		struct dlfs_views_list l;
 		if ((ret = dlfs_views_files(c->views, txn, e, &l, NULL)))
 			return ret;
+		uint32_t rd;
+		ret = dlfs_views_read_mode(c->views, txn, 0, 0444, &rd, NULL);
 		base_attr(c, ino, st, 0);
 		st->st_size = (off_t)l.len;
 		dlfs_views_put_files(c->views, &l);
+		if (ret)
+			return ret;
+		st->st_mode = S_IFREG | rd;
 		return 0;
 	}
 	case V_SAMPLE: {
@@ -226,9 +262,13 @@ int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 			ret = dlfs_stat(txn, fino, &in, NULL);
 		if (ret)
 			return ret;
+		uint32_t rd;
+		if ((ret = dlfs_views_read_mode(c->views, txn, fino, in.mode,
+						&rd, NULL)))
+			return ret;
 		dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
 		st->st_ino = ino;
-		st->st_mode = S_IFREG | (in.mode & 0444);
+		st->st_mode = S_IFREG | rd;
 		return 0;
 	}
 	}
@@ -256,7 +296,7 @@ int dlfs_ctl_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t parent,
 	uint64_t e, j;
 	int ret;
 	if (!dlfs_ctl_is(parent)) {
-		if (parent != DLFS_ROOT_INO || strcmp(name, DLFS_CTL_NAME))
+		if (parent != DLFS_ROOT_INO || strcmp(name, c->name))
 			return -ENOENT;
 		*ino = DLFS_CTL_DIR;
 	} else if (parent == DLFS_CTL_DIR) {

@@ -45,6 +45,7 @@ static inline int dlfs_ctl_is(uint64_t ino)
 typedef int (*dlfs_ctl_stats_fn)(void *arg, char **json, size_t *len);
 
 struct dlfs_ctl {
+	const char *name; /* of the control directory at the root (borrowed) */
 	struct dlfs_ds *ds;
 	struct dlfs_views *views; /* NULL: no epochs directory */
 	uid_t uid;
@@ -66,13 +67,27 @@ int dlfs_ctl_init(struct dlfs_ctl *c, struct dlfs_ds *ds,
 		  void *stats_arg);
 void dlfs_ctl_destroy(struct dlfs_ctl *c);
 
+/* Give the control directory another name than DLFS_CTL_NAME (borrowed:
+ * it must outlive c). NULL keeps the default. */
+void dlfs_ctl_set_name(struct dlfs_ctl *c, const char *name);
+
+/*
+ * Before mounting: name (NULL: DLFS_CTL_NAME) must not be the name of an
+ * entry at the dataset's root, which the control directory would hide
+ * (and which a readdirplus of the root would then shadow it with).
+ * @return 0, or -EEXIST with err saying to use -o ctl_dir, or an index
+ * error.
+ */
+int dlfs_ctl_name_check(struct dlfs_ds *ds, const char *name,
+			struct dlfs_err *err);
+
 /* The attributes of a dataset inode as the mount shows them. */
 void dlfs_ctl_fill_attr(uid_t uid, gid_t gid, const struct dlfs_inode *in,
 			struct stat *st);
 
 /*
  * Look name up in parent, a control directory or the root (where only
- * ".dlfs" is ours). @return 0 with *ino, *st and *attr_timeout; -ENOENT;
+ * the control directory's name is ours). @return 0 with *ino, *st and *attr_timeout; -ENOENT;
  * or -ENOTDIR when parent is not a control directory.
  */
 int dlfs_ctl_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t parent,

@@ -31,6 +31,16 @@ void dlfs_paths_free(struct dlfs_paths *p);
 int dlfs_paths_get(const struct dlfs_paths *p, uint64_t ino, char *buf,
 		   size_t len);
 
+/*
+ * Who may reach ino by its path: the S_IXUSR, S_IXGRP and S_IXOTH bits
+ * set in every directory from the root to ino's parent (dlfs has one
+ * owner and group for every inode, so a class is who the kernel would
+ * check). ino 0 asks for every file at once: the classes that may reach
+ * all of them. A file that is not found, or whose parent chain is
+ * damaged, gives 0 (root only).
+ */
+unsigned dlfs_paths_search(const struct dlfs_paths *p, uint64_t ino);
+
 /* The name (not NUL-terminated) of ino, or NULL. */
 const char *dlfs_paths_name(const struct dlfs_paths *p, uint64_t ino,
 			    size_t *len);

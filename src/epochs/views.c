@@ -12,7 +12,9 @@
 
 #define ORDERS 4 /* epochs whose orders are kept */
 #define LISTS 2  /* epochs whose rendered lists are kept */
-#define PLAN_MAX 256 /* files looked at per planning step */
+/* More than any path of an index can need (dlfs_paths_get: 4,097 levels
+ * of DLFS_NAME_MAX bytes): growing past it would be a bug, not a path. */
+#define PATH_ROOM_MAX (UINT64_C(4) << 20)
 
 struct list {
 	uint64_t epoch; /* UINT64_MAX: empty */
@@ -34,7 +36,14 @@ struct dlfs_views {
 	uint64_t n_chunks;
 	struct list lists[LISTS];
 	unsigned list_hand;
-	uint64_t planned_epoch, planned_to; /* share positions planned */
+	/* The planner (plan_next), which follows the reader. */
+	uint64_t plan_epoch;        /* UINT64_MAX: nothing planned */
+	uint64_t plan_pos;          /* next share position to look at */
+	uint64_t plan_g, plan_g_end; /* chunks of the last file still to give */
+	uint64_t reader_pos;        /* share position the reader reached */
+	uint8_t *emitted;           /* n_chunks bits: given this epoch */
+	uint32_t *uses;             /* n_chunks: share files per chunk */
+	uint64_t uses_epoch;
 
 	_Atomic uint64_t current;
 };
@@ -56,7 +65,8 @@ int dlfs_views_new(const struct dlfs_views_conf *conf, struct dlfs_views **out,
 	v->cs = v->info->super.chunk_size;
 	for (int i = 0; i < LISTS; i++)
 		v->lists[i].epoch = UINT64_MAX;
-	v->planned_epoch = UINT64_MAX;
+	v->plan_epoch = UINT64_MAX;
+	v->uses_epoch = UINT64_MAX;
 	atomic_init(&v->current, UINT64_MAX);
 	pthread_mutex_init(&v->mu, NULL);
 	*out = v;
@@ -73,6 +83,8 @@ void dlfs_views_free(struct dlfs_views *v)
 		free(v->lists[i].data);
 	dlfs_paths_free(v->paths);
 	free(v->chunk_first);
+	free(v->emitted);
+	free(v->uses);
 	pthread_mutex_destroy(&v->mu);
 	free(v);
 }
@@ -170,65 +182,127 @@ int dlfs_views_share_len(struct dlfs_views *v, struct dlfs_txn *txn,
 	return ret;
 }
 
-/*
- * Plan read-ahead from share position j of epoch e: the files from the
- * last planned position up to about ahead_bytes of chunks past j, their
- * chunks deduplicated and sorted into container-offset order (caller
- * holds mu).
- */
-static void plan(struct dlfs_views *v, struct dlfs_txn *txn,
-		 struct dlfs_epoch *o, uint64_t e, uint64_t j)
+/* Make e the current epoch (caller holds mu). @return 1 if it changed. */
+static int set_current(struct dlfs_views *v, uint64_t e)
 {
-	uint32_t cs[PLAN_MAX];
-	uint64_t ks[PLAN_MAX];
-	unsigned n = 0;
-	if (!v->conf.prefetch || !v->conf.ahead_bytes)
-		return;
-	if (v->planned_epoch != e || v->planned_to < j + 1 ||
-	    v->planned_to > j + 4 * PLAN_MAX) {
-		v->planned_epoch = e;
-		v->planned_to = j + 1;
+	if (atomic_load_explicit(&v->current, memory_order_relaxed) == e)
+		return 0;
+	atomic_store_explicit(&v->current, e, memory_order_relaxed);
+	v->reader_pos = 0;
+	return 1;
+}
+
+/* The reader is at share position j of the current epoch (caller holds
+ * mu): the plan need not look behind it. */
+static void reader_at(struct dlfs_views *v, uint64_t j)
+{
+	if (j > v->reader_pos)
+		v->reader_pos = j;
+}
+
+/* Global chunks [*g0, *g1) holding file f; empty for an empty file. */
+static int file_chunks_of(struct dlfs_views *v, struct dlfs_txn *txn,
+			  uint64_t f, uint64_t *g0, uint64_t *g1)
+{
+	struct dlfs_inode in;
+	uint64_t k0, k1;
+	*g0 = *g1 = 0;
+	int ret = dlfs_stat(txn, v->first_file + f, &in, NULL);
+	if (ret || !in.size)
+		return ret;
+	dlfs_file_chunks(v->cs, &in, 0, in.size, &k0, &k1);
+	uint64_t base = dlfs_ds_container(v->conf.ds, in.container)->first_chunk;
+	*g0 = base + k0;
+	*g1 = base + k1 + 1;
+	return 0;
+}
+
+/* Count, for epoch e's share, its files in each chunk: outside the lock,
+ * with an order of its own (one pass over the share). */
+static uint32_t *count_uses(struct dlfs_views *v, struct dlfs_txn *txn,
+			    const struct dlfs_epoch_conf *oc, uint64_t e)
+{
+	struct dlfs_epoch *o;
+	uint64_t n = dlfs_ds_n_chunks(v->conf.ds), g0, g1;
+	uint32_t *uses = calloc(n ? n : 1, sizeof(*uses));
+	if (!uses || dlfs_epoch_new(oc, e, &o)) {
+		free(uses);
+		return NULL;
 	}
-	uint64_t chunks_ahead = v->conf.ahead_bytes / v->cs;
-	if (chunks_ahead < 1)
-		chunks_ahead = 1;
-	uint64_t len = dlfs_epoch_share_len(o), start = dlfs_epoch_share_start(o);
-	/* Plan only when less than half the distance is left. */
-	if (v->planned_to > j + chunks_ahead / 2 + 1)
-		return;
-	while (v->planned_to < len && n < PLAN_MAX &&
-	       v->planned_to <= j + chunks_ahead) {
-		uint64_t f = dlfs_epoch_at(o, start + v->planned_to++);
-		struct dlfs_inode in;
-		if (dlfs_stat(txn, v->first_file + f, &in, NULL) || !in.size)
-			continue;
-		uint64_t k0, k1;
-		dlfs_file_chunks(v->cs, &in, 0, in.size, &k0, &k1);
-		for (uint64_t k = k0; k <= k1 && n < PLAN_MAX; k++) {
-			unsigned i;
-			for (i = 0; i < n; i++)
-				if (cs[i] == in.container && ks[i] == k)
-					break;
-			if (i == n) {
-				cs[n] = in.container;
-				ks[n++] = k;
-			}
+	uint64_t start = dlfs_epoch_share_start(o);
+	for (uint64_t j = 0; j < dlfs_epoch_share_len(o); j++)
+		if (!file_chunks_of(v, txn, dlfs_epoch_at(o, start + j), &g0,
+				    &g1))
+			for (uint64_t g = g0; g < g1 && g < n; g++)
+				uses[g]++;
+	dlfs_epoch_free(o);
+	return uses;
+}
+
+int dlfs_views_plan_next(void *arg, struct dlfs_txn *txn, uint64_t *g,
+			 uint32_t *uses)
+{
+	struct dlfs_views *v = arg;
+	struct dlfs_epoch *o;
+	uint64_t n = dlfs_ds_n_chunks(v->conf.ds);
+	int got = 0;
+	pthread_mutex_lock(&v->mu);
+	uint64_t e = dlfs_views_current(v);
+	if (e == UINT64_MAX || order_of(v, txn, e, &o, NULL))
+		goto out;
+	if (v->plan_epoch != e) {
+		if (!v->emitted && !(v->emitted = calloc(n / 8 + 1, 1)))
+			goto out;
+		memset(v->emitted, 0, n / 8 + 1);
+		v->plan_epoch = e;
+		v->plan_pos = 0;
+		v->plan_g = v->plan_g_end = 0;
+	}
+	if (uses && v->uses_epoch != e) {
+		struct dlfs_epoch_conf oc = {
+			.n_files = v->n_files, .mode = v->conf.mode,
+			.seed = v->conf.seed, .rank = v->conf.rank,
+			.size = v->conf.size, .window = v->conf.window,
+			.n_chunks = v->n_chunks, .chunk_first = v->chunk_first,
+		};
+		pthread_mutex_unlock(&v->mu);
+		uint32_t *u = count_uses(v, txn, &oc, e);
+		pthread_mutex_lock(&v->mu);
+		if (!u || v->plan_epoch != e || dlfs_views_current(v) != e ||
+		    order_of(v, txn, e, &o, NULL)) {
+			free(u);
+			goto out;
 		}
+		free(v->uses);
+		v->uses = u;
+		v->uses_epoch = e;
 	}
-	/* Container-offset order: an insertion sort of at most PLAN_MAX. */
-	for (unsigned a = 1; a < n; a++) {
-		uint32_t c = cs[a];
-		uint64_t k = ks[a];
-		unsigned b = a;
-		for (; b > 0 && (cs[b - 1] > c || (cs[b - 1] == c && ks[b - 1] > k));
-		     b--) {
-			cs[b] = cs[b - 1];
-			ks[b] = ks[b - 1];
+	if (v->plan_pos < v->reader_pos) {
+		v->plan_pos = v->reader_pos; /* the reader outran the plan */
+		v->plan_g = v->plan_g_end;
+	}
+	uint64_t start = dlfs_epoch_share_start(o);
+	uint64_t len = dlfs_epoch_share_len(o);
+	for (;;) {
+		while (v->plan_g < v->plan_g_end) {
+			uint64_t c = v->plan_g++;
+			if (c >= n || (v->emitted[c / 8] >> (c % 8)) & 1)
+				continue;
+			v->emitted[c / 8] |= (uint8_t)(1u << (c % 8));
+			*g = c;
+			if (uses)
+				*uses = v->uses[c];
+			got = 1;
+			goto out;
 		}
-		cs[b] = c;
-		ks[b] = k;
+		if (v->plan_pos >= len)
+			goto out;
+		uint64_t f = dlfs_epoch_at(o, start + v->plan_pos++);
+		file_chunks_of(v, txn, f, &v->plan_g, &v->plan_g_end);
 	}
-	dlfs_prefetch_plan(v->conf.prefetch, cs, ks, n);
+out:
+	pthread_mutex_unlock(&v->mu);
+	return got;
 }
 
 int dlfs_views_sample(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
@@ -236,6 +310,7 @@ int dlfs_views_sample(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
 		      struct dlfs_err *err)
 {
 	struct dlfs_epoch *o;
+	int changed = 0;
 	pthread_mutex_lock(&v->mu);
 	int ret = order_of(v, txn, e, &o, err);
 	if (!ret && j >= dlfs_epoch_share_len(o))
@@ -245,12 +320,13 @@ int dlfs_views_sample(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
 		*ino = v->first_file +
 		       dlfs_epoch_at(o, dlfs_epoch_share_start(o) + j);
 		if (mark) {
-			atomic_store_explicit(&v->current, e,
-					      memory_order_relaxed);
-			plan(v, txn, o, e, j);
+			changed = set_current(v, e);
+			reader_at(v, j);
 		}
 	}
 	pthread_mutex_unlock(&v->mu);
+	if (changed && v->conf.reader)
+		dlfs_reader_replan(v->conf.reader);
 	return ret;
 }
 
@@ -260,6 +336,21 @@ static int paths_of(struct dlfs_views *v, struct dlfs_txn *txn,
 	if (v->paths)
 		return 0;
 	return dlfs_paths_build(txn, v->info, &v->paths, err);
+}
+
+int dlfs_views_read_mode(struct dlfs_views *v, struct dlfs_txn *txn,
+			uint64_t ino, uint32_t mode, uint32_t *out,
+			struct dlfs_err *err)
+{
+	pthread_mutex_lock(&v->mu);
+	int ret = paths_of(v, txn, err);
+	unsigned x = ret ? 0 : dlfs_paths_search(v->paths, ino);
+	pthread_mutex_unlock(&v->mu);
+	if (ret)
+		return ret;
+	/* An execute bit of a class, moved onto that class's read bit. */
+	*out = mode & 0444 & (x << 2);
+	return 0;
 }
 
 static unsigned digits(uint64_t n)
@@ -338,36 +429,45 @@ int dlfs_views_parse_name(struct dlfs_views *v, struct dlfs_txn *txn,
 	return 0;
 }
 
-/* Render the list of epoch e into a new buffer (caller holds mu). */
+/*
+ * Render the list of epoch e into a new buffer (caller holds mu). Each
+ * path is written in place at the end of the buffer, which grows until it
+ * fits: a path has no length limit but the index's (4,096 levels of 255
+ * bytes), and one long path must not fail the whole list.
+ */
 static int render(struct dlfs_views *v, struct dlfs_epoch *o, char **out,
 		  size_t *outlen)
 {
 	size_t cap = 1 << 16, len = 0;
-	char *b = malloc(cap), path[4096 + 2];
+	char *b = malloc(cap);
 	if (!b)
 		return -ENOMEM;
 	uint64_t start = dlfs_epoch_share_start(o);
 	for (uint64_t j = 0; j < dlfs_epoch_share_len(o); j++) {
 		uint64_t f = dlfs_epoch_at(o, start + j);
-		int n = dlfs_paths_get(v->paths, v->first_file + f, path,
-				       sizeof(path) - 1);
-		if (n < 0) {
-			free(b);
-			return n;
-		}
-		path[n++] = '\n';
-		if (len + (size_t)n > cap) {
-			while (len + (size_t)n > cap)
-				cap *= 2;
-			char *nb = realloc(b, cap);
+		int n;
+		/* Room for the path and its NUL, which the newline replaces. */
+		while ((n = dlfs_paths_get(v->paths, v->first_file + f,
+					   b + len, cap - len)) ==
+		       -ENAMETOOLONG) {
+			if (cap - len > PATH_ROOM_MAX) {
+				free(b);
+				return -ENAMETOOLONG;
+			}
+			char *nb = realloc(b, cap * 2);
 			if (!nb) {
 				free(b);
 				return -ENOMEM;
 			}
 			b = nb;
+			cap *= 2;
 		}
-		memcpy(b + len, path, (size_t)n);
-		len += (size_t)n;
+		if (n < 0) {
+			free(b);
+			return n;
+		}
+		b[len + (size_t)n] = '\n';
+		len += (size_t)n + 1;
 	}
 	*out = b;
 	*outlen = len;
@@ -378,7 +478,7 @@ int dlfs_views_files(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
 		     struct dlfs_views_list *out, struct dlfs_err *err)
 {
 	struct dlfs_epoch *o;
-	int ret = 0;
+	int ret = 0, changed = 0;
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&v->mu);
 	struct list *l = NULL;
@@ -419,9 +519,11 @@ int dlfs_views_files(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
 		out->data = l->data;
 		out->len = l->len;
 		out->ref = l;
-		atomic_store_explicit(&v->current, e, memory_order_relaxed);
+		changed = set_current(v, e);
 	}
 	pthread_mutex_unlock(&v->mu);
+	if (changed && v->conf.reader)
+		dlfs_reader_replan(v->conf.reader);
 	return ret;
 }
 
@@ -435,11 +537,11 @@ void dlfs_views_put_files(struct dlfs_views *v, struct dlfs_views_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
-void dlfs_views_note_read(struct dlfs_views *v, struct dlfs_txn *txn,
-			  uint64_t ino)
+void dlfs_views_note_read(void *arg, struct dlfs_txn *txn, uint64_t ino)
 {
+	struct dlfs_views *v = arg;
 	uint64_t e = dlfs_views_current(v);
-	if (e == UINT64_MAX || !v->conf.prefetch || ino < v->first_file ||
+	if (e == UINT64_MAX || ino < v->first_file ||
 	    ino - v->first_file >= v->n_files)
 		return;
 	struct dlfs_epoch *o;
@@ -448,7 +550,7 @@ void dlfs_views_note_read(struct dlfs_views *v, struct dlfs_txn *txn,
 		uint64_t pos = dlfs_epoch_position(o, ino - v->first_file);
 		uint64_t s = dlfs_epoch_share_start(o);
 		if (pos >= s && pos - s < dlfs_epoch_share_len(o))
-			plan(v, txn, o, e, pos - s);
+			reader_at(v, pos - s);
 	}
 	pthread_mutex_unlock(&v->mu);
 }

@@ -2,8 +2,9 @@
  * Epoch views: this node's share of epoch E, as a list of paths
  * (/.dlfs/epochs/E/files) and as a directory of samples whose sorted names
  * follow it (/.dlfs/epochs/E/samples/). Reading either makes E the current
- * epoch: the views then plan read-ahead along the order, a bounded
- * distance past the reader, in container-offset order.
+ * epoch: the views then give the read core's background reads the
+ * chunks its readers need next, in order of first use
+ * (dlfs_views_plan_next), following the reader (dlfs_views_note_read).
  *
  * The module keeps what the views need, built on first use: the orders
  * of the most recent epochs, the inode-to-path table, the rendered lists
@@ -22,8 +23,8 @@
 #include <stdint.h>
 
 #include "dlfs/dataset.h"
+#include "dlfs/reader.h"
 #include "order.h"
-#include "prefetch.h"
 
 /* Epochs 0 .. DLFS_VIEWS_MAX_EPOCH are addressable. */
 #define DLFS_VIEWS_MAX_EPOCH 65535u
@@ -36,8 +37,7 @@ struct dlfs_views_conf {
 	uint64_t seed;
 	uint32_t rank, size;
 	uint32_t window;             /* chunked: chunks per window */
-	struct dlfs_prefetch *prefetch; /* may be NULL: no clairvoyance */
-	uint64_t ahead_bytes;        /* how far past the reader to plan */
+	struct dlfs_reader *reader;  /* told when the plan changes; may be NULL */
 };
 
 int dlfs_views_new(const struct dlfs_views_conf *conf, struct dlfs_views **out,
@@ -66,6 +66,18 @@ int dlfs_views_sample_name(struct dlfs_views *v, struct dlfs_txn *txn,
 			   uint64_t e, uint64_t j, char *buf, size_t len,
 			   struct dlfs_err *err);
 
+/*
+ * The read bits a view may show for file ino (its index mode), so that a
+ * view never lets a caller read what its plain path would refuse: a
+ * class keeps its read bit only if it may search every directory above
+ * the file. ino 0 gives the bits for a list of every file's path. The
+ * kernel checks them (the mount uses default_permissions), also for
+ * pages it has cached. @return 0, or an index error.
+ */
+int dlfs_views_read_mode(struct dlfs_views *v, struct dlfs_txn *txn,
+			uint64_t ino, uint32_t mode, uint32_t *out,
+			struct dlfs_err *err);
+
 /* Parse a sample name back to its position (checking the extension). */
 int dlfs_views_parse_name(struct dlfs_views *v, struct dlfs_txn *txn,
 			  uint64_t e, const char *name, uint64_t *j,
@@ -85,11 +97,21 @@ int dlfs_views_files(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
 void dlfs_views_put_files(struct dlfs_views *v, struct dlfs_views_list *l);
 
 /*
- * A read of file ino at offset 0 happened (any path): if it is in the
- * current epoch's share, the reader is there; plan read-ahead.
+ * A read of file ino at offset 0 is starting (any path): if it is in the
+ * current epoch's share, the reader is there. A dlfs_read_observer_fn
+ * (arg is the views).
  */
-void dlfs_views_note_read(struct dlfs_views *v, struct dlfs_txn *txn,
-			  uint64_t ino);
+void dlfs_views_note_read(void *arg, struct dlfs_txn *txn, uint64_t ino);
+
+/*
+ * The planner of the read core's background reads (a dlfs_plan_next_fn;
+ * arg is the views): the chunks of the current epoch's share in order of
+ * first use, from the reader's position on, each once per epoch; with
+ * uses, the number of share files in it (one pass over the share per
+ * epoch, outside the lock). @return 1 with *g, 0 when nothing is left.
+ */
+int dlfs_views_plan_next(void *arg, struct dlfs_txn *txn, uint64_t *g,
+			 uint32_t *uses);
 
 /* JSON members (no braces) describing the shuffle: mode, seed, window,
  * rank and ranks. @return the length, as snprintf. */

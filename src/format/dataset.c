@@ -295,53 +295,70 @@ int dlfs_file_pread(struct dlfs_ds *ds, const struct dlfs_inode *in,
 	return 0;
 }
 
+int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
+		       size_t len, void *buf, size_t cap, size_t *head,
+		       struct dlfs_err *err)
+{
+	int fd;
+	int ret = dlfs_ds_container_fd(ds, c, &fd, err);
+	if (ret)
+		return ret;
+	/* The data region is padded to 4 KiB: read whole pages. */
+	uint64_t a0 = off & ~UINT64_C(4095);
+	size_t want = (size_t)(dlfs_roundup(off + len, 4096) - a0);
+	if (want > cap)
+		return dlfs_err_set(err, -EINVAL,
+				    "%s: read of %zu bytes at offset %llu "
+				    "into %zu",
+				    ds->path, len, (unsigned long long)off,
+				    cap);
+	char name[DLFS_CONTAINER_NAME_MAX];
+	const struct dlfs_container_slot *slot = &ds->containers[c];
+	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0;
+	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
+		fd = slot->dfd;
+	ssize_t n = dlfs_pread_full(fd, buf, want, a0);
+	if (n < 0) {
+		dlfs_container_name(c, name);
+		return dlfs_err_sys(err, (int)n, "%s/%s: read at offset %llu",
+				    ds->path, name, (unsigned long long)a0);
+	}
+	if ((uint64_t)n < off + len - a0) {
+		dlfs_container_name(c, name);
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/%s: truncated: short read at offset "
+				    "%llu",
+				    ds->path, name, (unsigned long long)a0);
+	}
+	if (!direct)
+		posix_fadvise(fd, (off_t)a0, (off_t)want,
+			      POSIX_FADV_DONTNEED);
+	*head = (size_t)(off - a0);
+	return 0;
+}
+
 int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 		    uint64_t k, void *buf, size_t cap, size_t *len,
 		    struct dlfs_err *err)
 {
 	struct dlfs_chunk_rec cr;
-	int fd;
+	size_t head;
 	int ret = dlfs_chunk_get(txn, c, k, &cr, err);
 	if (ret)
 		return ret;
-	if (cr.length > cap)
+	uint64_t cs = ds->ix.info.super.chunk_size;
+	if (cr.length > cs || cr.length > cap)
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
 				    "%s/index: chunk %llu of container %u is "
 				    "%u bytes, larger than the chunk size",
 				    ds->path, (unsigned long long)k, c,
 				    cr.length);
-	ret = dlfs_ds_container_fd(ds, c, &fd, err);
+	uint64_t off = dlfs_chunk_start(cs, k);
+	ret = dlfs_ds_read_range(ds, c, off, cr.length, buf, cap, &head, err);
 	if (ret)
 		return ret;
-	uint64_t cs = ds->ix.info.super.chunk_size;
-	uint64_t off = DLFS_DATA_OFFSET(cs) + k * cs;
-	/* The data region is padded to 4 KiB: read whole pages. */
-	size_t want = (size_t)dlfs_roundup(cr.length, 4096);
-	if (want > cap)
-		want = cr.length;
-	char name[DLFS_CONTAINER_NAME_MAX];
-	const struct dlfs_container_slot *slot = &ds->containers[c];
-	int direct = slot->dfd_direct && want % 4096 == 0 &&
-		     (uintptr_t)buf % 4096 == 0;
-	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
-		fd = slot->dfd;
-	ssize_t n = dlfs_pread_full(fd, buf, want, off);
-	if (n < 0) {
-		dlfs_container_name(c, name);
-		return dlfs_err_sys(err, (int)n, "%s/%s: read at offset %llu",
-				    ds->path, name, (unsigned long long)off);
-	}
-	if ((size_t)n < cr.length) {
-		dlfs_container_name(c, name);
-		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s/%s: truncated: short read at offset "
-				    "%llu",
-				    ds->path, name, (unsigned long long)off);
-	}
-	if (!direct)
-		posix_fadvise(fd, (off_t)off, (off_t)want,
-			      POSIX_FADV_DONTNEED);
 	if (XXH3_64bits(buf, cr.length) != cr.xxh3) {
+		char name[DLFS_CONTAINER_NAME_MAX];
 		dlfs_container_name(c, name);
 		*len = cr.length; /* the bytes are there, just not to trust */
 		return dlfs_err_set(err, -DLFS_ECHECKSUM,

@@ -92,3 +92,15 @@ void dlfs_err_clear(struct dlfs_err *err)
 		err->msg[0] = '\0';
 	}
 }
+
+void dlfs_logf(dlfs_log_fn log, void *arg, int prio, const char *fmt, ...)
+{
+	char msg[2048];
+	va_list ap;
+	if (!log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log(arg, prio, msg);
+}

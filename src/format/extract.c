@@ -3,6 +3,12 @@
  * with one directory fd per level; each directory's entries are collected
  * before descending because the txn's cursor is shared. Modes and mtimes
  * of directories are set after their contents are written.
+ *
+ * The index may be hostile: names come from dlfs_readdir, which refuses
+ * any that is not one path component, and everything is created relative
+ * to a directory fd and never through a symlink (O_NOFOLLOW, O_EXCL,
+ * AT_SYMLINK_NOFOLLOW), so nothing is written outside dir, not even
+ * through a symlink the extraction itself made.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -45,6 +51,7 @@ static int collect(void *arg, const struct dlfs_dirent *d)
 struct ex {
 	struct dlfs_ds *ds;
 	struct dlfs_txn *txn;
+	uint8_t *seen; /* a bit per directory inode: a tree visits each once */
 	uint8_t *buf;
 	size_t buf_len;
 	XXH3_state_t *hs;
@@ -129,7 +136,20 @@ static int walk(struct ex *x, int dirfd, uint64_t dir, size_t plen,
 		ret = dlfs_stat(x->txn, c->ino, &in, err);
 		if (ret)
 			break;
+		/* A directory named twice (or its own ancestor) would be
+		 * extracted again and again: the index is damaged. */
+		if (S_ISDIR(in.mode) &&
+		    (x->seen[in.ino / 8] & (1u << (in.ino % 8)))) {
+			ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+					   "%s: directory inode %llu is "
+					   "named twice: the index is "
+					   "damaged",
+					   x->path,
+					   (unsigned long long)in.ino);
+			break;
+		}
 		if (S_ISDIR(in.mode)) {
+			x->seen[in.ino / 8] |= (uint8_t)(1u << (in.ino % 8));
 			if (mkdirat(dirfd, name, 0700) < 0) {
 				ret = dlfs_err_sys(err, -errno, "%s", x->path);
 				break;
@@ -147,7 +167,8 @@ static int walk(struct ex *x, int dirfd, uint64_t dir, size_t plen,
 				ret = dlfs_err_sys(err, -errno, "%s: chmod",
 						   x->path);
 			close(sub);
-			if (!ret && set_times(dirfd, name, &in, 0) < 0)
+			if (!ret && set_times(dirfd, name, &in,
+					      AT_SYMLINK_NOFOLLOW) < 0)
 				ret = dlfs_err_sys(err, -errno, "%s: utimens",
 						   x->path);
 		} else if (S_ISLNK(in.mode)) {
@@ -183,7 +204,8 @@ int dlfs_extract(struct dlfs_ds *ds, const char *dir, struct dlfs_err *err)
 	x->buf_len = 1 << 20;
 	x->buf = malloc(x->buf_len);
 	x->hs = XXH3_createState();
-	if (!x->buf || !x->hs) {
+	x->seen = calloc(dlfs_ds_info(ds)->super.n_dirs / 8 + 1, 1);
+	if (!x->buf || !x->hs || !x->seen) {
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -231,7 +253,11 @@ int dlfs_extract(struct dlfs_ds *ds, const char *dir, struct dlfs_err *err)
 		ret = dlfs_stat(x->txn, DLFS_ROOT_INO, &root, err);
 	if (!ret && fchmod(fd, root.mode & 07777) < 0)
 		ret = dlfs_err_sys(err, -errno, "%s: chmod", dir);
-	if (!ret && set_times(AT_FDCWD, dir, &root, 0) < 0)
+	struct timespec rts[2] = {
+		{.tv_sec = root.mtime_sec, .tv_nsec = root.mtime_nsec},
+		{.tv_sec = root.mtime_sec, .tv_nsec = root.mtime_nsec},
+	};
+	if (!ret && futimens(fd, rts) < 0)
 		ret = dlfs_err_sys(err, -errno, "%s: utimens", dir);
 out:
 	if (fd >= 0)
@@ -239,6 +265,7 @@ out:
 	dlfs_txn_end(x->txn);
 	XXH3_freeState(x->hs);
 	free(x->buf);
+	free(x->seen);
 	free(x);
 	return ret;
 }

@@ -326,8 +326,8 @@ int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
 	if (dlfs_dirent_val_decode(&ix->info.super, v.mv_data, v.mv_size, ino,
 				   &type))
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s/index: damaged directory entry",
-				    ix->path);
+				    "%s/index: damaged directory entry '%.*s'",
+				    ix->path, (int)len, name);
 	return 0;
 }
 
@@ -359,38 +359,61 @@ int dlfs_resolve(struct dlfs_txn *txn, const char *path, uint64_t *ino,
 	return 0;
 }
 
-/* Remember where a readdir stopped, keyed by the position after it. */
-static void rd_remember(struct dlfs_index *ix, uint64_t dir, uint64_t pos,
-			const MDB_val *key)
-{
-	if (key->mv_size > sizeof(ix->rd[0].key))
-		return;
-	size_t slot = (size_t)((dir * 0x9E3779B97F4A7C15ULL + pos) >> 58) %
-		      DLFS_RD_SLOTS;
-	pthread_mutex_lock(&ix->rd_lock);
-	struct dlfs_rd_slot *s = &ix->rd[slot];
-	s->dir = dir;
-	s->pos = pos;
-	s->key_len = key->mv_size;
-	memcpy(s->key, key->mv_data, key->mv_size);
-	pthread_mutex_unlock(&ix->rd_lock);
-}
-
+/*
+ * The resume slots are found by search, not by hash: there are few, and a
+ * search under the lock costs nothing next to a cursor seek. A call that
+ * resumed from a slot stores its new stop in that same slot, so each
+ * lister of a directory keeps its own slot while it goes on, and several
+ * listers of one large directory never evict each other (a slot chosen by
+ * a hash of the directory alone would be shared by all of them, each
+ * would then skip from the start on every call, and n entries would cost
+ * O(n^2)). A new lister takes an empty slot, else the one unused longest.
+ */
 static int rd_recall(struct dlfs_index *ix, uint64_t dir, uint64_t pos,
 		     uint8_t *key, size_t *key_len)
 {
-	size_t slot = (size_t)((dir * 0x9E3779B97F4A7C15ULL + pos) >> 58) %
-		      DLFS_RD_SLOTS;
-	int hit = 0;
+	int hit = -1;
 	pthread_mutex_lock(&ix->rd_lock);
-	struct dlfs_rd_slot *s = &ix->rd[slot];
-	if (s->pos == pos && s->dir == dir && pos) {
-		memcpy(key, s->key, s->key_len);
-		*key_len = s->key_len;
-		hit = 1;
+	for (int i = 0; i < DLFS_RD_SLOTS && pos; i++) {
+		struct dlfs_rd_slot *s = &ix->rd[i];
+		if (s->pos == pos && s->dir == dir) {
+			memcpy(key, s->key, s->key_len);
+			*key_len = s->key_len;
+			s->used = ++ix->rd_clock;
+			hit = i;
+			break;
+		}
 	}
 	pthread_mutex_unlock(&ix->rd_lock);
 	return hit;
+}
+
+/* Remember where a readdir of dir stopped (pos entries consumed, the last
+ * one's key); slot is the one it resumed from, or -1. */
+static void rd_remember(struct dlfs_index *ix, uint64_t dir, uint64_t pos,
+			const MDB_val *key, int slot)
+{
+	if (key->mv_size > sizeof(ix->rd[0].key))
+		return;
+	pthread_mutex_lock(&ix->rd_lock);
+	if (slot < 0 || ix->rd[slot].dir != dir) {
+		slot = 0;
+		for (int i = 0; i < DLFS_RD_SLOTS; i++) {
+			if (!ix->rd[i].pos) {
+				slot = i;
+				break;
+			}
+			if (ix->rd[i].used < ix->rd[slot].used)
+				slot = i;
+		}
+	}
+	struct dlfs_rd_slot *s = &ix->rd[slot];
+	s->dir = dir;
+	s->pos = pos;
+	s->used = ++ix->rd_clock;
+	s->key_len = key->mv_size;
+	memcpy(s->key, key->mv_data, key->mv_size);
+	pthread_mutex_unlock(&ix->rd_lock);
 }
 
 int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
@@ -403,9 +426,10 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 	MDB_val k, v;
 	int rc, ret = 0;
 	uint64_t pos = 0;
+	int slot = -1;
 
 	dlfs_put_be64(kb, dir);
-	if (cookie && rd_recall(ix, dir, cookie, kb, &klen)) {
+	if (cookie && (slot = rd_recall(ix, dir, cookie, kb, &klen)) >= 0) {
 		k.mv_size = klen;
 		k.mv_data = kb;
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET);
@@ -422,6 +446,8 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 			pos++;
 			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 		}
+		atomic_fetch_add_explicit(&ix->rd_skipped, pos,
+					  memory_order_relaxed);
 	}
 	MDB_val last = {0, NULL};
 	for (; !rc; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
@@ -432,8 +458,9 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 				       v.mv_data, v.mv_size, &d))
 			return dlfs_err_set(err, -DLFS_ECORRUPT,
 					    "%s/index: damaged directory "
-					    "entry in inode %llu",
-					    ix->path,
+					    "entry at position %llu of "
+					    "directory inode %llu",
+					    ix->path, (unsigned long long)pos,
 					    (unsigned long long)dir);
 		d.cookie = pos + 1;
 		ret = cb(arg, &d);
@@ -445,28 +472,64 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 	if (rc && rc != MDB_NOTFOUND)
 		return dlfs_err_set(err, dlfs_mdb_errno(rc), "%s/index: %s",
 				    ix->path, mdb_strerror(rc));
-	if (last.mv_data && ret == 1)
-		rd_remember(ix, dir, pos, &last);
+	/* Also at the end: a lister's next call (FUSE's, which finds the
+	 * end) then costs one seek too. */
+	if (last.mv_data && ret >= 0)
+		rd_remember(ix, dir, pos, &last, slot);
 	return ret < 0 ? dlfs_err_set(err, ret, "readdir of inode %llu",
 				      (unsigned long long)dir)
 		       : 0;
 }
 
+/*
+ * A chunk record is checked against the container table as it is read:
+ * chunk k exists, and its length is the one the table implies (the chunk
+ * size, or what is left of the data region for the last chunk). Every
+ * reader sizes its buffers by the chunk size, so a longer record would
+ * overflow them.
+ */
 int dlfs_chunk_get(struct dlfs_txn *txn, uint32_t c, uint64_t k,
 		   struct dlfs_chunk_rec *out, struct dlfs_err *err)
 {
+	const struct dlfs_index *ix = txn->ix;
+	const uint64_t cs = ix->info.super.chunk_size;
+	if (c >= ix->info.super.n_containers || ix->cont[c].bad ||
+	    k >= ix->cont[c].n_chunks)
+		return dlfs_err_set(err,
+				    c < ix->info.super.n_containers &&
+						    ix->cont[c].bad
+					    ? -DLFS_ECORRUPT
+					    : -ENOENT,
+				    "%s/index: chunk %llu of container %u: %s",
+				    ix->path, (unsigned long long)k, c,
+				    c < ix->info.super.n_containers &&
+						    ix->cont[c].bad
+					    ? "the container's record is "
+					      "damaged"
+					    : "no such chunk");
 	uint8_t kb[8];
 	dlfs_put_be32(kb, c);
 	dlfs_put_be32(kb + 4, (uint32_t)k);
 	MDB_val key = {8, kb}, v;
-	int rc = mdb_get(txn->txn, txn->ix->dbi_chunks, &key, &v);
-	if (rc || v.mv_size != DLFS_CHUNK_REC_SIZE || k > UINT32_MAX)
+	int rc = mdb_get(txn->txn, ix->dbi_chunks, &key, &v);
+	if (rc == MDB_NOTFOUND)
+		rc = MDB_CORRUPTED; /* the table says it exists */
+	if (rc || v.mv_size != DLFS_CHUNK_REC_SIZE)
 		return dlfs_err_set(err, rc ? dlfs_mdb_errno(rc)
 					    : -DLFS_ECORRUPT,
 				    "%s/index: chunk %llu of container %u: %s",
-				    txn->ix->path, (unsigned long long)k, c,
+				    ix->path, (unsigned long long)k, c,
 				    rc ? mdb_strerror(rc) : "damaged");
 	dlfs_chunk_decode(v.mv_data, out);
+	uint64_t left = ix->cont[c].data_size - k * cs;
+	uint64_t want = left < cs ? left : cs;
+	if (out->length != want)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/index: chunk %llu of container %u: "
+				    "record says %u bytes, the container's "
+				    "has %llu: damaged",
+				    ix->path, (unsigned long long)k, c,
+				    out->length, (unsigned long long)want);
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 
 #include <lmdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "dlfs/dataset.h"
 
@@ -30,6 +31,7 @@
 #define DLFS_RD_SLOTS 64
 struct dlfs_rd_slot {
 	uint64_t dir, pos; /* pos entries of dir consumed; 0 = empty slot */
+	uint64_t used;     /* rd_clock when last stored or recalled */
 	size_t key_len;
 	uint8_t key[8 + DLFS_NAME_MAX];
 };
@@ -42,8 +44,12 @@ struct dlfs_index {
 	struct dlfs_info info;
 	struct dlfs_container *cont; /* n_containers entries, checked */
 	uint64_t n_chunks;           /* across all containers */
-	pthread_mutex_t rd_lock;     /* guards rd */
+	pthread_mutex_t rd_lock;     /* guards rd and rd_clock */
 	struct dlfs_rd_slot rd[DLFS_RD_SLOTS];
+	uint64_t rd_clock;
+	/* Entries stepped over by resumes that missed the slots: what a
+	 * miss costs, for tests. */
+	_Atomic uint64_t rd_skipped;
 };
 
 struct dlfs_txn {

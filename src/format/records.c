@@ -94,18 +94,18 @@ int dlfs_inode_rec_check(const struct dlfs_super_rec *s,
 	if ((r.mode & S_IFMT) != dlfs_ino_type(s, ino))
 		goto bad;
 	if (S_ISREG(r.mode)) {
-		/* An empty file has no extent, but its checksum is known. */
-		if (r.size == 0) {
-			if (r.xxh3 != XXH3_64bits(NULL, 0))
-				goto bad;
-			return 0;
-		}
 		/* The extent must lie in its container's data region, so
-		 * that every reader can trust its chunk arithmetic. */
+		 * that every reader can trust its chunk arithmetic (an empty
+		 * file's too: verify walks a container's files by offset). */
 		if (out->container >= s->n_containers)
 			goto bad;
 		const struct dlfs_container *c = &cont[out->container];
 		uint64_t base = DLFS_DATA_OFFSET(s->chunk_size);
+		/* An empty file has no bytes, but its checksum is known. */
+		if (r.size == 0 && r.xxh3 != XXH3_64bits(NULL, 0))
+			goto bad;
+		if (r.size == 0 && c->bad)
+			return 0; /* no bytes to find */
 		if (c->bad)
 			return dlfs_err_set(err, -DLFS_ECORRUPT,
 					    "%s/index: inode %llu: the record "
@@ -116,6 +116,14 @@ int dlfs_inode_rec_check(const struct dlfs_super_rec *s,
 		if (ino < c->first_ino || ino - c->first_ino >= c->n_files ||
 		    out->offset < base || out->size > c->data_size ||
 		    out->offset - base > c->data_size - out->size)
+			goto bad;
+		/* A file that fits in a chunk lies in one (dlfs-format(5)).
+		 * The read core checks such a file against its checksum
+		 * when its chunk is in hand, so a record moved across a
+		 * chunk boundary would serve other files' bytes unchecked. */
+		uint64_t cs = s->chunk_size, at = out->offset - base;
+		if (out->size && out->size <= cs &&
+		    at / cs != (at + out->size - 1) / cs)
 			goto bad;
 	}
 	return 0;

@@ -18,6 +18,7 @@
 
 /* Files named for one unusable container; the rest are counted. */
 #define DLFS_VERIFY_NAME_MAX 1000
+#define VERIFY_SIDE_BUF (1 << 20)
 
 struct bad {
 	uint64_t ino; /* 0: damage outside any file */
@@ -34,6 +35,7 @@ struct verify {
 	struct dlfs_verify_report *rep;
 	struct bad *bad;
 	size_t n_bad, cap_bad;
+	uint8_t *side; /* check_alone's buffer, VERIFY_SIDE_BUF bytes */
 };
 
 static int add_bad(struct verify *v, uint64_t ino, uint32_t c, uint64_t off,
@@ -131,46 +133,107 @@ out:
 	return ret;
 }
 
+/* Check one file alone, read piece by piece into v->side: for a file the
+ * in-order walk cannot stream (its inode record is out of layout order). */
+static int check_alone(struct verify *v, const struct dlfs_inode *in,
+		       XXH3_state_t *hs, uint64_t *h, struct dlfs_err *err)
+{
+	if (!v->side && !(v->side = malloc(VERIFY_SIDE_BUF)))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	XXH3_64bits_reset(hs);
+	for (uint64_t off = 0; off < in->size;) {
+		size_t got;
+		int ret = dlfs_file_pread(v->ds, in, v->side, VERIFY_SIDE_BUF,
+					  off, &got, err);
+		if (ret)
+			return ret;
+		XXH3_64bits_update(hs, v->side, got);
+		off += got;
+	}
+	*h = XXH3_64bits_digest(hs);
+	return 0;
+}
+
+/* A file's verdict: counted, and named if bad. @return 0 or -ENOMEM. */
+static int file_done(struct verify *v, const struct dlfs_inode *in,
+		     uint32_t c, const char *bad, struct dlfs_err *err)
+{
+	v->rep->files++;
+	v->rep->bytes += bad ? 0 : in->size;
+	if (!bad)
+		return 0;
+	v->rep->bad_files++;
+	if (add_bad(v, in->ino, c, in->offset, bad))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/*
+ * The next file of container c, in inode order, into *in. A damaged inode
+ * record is reported (by name) and skipped. @return 1 with *in, 0 at the
+ * end of the container's files, or a negative errno.
+ */
+static int next_file(struct verify *v, uint32_t c, uint64_t *ino,
+		     uint64_t end, struct dlfs_inode *in, struct dlfs_err *err)
+{
+	for (; *ino < end; (*ino)++) {
+		struct dlfs_err e = {0};
+		int ret = dlfs_stat(v->txn, *ino, in, &e);
+		if (ret && ret != -DLFS_ECORRUPT && ret != -ENOENT)
+			return dlfs_err_set(err, ret, "%s", e.msg);
+		if (!ret && in->container == c && S_ISREG(in->mode))
+			return 1;
+		struct dlfs_inode bad = {.ino = *ino};
+		ret = file_done(v, &bad, c,
+				ret ? "its inode record is damaged"
+				    : "its inode record is damaged (not a "
+				      "file of this container)",
+				err);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 			    XXH3_state_t *hs, struct dlfs_err *err)
 {
 	struct dlfs_ds *ds = v->ds;
 	const uint64_t cs = ds->ix.info.super.chunk_size;
-	struct dlfs_container_rec rec;
+	/* The table checked at open, not the raw record: its numbers are
+	 * consistent, so the walk below stays inside its buffers. */
+	const struct dlfs_container *rec = dlfs_ds_container(ds, c);
 	struct dlfs_err e = {0};
 	char cname[DLFS_CONTAINER_NAME_MAX];
 	int fd, ret;
 
 	dlfs_container_name(c, cname);
-	ret = dlfs_container_get(v->txn, c, &rec, err);
-	if (ret)
-		return ret;
 	v->rep->containers++;
 	ret = dlfs_ds_container_fd(ds, c, &fd, &e);
 	if (ret) {
 		char msg[DLFS_ERR_MSG_MAX + 64];
 		snprintf(msg, sizeof(msg), "%s (%llu files in it unchecked)",
-			 e.msg, (unsigned long long)rec.n_files);
+			 e.msg, (unsigned long long)rec->n_files);
 		report(v, cname, msg);
 		v->rep->bad_containers++;
-		v->rep->bad_files += rec.n_files;
+		v->rep->bad_files += rec->n_files;
 		/* Name its files too, up to a limit a terminal can take. */
-		for (uint64_t i = 0; i < rec.n_files && i < DLFS_VERIFY_NAME_MAX;
+		for (uint64_t i = 0; i < rec->n_files && i < DLFS_VERIFY_NAME_MAX;
 		     i++)
-			if (add_bad(v, rec.first_ino + i, c, 0,
+			if (add_bad(v, rec->first_ino + i, c, 0,
 				    "in an unusable container"))
 				return dlfs_err_set(err, -ENOMEM,
 						    "out of memory");
-		if (rec.n_files > DLFS_VERIFY_NAME_MAX) {
+		if (rec->n_files > DLFS_VERIFY_NAME_MAX) {
 			snprintf(msg, sizeof(msg),
 				 "and %llu more files in this container",
-				 (unsigned long long)(rec.n_files -
+				 (unsigned long long)(rec->n_files -
 						      DLFS_VERIFY_NAME_MAX));
 			report(v, cname, msg);
 		}
 		return 0;
 	}
-	ret = check_trailer(v, fd, cname, rec.file_size, rec.data_size);
+	ret = check_trailer(v, fd, cname, rec->file_size, rec->data_size);
 	if (ret < 0)
 		return dlfs_err_sys(err, ret, "%s/%s: reading the trailer",
 				    ds->path, cname);
@@ -178,68 +241,91 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 		v->rep->bad_containers++;
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
-	uint64_t ino = rec.first_ino, end = rec.first_ino + rec.n_files;
+	/*
+	 * Files are streamed through the chunks in inode order, which is
+	 * layout order: one chunk buffer and one running hash. A file whose
+	 * record breaks that order (it starts before the current chunk and
+	 * is not the one being hashed) is checked alone.
+	 */
+	uint64_t ino = rec->first_ino, end = rec->first_ino + rec->n_files;
 	struct dlfs_inode in;
 	int have = 0, open_hash = 0;
-	for (uint64_t k = 0; k < rec.n_chunks; k++) {
+	for (uint64_t k = 0; k < rec->n_chunks; k++) {
+		uint64_t cstart = dlfs_chunk_start(cs, k);
+		uint64_t left = rec->data_size - k * cs;
+		size_t len = (size_t)(left < cs ? left : cs);
 		struct dlfs_chunk_rec cr;
-		ret = dlfs_chunk_get(v->txn, c, k, &cr, err);
+		int chunk_bad = 0, file_bad_here = 0;
+		ret = dlfs_chunk_get(v->txn, c, k, &cr, &e);
+		if (ret == -DLFS_ECORRUPT || ret == -ENOENT) {
+			/* Its files still have their own checksums. */
+			chunk_bad = 1;
+			if (add_bad(v, 0, c, cstart, e.msg))
+				return dlfs_err_set(err, -ENOMEM,
+						    "out of memory");
+			file_bad_here = 1; /* named already */
+		} else if (ret) {
+			return dlfs_err_set(err, ret, "%s", e.msg);
+		}
+		ret = dlfs_ds_pread(ds, c, buf, len, cstart, err);
 		if (ret)
 			return ret;
-		uint64_t cstart = DLFS_DATA_OFFSET(cs) + k * cs;
-		ret = dlfs_ds_pread(ds, c, buf, cr.length, cstart, err);
-		if (ret)
-			return ret;
-		posix_fadvise(fd, (off_t)cstart, (off_t)cr.length,
+		posix_fadvise(fd, (off_t)cstart, (off_t)len,
 			      POSIX_FADV_DONTNEED);
 		v->rep->chunks++;
-		int chunk_bad = XXH3_64bits(buf, cr.length) != cr.xxh3;
-		int file_bad_here = 0;
-		uint64_t cend = cstart + cr.length;
-		while (ino < end) {
+		if (!chunk_bad)
+			chunk_bad = XXH3_64bits(buf, len) != cr.xxh3;
+		uint64_t cend = cstart + len;
+		for (;;) {
 			if (!have) {
-				ret = dlfs_stat(v->txn, ino, &in, err);
-				if (ret)
-					return ret;
-				if (in.container != c || !S_ISREG(in.mode))
-					return dlfs_err_set(
-						err, -DLFS_ECORRUPT,
-						"%s/index: inode %llu is "
-						"not in container %u",
-						ds->path,
-						(unsigned long long)ino, c);
+				ret = next_file(v, c, &ino, end, &in, err);
+				if (ret <= 0) {
+					if (ret < 0)
+						return ret;
+					break;
+				}
 				have = 1;
 			}
-			if (in.size && in.offset >= cend)
-				break;
-			uint64_t fend = in.offset + in.size;
-			uint64_t from = in.offset > cstart ? in.offset : cstart;
-			uint64_t to = fend < cend ? fend : cend;
-			const uint8_t *p = buf + (from - cstart);
 			uint64_t h = 0;
-			if (in.offset >= cstart && fend <= cend) {
-				h = XXH3_64bits(p, (size_t)(to - from));
+			if (in.size == 0) {
+				h = XXH3_64bits(NULL, 0);
+			} else if (!open_hash && in.offset < cstart) {
+				ret = check_alone(v, &in, hs, &h, &e);
+				if (ret && ret != -DLFS_ECORRUPT)
+					return dlfs_err_set(err, ret, "%s",
+							    e.msg);
+				if (ret)
+					h = ~in.xxh3;
 			} else {
-				if (!open_hash) {
-					XXH3_64bits_reset(hs);
-					open_hash = 1;
+				if (in.offset >= cend)
+					break; /* starts in a later chunk */
+				uint64_t fend = in.offset + in.size;
+				uint64_t from = open_hash ? cstart : in.offset;
+				uint64_t to = fend < cend ? fend : cend;
+				const uint8_t *p = buf + (from - cstart);
+				if (!open_hash && fend <= cend) {
+					h = XXH3_64bits(p, (size_t)(to - from));
+				} else {
+					if (!open_hash) {
+						XXH3_64bits_reset(hs);
+						open_hash = 1;
+					}
+					XXH3_64bits_update(hs, p,
+							   (size_t)(to - from));
+					if (fend > cend)
+						break; /* goes on in the next */
+					h = XXH3_64bits_digest(hs);
+					open_hash = 0;
 				}
-				XXH3_64bits_update(hs, p, (size_t)(to - from));
-				if (fend > cend)
-					break; /* continues in the next chunk */
-				h = XXH3_64bits_digest(hs);
-				open_hash = 0;
 			}
-			v->rep->files++;
-			v->rep->bytes += in.size;
-			if (h != in.xxh3) {
-				v->rep->bad_files++;
+			if (h != in.xxh3)
 				file_bad_here = 1;
-				if (add_bad(v, ino, c, in.offset,
-					    "checksum mismatch"))
-					return dlfs_err_set(err, -ENOMEM,
-							    "out of memory");
-			}
+			ret = file_done(v, &in, c,
+					h == in.xxh3 ? NULL
+						     : "checksum mismatch",
+					err);
+			if (ret)
+				return ret;
 			have = 0;
 			ino++;
 		}
@@ -253,19 +339,22 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 						    "out of memory");
 		}
 	}
-	/* Empty files at the very end of a container. */
+	/* Files left over: the chunks ended before them. */
 	for (; ino < end; ino++) {
-		ret = dlfs_stat(v->txn, ino, &in, err);
+		if (!have) {
+			ret = next_file(v, c, &ino, end, &in, err);
+			if (ret <= 0)
+				return ret;
+		}
+		have = 0;
+		ret = file_done(v, &in, c,
+				in.size || in.xxh3 != XXH3_64bits(NULL, 0)
+					? "file lies outside the container's "
+					  "data"
+					: NULL,
+				err);
 		if (ret)
 			return ret;
-		v->rep->files++;
-		if (in.size || in.xxh3 != XXH3_64bits(NULL, 0)) {
-			v->rep->bad_files++;
-			if (add_bad(v, ino, c, in.offset,
-				    "file lies outside the container's data"))
-				return dlfs_err_set(err, -ENOMEM,
-						    "out of memory");
-		}
 	}
 	return 0;
 }
@@ -395,6 +484,7 @@ out:
 	for (size_t i = 0; i < v.n_bad; i++)
 		free(v.bad[i].msg);
 	free(v.bad);
+	free(v.side);
 	free(buf);
 	XXH3_freeState(hs);
 	dlfs_txn_end(v.txn);

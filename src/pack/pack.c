@@ -110,12 +110,15 @@ static uint8_t *chunk_buf(struct pipe *p, uint64_t g)
 static int read_file(struct pipe *p, struct pk_entry *e, char **pathbuf,
 		     size_t *pathcap, XXH3_state_t *hs, struct dlfs_err *err)
 {
-	const struct pk_source *s = &p->src[e->src];
+	/* A hard link's bytes are where its group's first entry has them. */
+	const struct pk_entry *d = e->data_from ? &p->t->e[e->data_from - 1]
+						: e;
+	const struct pk_source *s = &p->src[d->src];
 	int fd, own = 0;
 	uint64_t base_off = 0;
 	const char *where;
 	if (s->kind == PK_SRC_DIR) {
-		size_t need = strlen(s->path) + e->path_len + 2;
+		size_t need = strlen(s->path) + d->path_len + 2;
 		if (need > *pathcap) {
 			char *b = realloc(*pathbuf, need * 2);
 			if (!b)
@@ -124,7 +127,7 @@ static int read_file(struct pipe *p, struct pk_entry *e, char **pathbuf,
 			*pathbuf = b;
 			*pathcap = need * 2;
 		}
-		snprintf(*pathbuf, *pathcap, "%s/%s", s->path, e->path);
+		snprintf(*pathbuf, *pathcap, "%s/%s", s->path, d->path);
 		where = *pathbuf;
 		fd = open(where, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
@@ -133,7 +136,7 @@ static int read_file(struct pipe *p, struct pk_entry *e, char **pathbuf,
 	} else {
 		where = s->path;
 		fd = p->t->spool_fd;
-		base_off = e->spool_off;
+		base_off = d->spool_off;
 	}
 
 	int ret = 0;

@@ -42,6 +42,10 @@ struct pk_entry {
 	uint64_t offset;   /* in the container file */
 	uint64_t xxh3;
 	uint8_t implicit;  /* a directory only implied by archive members */
+	/* A hard link: 1 + the index of the entry whose bytes it has (and
+	 * which read_file reads: its source, path, spool offset); 0 = its
+	 * own. Set by scan.c, which also copies that entry's size. */
+	uint32_t data_from;
 };
 
 struct pk_tree {

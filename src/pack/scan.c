@@ -534,6 +534,51 @@ static int spool_member(struct pk_tree *t, struct archive *a,
 	return 0;
 }
 
+/*
+ * A hard link member e, to the earlier entry named hl. Links share one
+ * content, which may come with any member of the group: tar puts it with
+ * the first (the others are empty), cpio newc with the last (the earlier
+ * ones are empty and carry no link). A member with data of its own
+ * spools it, and gives it to the group's first entry when that came from
+ * this archive; one without data reads the first entry's bytes, from
+ * wherever they are (spool or a directory source: data_from), which
+ * pk_scan settles once every source is read.
+ */
+static int hard_link(struct pk_tree *t, struct archive *a,
+		     struct archive_entry *ae, struct pk_entry *e,
+		     const char *hl, uint32_t src, const char *spool_path,
+		     const char *where, struct dlfs_err *err)
+{
+	char hn[8192];
+	ssize_t hlen = normalise(hl, hn, sizeof(hn));
+	int64_t k = hlen < 0 ? -1 : map_find(t, hn, (size_t)hlen);
+	if (k < 0 || !S_ISREG(t->e[k].mode))
+		return dlfs_err_set(err, -EINVAL,
+				    "%s: hard link to a missing or hostile "
+				    "member",
+				    where);
+	if (t->e[k].data_from)
+		k = t->e[k].data_from - 1; /* the group's first entry */
+	int64_t sz = archive_entry_size_is_set(ae) ? archive_entry_size(ae)
+						   : 0;
+	if (sz > 0) {
+		e->size = (uint64_t)sz;
+		int ret = spool_open(t, spool_path, err);
+		if (!ret)
+			ret = spool_member(t, a, e, where, err);
+		if (ret)
+			return ret;
+		struct pk_entry *first = &t->e[k];
+		if (first->src == src && !first->data_from) {
+			first->size = e->size;
+			first->spool_off = e->spool_off;
+		}
+		return 0;
+	}
+	e->data_from = (uint32_t)(k + 1);
+	return 0;
+}
+
 static int scan_archive(struct pk_tree *t, uint32_t src, const char *path,
 			const char *spool_path, const struct dlfs_pack_opts *o,
 			struct dlfs_err *err)
@@ -644,19 +689,10 @@ static int scan_archive(struct pk_tree *t, uint32_t src, const char *path,
 				goto out;
 			}
 		} else if (hl) {
-			/* A hard link: the same bytes as the earlier member. */
-			char hn[8192];
-			ssize_t hlen = normalise(hl, hn, sizeof(hn));
-			int64_t k = hlen < 0 ? -1 : map_find(t, hn, (size_t)hlen);
-			if (k < 0 || !S_ISREG(t->e[k].mode)) {
-				ret = dlfs_err_set(err, -EINVAL,
-						   "%s: hard link to a missing "
-						   "or hostile member",
-						   where);
+			ret = hard_link(t, a, ae, e, hl, src, spool_path,
+					where, err);
+			if (ret)
 				goto out;
-			}
-			e->size = t->e[k].size;
-			e->spool_off = t->e[k].spool_off;
 		} else if (type == AE_IFREG) {
 			int64_t sz = archive_entry_size(ae);
 			e->size = sz > 0 ? (uint64_t)sz : 0;
@@ -697,6 +733,20 @@ int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
 					   err);
 		if (ret)
 			return ret;
+	}
+	/* A mount shows its control directory at the root as ".dlfs"
+	 * (dlfs(1)); a dataset entry of that name needs -o ctl_dir. */
+	if (map_find(t, ".dlfs", 5) >= 0)
+		warn(opts,
+		     "warning: the dataset has an entry '.dlfs' at its root, "
+		     "the name of a mount's control directory: mount it with "
+		     "-o ctl_dir=NAME to give the control directory another "
+		     "name (dlfs refuses to mount it without)");
+	/* Hard links take their group's content as it ended up. */
+	for (uint64_t i = 0; i < t->n; i++) {
+		struct pk_entry *e = &t->e[i];
+		if (e->data_from)
+			e->size = t->e[e->data_from - 1].size;
 	}
 	return 0;
 }

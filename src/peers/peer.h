@@ -50,12 +50,16 @@ struct dlfs_peer_conf {
 	uint64_t n_chunks;     /* across all containers */
 	size_t chunk_size;
 	unsigned timeout_ms;   /* a peer's answer; then the PFS */
+	/* Joining: MPI_Init and the ranks' agreement; 0 = 120 s. A rank
+	 * that dies before it joins leaves the others waiting in MPI
+	 * forever: this bounds it. */
+	unsigned join_timeout_ms;
 	unsigned servers;      /* threads serving peers */
 	dlfs_peer_serve_fn serve;
 	dlfs_peer_ctx_new_fn ctx_new;
 	dlfs_peer_ctx_free_fn ctx_free;
 	void *arg;
-	void (*log)(void *arg, const char *msg);
+	dlfs_log_fn log; /* may be NULL */
 };
 
 struct dlfs_peer_stats {
@@ -75,7 +79,9 @@ int dlfs_peer_launched(void);
  * may fork to mount) and before any FUSE thread starts; never fork after.
  * *out is NULL (and 0 returned) when there is no launch and no force.
  * @return 0, -ENOTSUP (MPI asked for, not built in), -EPROTO (the ranks
- * disagree; err says how), or -errno.
+ * disagree; err says how), -ETIMEDOUT (not every rank joined within
+ * join_timeout_ms: the MPI thread is left behind, blocked in MPI, and the
+ * process must exit without MPI_Finalize), or -errno.
  */
 int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
 		   struct dlfs_err *err);
@@ -94,6 +100,10 @@ unsigned dlfs_peer_size(const struct dlfs_peer *p);
 uint64_t dlfs_peer_seed(const struct dlfs_peer *p);
 /* The home rank of global chunk g. */
 unsigned dlfs_peer_home(const struct dlfs_peer *p, uint64_t g);
+/* The chunks whose home is rank of size, of n: [*lo, *hi) (the inverse
+ * of dlfs_peer_home). Also without a job (rank 0 of 1: all of them). */
+void dlfs_peer_home_range(unsigned rank, unsigned size, uint64_t n,
+			  uint64_t *lo, uint64_t *hi);
 
 /*
  * Fetch global chunk g from its home into buf (cap bytes). @return 0

@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <syslog.h>
 #include <string.h>
 #include <time.h>
 
@@ -32,6 +33,7 @@
 #define BACKOFF_MAX_US 2000
 #define DEAD_MS 10000 /* a peer that timed out is skipped this long */
 #define LEAVE_MIN_MS 10000 /* longest wait for the other ranks to leave */
+#define JOIN_DEFAULT_MS 120000 /* longest wait for every rank to join */
 
 enum slot_state { S_FREE, S_QUEUED, S_SENT, S_COPYING, S_DONE, S_ABANDONED };
 
@@ -94,20 +96,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-
-static void plog(struct dlfs_peer *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void plog(struct dlfs_peer *p, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	if (!p->conf.log)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	p->conf.log(p->conf.arg, msg);
-}
 
 unsigned dlfs_peer_home(const struct dlfs_peer *p, uint64_t g)
 {
@@ -410,7 +398,7 @@ static void *mpi_main(void *arg)
 	pthread_mutex_unlock(&p->mu);
 	if (abandon)
 		/* MPI_Finalize would wait for the missing ranks too. */
-		plog(p, "not every rank left the job: leaving without "
+		dlfs_logf(p->conf.log, p->conf.arg, LOG_WARNING, "not every rank left the job: leaving without "
 			"MPI_Finalize");
 	else if (p->mpi_started)
 		MPI_Finalize();
@@ -520,11 +508,35 @@ int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
 		free_peer(p);
 		return dlfs_err_set(err, -ret, "MPI thread");
 	}
+	/* MPI_Init and the first collective wait for every rank, forever
+	 * when one died on the way: bound the wait. */
+	unsigned limit = p->conf.join_timeout_ms ? p->conf.join_timeout_ms
+						 : JOIN_DEFAULT_MS;
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += limit / 1000;
+	dl.tv_nsec += (long)(limit % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
 	pthread_mutex_lock(&p->mu);
-	while (!p->init_done)
-		pthread_cond_wait(&p->cv, &p->mu);
-	ret = p->init_ret;
+	int waited = 0;
+	while (!p->init_done && waited != ETIMEDOUT)
+		waited = pthread_cond_timedwait(&p->cv, &p->mu, &dl);
+	ret = p->init_done ? p->init_ret : -ETIMEDOUT;
 	pthread_mutex_unlock(&p->mu);
+	if (ret == -ETIMEDOUT) {
+		/* The MPI thread cannot be stopped inside MPI: leave it (and
+		 * p, which it uses) to the exit that follows. */
+		pthread_detach(p->mpi_thread);
+		return dlfs_err_set(err, -ETIMEDOUT,
+				    "MPI: not every rank joined the job within "
+				    "%u s (a rank died or hangs in MPI_Init, "
+				    "or never started): giving up; see "
+				    "-o join_timeout",
+				    (limit + 999) / 1000);
+	}
 	if (ret) {
 		dlfs_err_set(err, ret, "MPI: %s", p->init_msg);
 		pthread_join(p->mpi_thread, NULL);
@@ -630,7 +642,7 @@ int dlfs_peer_get(struct dlfs_peer *p, uint64_t g, void *buf, size_t cap,
 			p->st.timeouts++;
 			p->dead_until[home] = now_s() + DEAD_MS / 1000.0;
 			pthread_mutex_unlock(&p->mu);
-			plog(p,
+			dlfs_logf(p->conf.log, p->conf.arg, LOG_WARNING,
 			     "peer rank %u did not answer for chunk %llu within "
 			     "%u ms: reading from the PFS, and skipping it for "
 			     "%d s",

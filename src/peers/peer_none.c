@@ -1,6 +1,8 @@
 /* Many nodes, built without MPI: every node runs alone. See peer.h. */
 #include "peer.h"
 
+#include <syslog.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,7 +15,7 @@ int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
 				    "-o mpi: this dlfs was built without MPI "
 				    "(install libopenmpi-dev and rebuild)");
 	if (dlfs_peer_launched() && conf->log)
-		conf->log(conf->arg,
+		conf->log(conf->arg, LOG_WARNING,
 			  "started by an MPI launcher, but this dlfs was built "
 			  "without MPI: this node runs alone");
 	return 0;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""readtree.py SRC MNT [--seed N | --layout MAP.json] [--slice A:B] [--bs BYTES] [--no-drop]
+"""readtree.py SRC MNT [--seed N | --layout MAP.json | --list FILE] [--slice A:B] [--bs BYTES] [--no-drop]
 
 Reads regular files under SRC through MNT, whole, with os.read in pieces
 of --bs bytes (default 1 MiB), and compares every byte with the source.
@@ -11,7 +11,9 @@ Files are taken in sorted order of their relative paths, or shuffled by
 shuffle), e.g. --slice 0:50 for the first 50 files. --layout MAP.json
 (as written by cachelib.sh's file_map: {rel: {"container", "offset"}})
 reads in layout order instead: by container, then offset, so that each
-chunk is needed by one run of consecutive files.
+chunk is needed by one run of consecutive files. --list FILE reads the
+paths FILE names (one per line, relative to the root, e.g. an epoch
+view's MNT/.dlfs/epochs/E/files), in its order, instead.
 
 Every file is read even after a failure. Prints "FILES BYTES" on stdout;
 each wrong byte count, wrong content or error (with its errno name) on
@@ -29,6 +31,7 @@ ap.add_argument("mnt")
 ap.add_argument("--seed", type=int)
 ap.add_argument("--slice")
 ap.add_argument("--layout")
+ap.add_argument("--list")
 ap.add_argument("--bs", type=int, default=1 << 20)
 ap.add_argument("--no-drop", action="store_true")
 a = ap.parse_args()
@@ -45,6 +48,8 @@ if a.slice:
     rels = rels[int(lo or 0):int(hi) if hi else len(rels)]
 if a.seed is not None:
     random.Random(a.seed).shuffle(rels)
+elif a.list:
+    rels = [l for l in open(a.list).read().split("\n") if l]
 elif a.layout:
     import json
     m = json.load(open(a.layout))

@@ -31,6 +31,8 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 mount_setup
+[ "${DLFS_MPI_BUILT:-1}" = 1 ] ||
+	skip "dlfs was built without MPI (package libopenmpi-dev; tools/check sets the build up again once it is installed)"
 command -v mpirun >/dev/null || skip "mpirun not found (package openmpi-bin)"
 NP=4
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)

@@ -13,6 +13,7 @@
 #include "dlfs/check.h"
 #include "dlfs/dataset.h"
 #include "dlfs/pack.h"
+#include "ds_priv.h"
 #include "tutil.h"
 
 #define CS 65536
@@ -204,6 +205,47 @@ static void check_readdir(struct dlfs_ds *ds)
 	dlfs_txn_end(t);
 }
 
+/*
+ * Listers of one directory, interleaved (as concurrent ls of a large
+ * directory are): each must resume where it stopped with a seek, never by
+ * skipping from the start, or n entries cost O(n^2).
+ */
+static void check_readdir_interleaved(struct dlfs_ds *ds)
+{
+	enum { LISTERS = 4 };
+	struct dlfs_txn *t[LISTERS];
+	struct rd r[LISTERS];
+	uint64_t cookie[LISTERS] = {0};
+	struct dlfs_err err = {0};
+	uint64_t dir;
+	memset(r, 0, sizeof(r));
+	for (int i = 0; i < LISTERS; i++) {
+		CHECK(dlfs_txn_begin(ds, &t[i], &err) == 0);
+		r[i].stop_every = 5 + i; /* they drift apart */
+	}
+	CHECK(dlfs_resolve(t[0], "many", &dir, &err) == 0);
+	uint64_t skipped0 = atomic_load(&ds->ix.rd_skipped);
+	for (int done = 0, guard = 0; done < LISTERS && guard < 1000; guard++) {
+		done = 0;
+		for (int i = 0; i < LISTERS; i++) {
+			int before = r[i].n;
+			r[i].seen_in_call = 0;
+			CHECK(dlfs_readdir(t[i], dir, cookie[i], rd_cb, &r[i],
+					   &err) == 0);
+			if (r[i].n == before)
+				done++;
+			else
+				cookie[i] = r[i].cookies[r[i].n - 1];
+		}
+	}
+	for (int i = 0; i < LISTERS; i++) {
+		CHECK_EQ(r[i].n, 300);
+		CHECK(!strcmp(r[i].names[299], "f0299"));
+		dlfs_txn_end(t[i]);
+	}
+	CHECK_EQ(atomic_load(&ds->ix.rd_skipped) - skipped0, 0);
+}
+
 static int count_bad;
 static char bad_path[256];
 static void on_bad(void *arg, const char *path, const char *msg)
@@ -340,6 +382,7 @@ int main(void)
 	check_layout(ds);
 	check_content(ds, src);
 	check_readdir(ds);
+	check_readdir_interleaved(ds);
 	struct dlfs_verify_report rep;
 	CHECK(dlfs_verify(ds, NULL, NULL, &rep, &err) == 0);
 	CHECK(rep.bad_files == 0 && rep.bad_chunks == 0 &&

@@ -80,7 +80,7 @@ static unsigned epoch(struct dlfs_nvme *n, uint8_t *buf)
 			}
 			CHECK(r == -ENOENT);
 			fill(c, k, chunk_buf);
-			dlfs_nvme_put(n, c, k, chunk_buf, len_of(c, k));
+			dlfs_nvme_put(n, c, k, chunk_buf, len_of(c, k), 0);
 			dlfs_nvme_flush(n); /* the pool must not drop */
 		}
 	return hits;
@@ -218,6 +218,130 @@ out:
 	free(dir);
 }
 
+#define ID "00112233445566778899aabbccddeeff"
+
+static void write_victim(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0 && write(fd, "precious", 8) == 8);
+	if (fd >= 0)
+		close(fd);
+	chmod(path, 0644);
+}
+
+/* The victim a planted link pointed at is as it was. */
+static void check_victim(const char *path)
+{
+	char b[16] = {0};
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0 && read(fd, b, sizeof(b)) == 8 && !memcmp(b, "precious", 8));
+	if (fd >= 0)
+		close(fd);
+	CHECK(stat(path, &st) == 0 && (st.st_mode & 07777) == 0644);
+}
+
+static int open_err(const char *dir, struct dlfs_nvme **n, char *msg,
+		    size_t len)
+{
+	struct dlfs_nvme_conf conf = {
+		.dir = dir, .capacity = 4 * (uint64_t)CHUNKS * CS,
+		.dataset_id_hex = ID, .chunk_size = CS, .n_containers = NC,
+		.containers = table,
+	};
+	struct dlfs_err err = {0};
+	*n = NULL;
+	int ret = dlfs_nvme_open(&conf, n, &err);
+	if (!ret)
+		ret = dlfs_nvme_start(*n, &err);
+	snprintf(msg, len, "%s", err.msg);
+	return ret;
+}
+
+/*
+ * A cache dir others can write in (issue 11, item 1): the tier dir of
+ * another user, or a symlink, is refused; symlinks and hard links planted
+ * for the files of the tier are never followed or written through, and
+ * files others could write are not trusted.
+ */
+static void test_trust(uint8_t *buf)
+{
+	if (geteuid() != 0) {
+		fprintf(stderr, "test_nvme: trust checks need root: skipped\n");
+		return;
+	}
+	char *dir = t_tmpdir();
+	char tier[2048], p[4096], v[3][2048], msg[DLFS_ERR_MSG_MAX];
+	struct dlfs_nvme *n;
+	snprintf(tier, sizeof(tier), "%s/%s", dir, ID);
+	for (int i = 0; i < 3; i++) {
+		snprintf(v[i], sizeof(v[i]), "%s/victim%d", dir, i);
+		write_victim(v[i]);
+	}
+
+	/* Another user's tier dir. */
+	CHECK(mkdir(tier, 0700) == 0 && chown(tier, 65534, 65534) == 0);
+	CHECK_EQ(open_err(dir, &n, msg, sizeof(msg)), -EPERM);
+	CHECK(strstr(msg, "owned by uid 65534") != NULL);
+	dlfs_nvme_close(n);
+	rmdir(tier);
+
+	/* A symlink to a directory of ours. */
+	snprintf(p, sizeof(p), "%s/elsewhere", dir);
+	CHECK(mkdir(p, 0700) == 0 && symlink(p, tier) == 0);
+	CHECK_EQ(open_err(dir, &n, msg, sizeof(msg)), -EPERM);
+	CHECK(strstr(msg, "symbolic link") != NULL);
+	dlfs_nvme_close(n);
+	unlink(tier);
+	rmdir(p);
+
+	/* Ours but open to all, with symlinks planted for map, lock and a
+	 * cache file. */
+	const char *names[3] = {"map", "lock", "000000.cache"};
+	CHECK(mkdir(tier, 0700) == 0 && chmod(tier, 0777) == 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(p, sizeof(p), "%s/%s", tier, names[i]);
+		CHECK(symlink(v[i], p) == 0);
+	}
+	CHECK_EQ(open_err(dir, &n, msg, sizeof(msg)), 0);
+	if (n) {
+		fill(0, 2, chunk_buf);
+		dlfs_nvme_put(n, 0, 2, chunk_buf, len_of(0, 2), 1);
+		dlfs_nvme_flush(n);
+		CHECK_EQ(dlfs_nvme_read_chunk(n, 0, 2, len_of(0, 2),
+					      sum_of(0, 2), buf, CS + 8192),
+			 0);
+		dlfs_nvme_close(n);
+	}
+	struct stat st;
+	CHECK(stat(tier, &st) == 0 && (st.st_mode & 07777) == 0700);
+	for (int i = 0; i < 3; i++) {
+		check_victim(v[i]);
+		snprintf(p, sizeof(p), "%s/%s", tier, names[i]);
+		CHECK(lstat(p, &st) == 0 && S_ISREG(st.st_mode));
+	}
+
+	/* A cache file others may write: its chunks are not trusted. */
+	snprintf(p, sizeof(p), "%s/000000.cache", tier);
+	CHECK(chmod(p, 0666) == 0);
+	CHECK_EQ(open_err(dir, &n, msg, sizeof(msg)), 0);
+	if (n) {
+		CHECK(!dlfs_nvme_has(n, 0, 2));
+		dlfs_nvme_close(n);
+	}
+
+	/* The map a hard link to a file elsewhere: replaced, not written. */
+	snprintf(p, sizeof(p), "%s/map", tier);
+	CHECK(unlink(p) == 0 && link(v[0], p) == 0);
+	CHECK_EQ(open_err(dir, &n, msg, sizeof(msg)), 0);
+	dlfs_nvme_close(n);
+	check_victim(v[0]);
+	CHECK(stat(v[0], &st) == 0 && st.st_nlink == 1);
+
+	t_rmrf(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	uint8_t *buf = NULL;
@@ -226,6 +350,7 @@ int main(void)
 		return 1;
 	test_policies(buf);
 	test_persist_and_corrupt(buf);
+	test_trust(buf);
 	free(buf);
 	free(chunk_buf);
 	return t_done("test_nvme");

@@ -6,7 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "dlfs/pack.h"
 
 int t_failures;
 
@@ -100,6 +103,61 @@ int t_same_file(const char *a, const char *b)
 	free(x);
 	free(y);
 	return same;
+}
+
+int t_pack(const char *src, const char *out, uint64_t chunk_size,
+	   uint64_t container_size, uint64_t align)
+{
+	struct dlfs_pack_opts o;
+	struct dlfs_err err = {0};
+	const char *srcs[] = {src};
+	dlfs_pack_opts_init(&o);
+	o.chunk_size = chunk_size;
+	o.container_size = container_size;
+	if (align)
+		o.align = align;
+	o.threads = 2;
+	int ret = dlfs_pack(srcs, 1, out, &o, &err);
+	if (ret)
+		fprintf(stderr, "pack %s: %s\n", src, err.msg);
+	return ret;
+}
+
+void t_flip(const char *path, uint64_t off)
+{
+	uint8_t b;
+	int fd = open(path, O_RDWR);
+	if (fd < 0 || pread(fd, &b, 1, (off_t)off) != 1) {
+		perror(path);
+		abort();
+	}
+	b ^= 0xff;
+	if (pwrite(fd, &b, 1, (off_t)off) != 1) {
+		perror(path);
+		abort();
+	}
+	close(fd);
+}
+
+char *t_path(const char *dir, const char *rel)
+{
+	char *p;
+	if (asprintf(&p, "%s/%s", dir, rel) < 0)
+		abort();
+	return p;
+}
+
+uint64_t t_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void t_sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
 }
 
 int t_done(const char *name)

@@ -45,6 +45,18 @@ void t_fill(uint8_t *buf, size_t len, uint32_t seed);
 uint8_t *t_read(const char *path, size_t *len);
 /* Byte-compare two files. @return 1 if equal. */
 int t_same_file(const char *a, const char *b);
+/* Pack the tree at src into the dataset out (chunk_size, container_size,
+ * align 0 for the default); prints the error. @return 0 or -errno. */
+int t_pack(const char *src, const char *out, uint64_t chunk_size,
+	   uint64_t container_size, uint64_t align);
+/* Flip (xor 0xff) the byte at off of the file at path; abort on failure. */
+void t_flip(const char *path, uint64_t off);
+/* dir/rel, malloc'd; abort on failure. */
+char *t_path(const char *dir, const char *rel);
+/* Milliseconds of a monotonic clock. */
+uint64_t t_ms(void);
+/* Sleep ms milliseconds. */
+void t_sleep_ms(unsigned ms);
 /* Print the summary and return the exit status. */
 int t_done(const char *name);
 

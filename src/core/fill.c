@@ -1,0 +1,403 @@
+/* Background reads: see fill.h. */
+#include "fill.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define STREAM_Q 1024
+#define YIELD_MS 20  /* longest a background read waits for demand */
+#define RETRY_MS 100 /* longest it waits for room in the RAM tier */
+
+enum job_kind { JOB_PLANNED, JOB_STREAM, JOB_SWEEP };
+
+struct job {
+	enum job_kind kind;
+	uint64_t g;
+	uint32_t uses;
+};
+
+struct hold {
+	uint64_t g;
+	uint32_t uses;
+	struct dlfs_chunk_ref ref;
+};
+
+struct dlfs_fill {
+	struct dlfs_fill_conf conf;
+	struct dlfs_ds *ds;
+	uint64_t n_chunks;
+	unsigned hold_max;  /* half the RAM tier's slots */
+	int sweep_fits;     /* AUTO may sweep: the tiers hold the dataset */
+
+	pthread_mutex_t plan_mu; /* serializes calls of the planner */
+	dlfs_plan_next_fn plan;
+	void *plan_arg;
+
+	pthread_mutex_t mu; /* guards what follows */
+	pthread_cond_t cv;
+	int stop;
+	uint64_t plan_gen;  /* bumped by replan */
+	int plan_dry;       /* the planner had nothing: wait for a replan */
+	uint64_t sq[STREAM_Q];
+	unsigned sq_head, sq_len;
+	int sweeping;
+	uint64_t sweep_i, sweep_n, sweep_busy;
+	struct hold *holds;
+	unsigned n_holds;
+	_Atomic unsigned holding; /* n_holds, read without the lock */
+	_Atomic int sweep_on;     /* sweeping, read without the lock */
+
+	pthread_t *threads;
+	unsigned n_threads;
+	_Atomic uint64_t n_planned, n_streamed, n_swept, bytes, waits;
+	_Atomic int swept_all;
+};
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {0, (long)ms * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static uint64_t data_bytes(struct dlfs_ds *ds)
+{
+	uint64_t sum = 0;
+	uint32_t nc = (uint32_t)dlfs_ds_info(ds)->super.n_containers;
+	for (uint32_t c = 0; c < nc; c++)
+		sum += dlfs_ds_container(ds, c)->data_size;
+	return sum;
+}
+
+int dlfs_fill_new(const struct dlfs_fill_conf *conf, struct dlfs_fill **out,
+		  struct dlfs_err *err)
+{
+	*out = NULL;
+	struct dlfs_fill *f = calloc(1, sizeof(*f));
+	if (!f)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	f->conf = *conf;
+	f->ds = conf->fetch->ds;
+	f->n_chunks = dlfs_ds_n_chunks(f->ds);
+	f->hold_max = dlfs_cache_slots(conf->cache) / 2;
+	f->holds = calloc(f->hold_max ? f->hold_max : 1, sizeof(*f->holds));
+	f->threads = calloc(conf->depth ? conf->depth : 1,
+			    sizeof(*f->threads));
+	if (!f->holds || !f->threads) {
+		free(f->holds);
+		free(f->threads);
+		free(f);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	struct dlfs_nvme *nv = conf->fetch->nvme;
+	uint64_t data = data_bytes(f->ds), used, cap;
+	if (nv) {
+		dlfs_nvme_usage(nv, &used, &cap);
+		f->sweep_fits = cap >= data;
+	}
+	if (conf->mode == DLFS_FILL_HOME) {
+		f->sweep_n = conf->home_hi - conf->home_lo;
+		f->sweeping = 1;
+	} else {
+		f->sweep_n = f->n_chunks;
+		f->sweeping = conf->mode == DLFS_FILL_ALL;
+	}
+	atomic_init(&f->sweep_on, f->sweeping);
+	pthread_mutex_init(&f->plan_mu, NULL);
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_cond_init(&f->cv, NULL);
+	*out = f;
+	return 0;
+}
+
+/* The next piece of work; 0 when stopping. */
+static int next_job(struct dlfs_fill *f, struct dlfs_txn *txn, struct job *j)
+{
+	pthread_mutex_lock(&f->mu);
+	while (!f->stop) {
+		int hold_room = f->conf.fetch->nvme || f->n_holds < f->hold_max;
+		if (f->plan && !f->plan_dry && hold_room) {
+			uint64_t gen = f->plan_gen, g;
+			uint32_t uses = 0;
+			pthread_mutex_unlock(&f->mu);
+			pthread_mutex_lock(&f->plan_mu);
+			int got = f->plan(f->plan_arg, txn, &g, &uses);
+			pthread_mutex_unlock(&f->plan_mu);
+			pthread_mutex_lock(&f->mu);
+			if (got == 1 && g < f->n_chunks) {
+				*j = (struct job){JOB_PLANNED, g, uses};
+				pthread_mutex_unlock(&f->mu);
+				return 1;
+			}
+			if (gen == f->plan_gen)
+				f->plan_dry = 1;
+			continue;
+		}
+		if (f->sq_len) {
+			*j = (struct job){JOB_STREAM, f->sq[f->sq_head], 0};
+			f->sq_head = (f->sq_head + 1) % STREAM_Q;
+			f->sq_len--;
+			pthread_mutex_unlock(&f->mu);
+			return 1;
+		}
+		if (f->sweeping && f->sweep_i < f->sweep_n) {
+			uint64_t i = f->sweep_i++;
+			*j = (struct job){JOB_SWEEP,
+					  (f->conf.home_lo + i) % f->n_chunks,
+					  0};
+			f->sweep_busy++;
+			pthread_mutex_unlock(&f->mu);
+			return 1;
+		}
+		pthread_cond_wait(&f->cv, &f->mu);
+	}
+	pthread_mutex_unlock(&f->mu);
+	return 0;
+}
+
+/* Keep a hold on planned chunk g until its uses are read. */
+static void add_hold(struct dlfs_fill *f, uint64_t g, uint32_t uses,
+		     struct dlfs_chunk_ref *ref)
+{
+	pthread_mutex_lock(&f->mu);
+	for (unsigned i = 0; i < f->n_holds; i++)
+		if (f->holds[i].g == g) {
+			/* Held already (planned twice): keep one. */
+			pthread_mutex_unlock(&f->mu);
+			dlfs_cache_put(f->conf.cache, ref, 0);
+			return;
+		}
+	if (f->n_holds == f->hold_max) {
+		pthread_mutex_unlock(&f->mu);
+		dlfs_cache_put(f->conf.cache, ref, 0);
+		return;
+	}
+	f->holds[f->n_holds++] = (struct hold){g, uses, *ref};
+	atomic_store(&f->holding, f->n_holds);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* Demand first: wait (boundedly) while demand and PFS reads in flight
+ * fill the queue depth. */
+static void yield_to_demand(struct dlfs_fill *f)
+{
+	for (unsigned ms = 0; ms < YIELD_MS; ms++) {
+		unsigned d = dlfs_cache_demand_loading(f->conf.cache);
+		unsigned p = atomic_load_explicit(&f->conf.fetch->pfs_inflight,
+						  memory_order_relaxed);
+		if (!d || d + p < f->conf.depth)
+			return;
+		if (!ms)
+			atomic_fetch_add(&f->waits, 1);
+		sleep_ms(1);
+	}
+}
+
+static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
+		    const struct job *j)
+{
+	struct dlfs_nvme *nv = f->conf.fetch->nvme;
+	struct dlfs_fetch_chunk_opts opts = {.wait_nvme = 1};
+	struct dlfs_chunk_ref hold;
+	struct dlfs_err err = {0};
+	uint32_t c;
+	uint64_t k;
+	if (dlfs_ds_chunk_locate(f->ds, j->g, &c, &k))
+		return;
+	uint64_t key = dlfs_cache_chunk_key(c, k);
+	/* Held only when RAM is the only tier that can keep it. */
+	int want_hold = j->kind == JOB_PLANNED && !nv && j->uses;
+	if (j->kind != JOB_STREAM && nv && dlfs_nvme_has(nv, c, k))
+		return;
+	if (!want_hold && dlfs_cache_contains(f->conf.cache, key))
+		return;
+	yield_to_demand(f);
+	for (unsigned ms = 0;; ms += 2) {
+		/* A sweep is not read-ahead: it fills the tiers. */
+		int ret = dlfs_cache_prefetch(
+			f->conf.cache, key, &opts, txn,
+			j->kind == JOB_SWEEP ? DLFS_CACHE_PF_QUIET : 0,
+			want_hold ? &hold : NULL, &err);
+		if (ret == 0)
+			break;
+		if (ret != -EAGAIN || ms >= RETRY_MS)
+			return; /* a load error: a demand read meets it */
+		pthread_mutex_lock(&f->mu);
+		int stop = f->stop;
+		pthread_mutex_unlock(&f->mu);
+		if (stop)
+			return;
+		sleep_ms(2);
+	}
+	if (want_hold)
+		add_hold(f, j->g, j->uses, &hold);
+	const struct dlfs_container *ct = dlfs_ds_container(f->ds, c);
+	uint64_t left = ct->data_size - k * dlfs_ds_info(f->ds)->super.chunk_size;
+	uint64_t cs = dlfs_ds_info(f->ds)->super.chunk_size;
+	atomic_fetch_add(&f->bytes, left < cs ? left : cs);
+	atomic_fetch_add(j->kind == JOB_PLANNED  ? &f->n_planned
+			 : j->kind == JOB_STREAM ? &f->n_streamed
+						 : &f->n_swept,
+			 1);
+}
+
+static void *worker(void *arg)
+{
+	struct dlfs_fill *f = arg;
+	struct dlfs_txn *txn = NULL;
+	struct job j;
+	if (dlfs_txn_begin(f->ds, &txn, NULL))
+		return NULL;
+	while (next_job(f, txn, &j)) {
+		run_job(f, txn, &j);
+		if (j.kind == JOB_SWEEP) {
+			pthread_mutex_lock(&f->mu);
+			if (--f->sweep_busy == 0 && f->sweep_i >= f->sweep_n)
+				atomic_store(&f->swept_all, 1);
+			pthread_mutex_unlock(&f->mu);
+		}
+	}
+	dlfs_txn_end(txn);
+	return NULL;
+}
+
+int dlfs_fill_start(struct dlfs_fill *f, struct dlfs_err *err)
+{
+	/* Unread background loads may take half the RAM tier. */
+	dlfs_cache_set_prefetch_limit(f->conf.cache,
+				      dlfs_cache_slots(f->conf.cache));
+	for (unsigned i = 0; i < f->conf.depth; i++) {
+		int ret = pthread_create(&f->threads[i], NULL, worker, f);
+		if (ret)
+			return dlfs_err_set(err, -ret,
+					    "background read thread");
+		f->n_threads++;
+	}
+	return 0;
+}
+
+void dlfs_fill_free(struct dlfs_fill *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	f->stop = 1;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	for (unsigned i = 0; i < f->n_threads; i++)
+		pthread_join(f->threads[i], NULL);
+	for (unsigned i = 0; i < f->n_holds; i++)
+		dlfs_cache_put(f->conf.cache, &f->holds[i].ref, 0);
+	dlfs_cache_set_prefetch_limit(f->conf.cache, 0);
+	pthread_mutex_destroy(&f->plan_mu);
+	pthread_mutex_destroy(&f->mu);
+	pthread_cond_destroy(&f->cv);
+	free(f->holds);
+	free(f->threads);
+	free(f);
+}
+
+void dlfs_fill_set_planner(struct dlfs_fill *f, dlfs_plan_next_fn fn,
+			   void *arg)
+{
+	pthread_mutex_lock(&f->plan_mu);
+	f->plan = fn;
+	f->plan_arg = arg;
+	pthread_mutex_unlock(&f->plan_mu);
+	dlfs_fill_replan(f);
+}
+
+void dlfs_fill_replan(struct dlfs_fill *f)
+{
+	struct hold *old = NULL;
+	unsigned n = 0;
+	pthread_mutex_lock(&f->mu);
+	f->plan_gen++;
+	f->plan_dry = 0;
+	/* The old plan's holds go: the new one counts its own uses. */
+	if (f->n_holds) {
+		old = malloc(f->n_holds * sizeof(*old));
+		if (old) {
+			n = f->n_holds;
+			memcpy(old, f->holds, n * sizeof(*old));
+			f->n_holds = 0;
+			atomic_store(&f->holding, 0);
+		}
+	}
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	for (unsigned i = 0; i < n; i++)
+		dlfs_cache_put(f->conf.cache, &old[i].ref, 0);
+	free(old);
+}
+
+void dlfs_fill_stream(struct dlfs_fill *f, uint32_t c, uint64_t k)
+{
+	const struct dlfs_container *ct = dlfs_ds_container(f->ds, c);
+	if (!ct || k >= ct->n_chunks)
+		return;
+	pthread_mutex_lock(&f->mu);
+	if (f->sq_len < STREAM_Q) {
+		f->sq[(f->sq_head + f->sq_len) % STREAM_Q] = ct->first_chunk + k;
+		f->sq_len++;
+		pthread_cond_signal(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
+void dlfs_fill_demand(struct dlfs_fill *f)
+{
+	if (f->conf.mode != DLFS_FILL_AUTO || !f->sweep_fits ||
+	    atomic_load_explicit(&f->sweep_on, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&f->mu);
+	if (!f->sweeping) {
+		f->sweeping = 1;
+		atomic_store(&f->sweep_on, 1);
+		pthread_cond_broadcast(&f->cv);
+	}
+	pthread_mutex_unlock(&f->mu);
+}
+
+void dlfs_fill_used(struct dlfs_fill *f, uint64_t g)
+{
+	struct dlfs_chunk_ref done = {0};
+	if (!atomic_load_explicit(&f->holding, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&f->mu);
+	for (unsigned i = 0; i < f->n_holds; i++) {
+		struct hold *h = &f->holds[i];
+		if (h->g != g)
+			continue;
+		if (--h->uses == 0) {
+			done = h->ref;
+			*h = f->holds[--f->n_holds];
+			atomic_store(&f->holding, f->n_holds);
+			pthread_cond_broadcast(&f->cv); /* room to plan */
+		}
+		break;
+	}
+	pthread_mutex_unlock(&f->mu);
+	if (done.data)
+		dlfs_cache_put(f->conf.cache, &done, 0);
+}
+
+void dlfs_fill_get_stats(struct dlfs_fill *f, struct dlfs_fill_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (!f)
+		return;
+	s->planned = atomic_load(&f->n_planned);
+	s->streamed = atomic_load(&f->n_streamed);
+	s->swept = atomic_load(&f->n_swept);
+	s->bytes = atomic_load(&f->bytes);
+	s->waits = atomic_load(&f->waits);
+	s->held = atomic_load(&f->holding);
+	s->swept_all = atomic_load(&f->swept_all);
+	s->depth = f->conf.depth;
+	pthread_mutex_lock(&f->mu);
+	s->sweeping = f->sweeping;
+	pthread_mutex_unlock(&f->mu);
+}

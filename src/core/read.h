@@ -1,0 +1,64 @@
+/*
+ * The read core's insides, for the daemon that assembles a mount around
+ * it (peers, staging, stats rendering): the public contract is
+ * include/dlfs/reader.h. Not for tools.
+ *
+ * Lock order: the reader's log lock is a leaf; every tier has its own.
+ */
+#ifndef DLFS_READ_H
+#define DLFS_READ_H
+
+#include <pthread.h>
+
+#include "cache.h"
+#include "dlfs/reader.h"
+#include "fetch.h"
+#include "fill.h"
+#include "grain.h"
+#include "nvme.h"
+#include "prefetch.h"
+#include "stats.h"
+
+/* Pieces of one read; more chunks than this are gathered into a copy. */
+#define DLFS_READ_IOV 32
+
+struct dlfs_reader {
+	struct dlfs_ds *ds;
+	struct dlfs_reader_conf conf;
+	char *cache_dir;        /* conf.cache_dir's copy */
+	uint64_t chunk_size;
+	uint64_t data_bytes;    /* all containers' data */
+	struct dlfs_stats stats;
+	struct dlfs_cache *cache;
+	struct dlfs_nvme *nvme; /* NULL without a usable cache_dir */
+	struct dlfs_fetch fetch;
+	struct dlfs_grain *grain;
+	struct dlfs_fill *fill;           /* NULL until started, or none */
+	struct dlfs_prefetch *prefetch;   /* NULL without read-ahead */
+	dlfs_read_observer_fn observer;
+	void *observer_arg;
+	dlfs_plan_next_fn planner;
+	void *planner_arg;
+	uint64_t home_lo, home_hi;        /* this rank's chunks */
+	pthread_mutex_t log_lock;         /* guards logged */
+	uint64_t logged[64];              /* inodes already named */
+	unsigned n_logged;
+};
+
+/* Fetch chunks from peers (before dlfs_reader_start; p is borrowed), with
+ * this rank's home range [lo, hi) of global chunks for the fill modes. */
+void dlfs_reader_set_peer(struct dlfs_reader *r,
+			  const struct dlfs_fetch_peer *p, uint64_t home_lo,
+			  uint64_t home_hi);
+
+/* Stop the background reads (before the peers leave: they use them).
+ * Reads still work, without them. */
+void dlfs_reader_stop(struct dlfs_reader *r);
+
+/* Fill the tiers' part of a stats snapshot (ram, nvme, prefetch, fill,
+ * read unit); fill and grain point into the caller's buffers. */
+void dlfs_reader_snapshot(struct dlfs_reader *r, struct dlfs_tier_snap *t,
+			  struct dlfs_fill_stats *fill,
+			  struct dlfs_grain_stats *grain);
+
+#endif

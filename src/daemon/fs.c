@@ -1,0 +1,249 @@
+/* A mount's parts: see fs.h. */
+#include "fs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "dlfs/format.h"
+
+void dlfs_fs_log(void *arg, int prio, const char *msg)
+{
+	struct dlfs_fs *fs = arg;
+	if (fs->foreground)
+		fprintf(stderr, "dlfs: %s%s\n", prio <= LOG_ERR ? "error: " : "",
+			msg);
+	else
+		syslog(prio, "%s", msg);
+}
+
+static void ctx_destroy(void *p)
+{
+	dlfs_reader_ctx_free(p);
+}
+
+int dlfs_fs_ctx(struct dlfs_fs *fs, struct dlfs_reader_ctx **out)
+{
+	*out = pthread_getspecific(fs->ctx_key);
+	if (*out)
+		return 0;
+	struct dlfs_err err = {0};
+	int ret = dlfs_reader_ctx_new(fs->reader, out, &err);
+	if (ret) {
+		dlfs_fs_log(fs, LOG_ERR, err.msg);
+		return ret;
+	}
+	pthread_setspecific(fs->ctx_key, *out);
+	return 0;
+}
+
+int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
+		 const struct dlfs_opts *opts, const char *mountpoint,
+		 int foreground, struct dlfs_err *err)
+{
+	memset(fs, 0, sizeof(*fs));
+	fs->ds = ds;
+	fs->opts = opts;
+	fs->mountpoint = mountpoint;
+	fs->foreground = foreground;
+	fs->timeout = 86400.0 * 365; /* the dataset never changes */
+	fs->uid = getuid();
+	fs->gid = getgid();
+	int ret = pthread_key_create(&fs->ctx_key, ctx_destroy);
+	if (ret)
+		return dlfs_err_set(err, -ret, "pthread_key_create");
+	struct dlfs_reader_conf rc = opts->rd;
+	rc.log = dlfs_fs_log;
+	rc.log_arg = fs;
+	ret = dlfs_reader_open(ds, &rc, &fs->reader, err);
+	if (ret)
+		pthread_key_delete(fs->ctx_key);
+	return ret;
+}
+
+/* A peer asks for global chunk g: through this node's tiers, which keep
+ * it (RAM, NVMe) and read it from the PFS at most once. */
+static int serve_chunk(void *arg, void *ctx, uint64_t g, void *buf,
+		       size_t cap, size_t *len)
+{
+	struct dlfs_fs *fs = arg;
+	struct dlfs_cache *cache = fs->reader->cache;
+	struct dlfs_chunk_ref r;
+	uint32_t c;
+	uint64_t k;
+	if (!ctx)
+		return -ENOMEM;
+	int ret = dlfs_ds_chunk_locate(fs->ds, g, &c, &k);
+	if (!ret)
+		ret = dlfs_cache_get(cache, dlfs_cache_chunk_key(c, k), NULL,
+				     ctx, &r, NULL);
+	if (ret)
+		return ret;
+	if (r.len > cap) {
+		dlfs_cache_put(cache, &r, 0);
+		return -EOVERFLOW;
+	}
+	memcpy(buf, r.data, r.len);
+	*len = r.len;
+	dlfs_cache_put(cache, &r, r.len);
+	return 0;
+}
+
+static void *serve_ctx_new(void *arg)
+{
+	struct dlfs_fs *fs = arg;
+	struct dlfs_txn *t = NULL;
+	return dlfs_txn_begin(fs->ds, &t, NULL) ? NULL : t;
+}
+
+static void serve_ctx_free(void *arg, void *ctx)
+{
+	(void)arg;
+	dlfs_txn_end(ctx);
+}
+
+static unsigned peer_home(void *arg, uint64_t g)
+{
+	return dlfs_peer_home(arg, g);
+}
+
+static int peer_get(void *arg, uint64_t g, void *buf, size_t cap,
+		    size_t *len)
+{
+	return dlfs_peer_get(arg, g, buf, cap, len);
+}
+
+int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err)
+{
+	const struct dlfs_info *info = dlfs_ds_info(fs->ds);
+	uint32_t nc = (uint32_t)info->super.n_containers;
+	/* The index's identity: the superblock and every container's
+	 * record (which carries its footer's checksum), not the whole
+	 * index, so that joining stays O(containers). */
+	uint8_t sb[DLFS_SUPER_REC_SIZE];
+	dlfs_super_encode(&info->super, sb);
+	uint64_t sum = XXH3_64bits(sb, sizeof(sb));
+	for (uint32_t c = 0; c < nc; c++) {
+		const struct dlfs_container *cr = dlfs_ds_container(fs->ds, c);
+		uint64_t v[3] = {sum, cr->footer_xxh3, cr->data_size};
+		sum = XXH3_64bits(v, sizeof(v));
+	}
+	struct dlfs_peer_conf pc = {
+		.force = fs->opts->mpi,
+		.dataset_id_hex = info->dataset_id_hex,
+		.index_sum = sum,
+		.seed = fs->opts->seed,
+		.seed_given = fs->opts->seed_given,
+		.n_chunks = dlfs_ds_n_chunks(fs->ds),
+		.chunk_size = info->super.chunk_size,
+		.timeout_ms = fs->opts->peer_timeout_ms,
+		.join_timeout_ms = fs->opts->join_timeout_s * 1000,
+		.servers = 2,
+		.serve = serve_chunk,
+		.ctx_new = serve_ctx_new,
+		.ctx_free = serve_ctx_free,
+		.arg = fs,
+		.log = dlfs_fs_log,
+	};
+	int ret = dlfs_peer_open(&pc, &fs->peer, err);
+	if (ret || !fs->peer)
+		return ret;
+	uint64_t lo, hi;
+	dlfs_peer_home_range(dlfs_peer_rank(fs->peer), dlfs_peer_size(fs->peer),
+			     dlfs_ds_n_chunks(fs->ds), &lo, &hi);
+	fs->peer_ops = (struct dlfs_fetch_peer){
+		.rank = dlfs_peer_rank(fs->peer),
+		.home = peer_home,
+		.get = peer_get,
+		.arg = fs->peer,
+	};
+	dlfs_reader_set_peer(fs->reader, &fs->peer_ops, lo, hi);
+	dlfs_logf(dlfs_fs_log, fs, LOG_INFO, "rank %u of %u, seed %llu",
+		  dlfs_peer_rank(fs->peer), dlfs_peer_size(fs->peer),
+		  (unsigned long long)dlfs_peer_seed(fs->peer));
+	return 0;
+}
+
+/* /.dlfs/stats: the reader's tiers, the peers, the epoch. */
+static int render_stats(void *arg, char **json, size_t *len)
+{
+	struct dlfs_fs *fs = arg;
+	struct dlfs_tier_snap ts;
+	struct dlfs_fill_stats fill;
+	struct dlfs_grain_stats grain;
+	memset(&ts, 0, sizeof(ts));
+	dlfs_reader_snapshot(fs->reader, &ts, &fill, &grain);
+	ts.epoch = dlfs_views_current(fs->views);
+	ts.peer_enabled = fs->peer != NULL;
+	ts.rank = dlfs_peer_rank(fs->peer);
+	ts.ranks = dlfs_peer_size(fs->peer);
+	if (fs->peer) {
+		struct dlfs_peer_stats p;
+		dlfs_peer_get_stats(fs->peer, &p);
+		ts.peer = (struct dlfs_peer_snap){
+			p.requests, p.hits, p.bytes, p.timeouts, p.errors,
+			p.latency_us_sum, p.latency_us_max, p.served,
+			p.served_bytes};
+	}
+	ts.stage = dlfs_fill_mode_name(fs->opts->rd.fill);
+	size_t need = dlfs_stats_json(&fs->reader->stats, &ts, NULL, 0);
+	char *b = malloc(need + 1);
+	if (!b)
+		return -ENOMEM;
+	dlfs_stats_json(&fs->reader->stats, &ts, b, need + 1);
+	*json = b;
+	*len = need;
+	return 0;
+}
+
+int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)
+{
+	struct dlfs_views_conf vc = {
+		.ds = fs->ds,
+		.mode = fs->opts->shuffle,
+		.seed = fs->peer ? dlfs_peer_seed(fs->peer) : fs->opts->seed,
+		.rank = dlfs_peer_rank(fs->peer),
+		.size = dlfs_peer_size(fs->peer),
+		.window = fs->opts->shuffle_window,
+		.reader = fs->reader,
+	};
+	int ret = dlfs_views_new(&vc, &fs->views, err);
+	if (ret)
+		return ret;
+	dlfs_reader_set_observer(fs->reader, dlfs_views_note_read, fs->views);
+	dlfs_reader_set_planner(fs->reader, dlfs_views_plan_next, fs->views);
+	ret = dlfs_ctl_init(&fs->ctl, fs->ds, fs->views, fs->mountpoint,
+			    fs->uid, fs->gid, fs->timeout, render_stats, fs);
+	if (ret)
+		return dlfs_err_set(err, ret, "out of memory");
+	dlfs_ctl_set_name(&fs->ctl, fs->opts->ctl_dir);
+	fs->ctl_ready = 1;
+	if ((ret = dlfs_reader_start(fs->reader, err)))
+		return ret;
+	if (fs->peer)
+		ret = dlfs_peer_start(fs->peer, err);
+	return ret;
+}
+
+void dlfs_fs_destroy(struct dlfs_fs *fs)
+{
+	struct dlfs_reader_ctx *x = pthread_getspecific(fs->ctx_key);
+	if (x) {
+		pthread_setspecific(fs->ctx_key, NULL);
+		dlfs_reader_ctx_free(x);
+	}
+	pthread_key_delete(fs->ctx_key);
+	/* Background reads may ask peers: they stop first. Then serve peers
+	 * until every rank is done, which needs the tiers intact. */
+	if (fs->reader)
+		dlfs_reader_stop(fs->reader);
+	dlfs_peer_close(fs->peer);
+	if (fs->ctl_ready)
+		dlfs_ctl_destroy(&fs->ctl);
+	dlfs_reader_close(fs->reader);
+	dlfs_views_free(fs->views);
+}

@@ -1,0 +1,27 @@
+/*
+ * The mountpoint before mounting: a dead FUSE mount left there (its
+ * daemon was killed: every access fails with ENOTCONN) is unmounted, with
+ * a line that says so, so that a job can remount after a crash; anything
+ * else wrong with the path is said in one line.
+ *
+ * Called from main only, before any thread exists (it may run
+ * fusermount3, so it forks).
+ */
+#ifndef DLFS_MOUNTPOINT_H
+#define DLFS_MOUNTPOINT_H
+
+#include <stdio.h>
+
+#include "dlfs/err.h"
+
+/*
+ * Make path usable as a mountpoint. A dead FUSE mount on it is detached
+ * (umount2 MNT_DETACH as root, else fusermount3 -uz), and a line saying
+ * so goes to note. @return 0 when path is then a directory, or a
+ * negative errno with err saying what is wrong (-ENOTCONN: a dead mount
+ * that could not be removed, with the command that would).
+ */
+int dlfs_mountpoint_prepare(const char *path, FILE *note,
+			    struct dlfs_err *err);
+
+#endif

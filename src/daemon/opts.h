@@ -1,0 +1,54 @@
+/*
+ * The daemon's command line: dlfs DATASET MOUNTPOINT [-o opt,...] and the
+ * FUSE options libfuse knows. Every dlfs -o option is one row of a table
+ * (opts.c): its name, its kind and bounds, where it goes, its help line,
+ * and another option it needs. A bad value is refused with one line,
+ * "dlfs: -o NAME=VALUE: what is wrong", and exit status 2.
+ *
+ * Ownership: dlfs_opts_parse fills a struct dlfs_opts whose strings it
+ * owns; dlfs_opts_free releases them. Not thread-safe (main only).
+ */
+#ifndef DLFS_OPTS_H
+#define DLFS_OPTS_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+#include <stdint.h>
+
+#include "dlfs/reader.h"
+#include "order.h"
+
+struct dlfs_opts {
+	char *dataset;
+	char *mountpoint;            /* as given; libfuse parses its own */
+	struct dlfs_reader_conf rd;  /* the read core's settings */
+	unsigned max_threads;        /* FUSE workers; 0: the default */
+	enum dlfs_shuffle shuffle;
+	uint32_t shuffle_window;
+	uint64_t seed;
+	int seed_given;
+	int mpi;
+	unsigned peer_timeout_ms;
+	unsigned join_timeout_s;
+	int show_help;
+	/* Strings owned here (what rd points to). */
+	char *cache_dir;
+	char *ctl_dir;               /* the control directory's name, or NULL */
+};
+
+/*
+ * Parse args (libfuse's, which keeps the options it knows) into o with
+ * the defaults for what is not given. @return 0, 1 (help was asked for:
+ * print dlfs_opts_usage), or 2 after printing the one-line error.
+ */
+int dlfs_opts_parse(struct fuse_args *args, struct dlfs_opts *o);
+
+/* Print dlfs's options, one per line, to stdout. */
+void dlfs_opts_usage(void);
+
+void dlfs_opts_free(struct dlfs_opts *o);
+
+/* "none", "auto", "home", "all"; parse @return 0 or -EINVAL. */
+const char *dlfs_fill_mode_name(enum dlfs_fill_mode m);
+
+#endif
