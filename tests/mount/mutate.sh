@@ -16,8 +16,7 @@
 # dataset, the damaged copy and the daemon logs):
 #   tests/mount/mutate.py --dlfs build-asan/src/daemon/dlfs \
 #     --pack build/tools/dlfs-pack --work /tmp/m --seed 1 --case N
-# The test has its own meson suite (meson test -C build --suite mutate):
-# tools/check leaves it out until the read path passes it.
+# It runs in the mount suite; longer runs: DLFS_MUTATE_CASES=1000.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
