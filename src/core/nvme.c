@@ -2,7 +2,9 @@
 #include "nvme.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -705,6 +707,28 @@ static int header_of(const struct dlfs_nvme *n, uint8_t *out)
  * Remove every cache file (their map is gone or belongs elsewhere), and
  * with all set the map too. unlinkat removes a symlink, never its target.
  */
+/* Rename DIR/name to DIR/name.stale-N (a name the tier never uses), with
+ * a warning that says so. @return 1 if moved. */
+static int moved_aside(struct dlfs_nvme *n, const char *name)
+{
+	char to[NAME_MAX + 1];
+	for (unsigned i = 0; i < 100; i++) {
+		if (snprintf(to, sizeof(to), "%.200s.stale-%u", name, i) >=
+		    (int)sizeof(to))
+			return 0;
+		if (!renameat2(n->dirfd, name, n->dirfd, to, RENAME_NOREPLACE)) {
+			dlfs_logf(n->log, n->log_arg, LOG_WARNING,
+				  "NVMe cache %s: %s is a directory: moved "
+				  "aside to %s (remove it)",
+				  n->path, name, to);
+			return 1;
+		}
+		if (errno != EEXIST)
+			return 0;
+	}
+	return 0;
+}
+
 static int wipe(struct dlfs_nvme *n, int all, struct dlfs_err *err)
 {
 	int fd = openat(n->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -718,13 +742,22 @@ static int wipe(struct dlfs_nvme *n, int all, struct dlfs_err *err)
 	int ret = 0;
 	while ((e = readdir(d))) {
 		size_t l = strlen(e->d_name);
-		if ((l > 6 && !strcmp(e->d_name + l - 6, ".cache")) ||
-		    (all && !strcmp(e->d_name, "map")))
-			if (unlinkat(n->dirfd, e->d_name, 0) < 0 &&
-			    errno != ENOENT && !ret)
-				ret = dlfs_err_sys(err, -errno, "%s/%s: cannot "
-						   "remove it", n->path,
-						   e->d_name);
+		if (!((l > 6 && !strcmp(e->d_name + l - 6, ".cache")) ||
+		      (all && !strcmp(e->d_name, "map"))))
+			continue;
+		if (!unlinkat(n->dirfd, e->d_name, 0) || errno == ENOENT)
+			continue;
+		/* A directory where a cache file belongs: removed if empty,
+		 * else moved aside (never walked into: it is not ours to
+		 * trust), so the tier can start. */
+		int e1 = errno;
+		if (e1 == EISDIR &&
+		    (!unlinkat(n->dirfd, e->d_name, AT_REMOVEDIR) ||
+		     moved_aside(n, e->d_name)))
+			continue;
+		if (!ret)
+			ret = dlfs_err_sys(err, -e1, "%s/%s: cannot remove it",
+					   n->path, e->d_name);
 	}
 	closedir(d);
 	return ret;

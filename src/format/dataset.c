@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "ds_priv.h"
+#include "records.h"
 #include "util.h"
 
 #include <xxhash.h>
@@ -140,42 +141,10 @@ static int container_validate(struct dlfs_ds *ds, uint32_t c, int fd,
 	ssize_t n = dlfs_pread_full(fd, hb, sizeof(hb), 0);
 	if (n < 0)
 		return dlfs_err_sys(err, (int)n, "%s: reading header", cpath);
-	if ((size_t)n < sizeof(hb))
-		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s: truncated header", cpath);
-	struct dlfs_container_header h;
-	dlfs_header_decode(hb, &h);
-	if (memcmp(h.magic, DLFS_CONTAINER_MAGIC, 8))
-		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s: not a dlfs container (bad magic)",
-				    cpath);
-	if (h.format_major != DLFS_FORMAT_MAJOR)
-		return dlfs_err_set(err, -EPROTONOSUPPORT,
-				    "%s: unsupported format version %u.%u",
-				    cpath, h.format_major, h.format_minor);
-	uint8_t check[DLFS_CONTAINER_HEADER_REC_SIZE];
-	struct dlfs_container_header h2 = h;
-	dlfs_header_encode(&h2, check);
-	if (h2.header_xxh3 != h.header_xxh3)
-		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s: header checksum mismatch", cpath);
-	if (memcmp(h.dataset_id, ds->ix.info.super.dataset_id, DLFS_ID_SIZE)) {
-		char hex[2 * DLFS_ID_SIZE + 1];
-		dlfs_hex(h.dataset_id, DLFS_ID_SIZE, hex);
-		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s: dataset id %s does not match the "
-				    "index's %s (container from another "
-				    "dataset?)",
-				    cpath, hex, ds->ix.info.dataset_id_hex);
-	}
-	if (h.container != c || h.chunk_size != ds->ix.info.super.chunk_size ||
-	    h.data_offset != DLFS_DATA_OFFSET(h.chunk_size) ||
-	    h.data_size != rec->data_size)
-		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s: header disagrees with the index "
-				    "(container %u, chunk size %llu)",
-				    cpath, h.container,
-				    (unsigned long long)h.chunk_size);
+	int ret = dlfs_header_check(hb, (size_t)n, &ds->ix.info, c, rec,
+				    cpath, err);
+	if (ret)
+		return ret;
 
 	/* Size after identity: a foreign container says so first. */
 	struct stat st;
@@ -196,13 +165,7 @@ static int container_validate(struct dlfs_ds *ds, uint32_t c, int fd,
 	n = dlfs_pread_full(fd, fb, sizeof(fb), rec->file_size - sizeof(fb));
 	if (n < 0)
 		return dlfs_err_sys(err, (int)n, "%s: reading footer", cpath);
-	struct dlfs_container_footer f;
-	dlfs_footer_decode(fb, &f);
-	if ((size_t)n < sizeof(fb) || memcmp(f.magic, DLFS_FOOTER_MAGIC, 8) ||
-	    f.footer_xxh3 != rec->footer_xxh3)
-		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s: footer is damaged", cpath);
-	return 0;
+	return dlfs_footer_check(fb, (size_t)n, rec, cpath, err);
 }
 
 void dlfs_ds_set_chunk_io(struct dlfs_ds *ds, enum dlfs_chunk_io io)

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "index.h"
+#include "records.h"
 #include "util.h"
 
 int dlfs_mdb_errno(int rc)
@@ -101,11 +102,7 @@ static int open_dbis(struct dlfs_index *ix, const char *ipath,
 	}
 	struct dlfs_super_rec *s = &ix->info.super;
 	dlfs_super_decode(v.mv_data, s);
-	if (s->n_inodes < 1 || s->n_dirs < 1 ||
-	    s->first_file_ino != 1 + s->n_dirs + s->n_symlinks ||
-	    s->n_inodes != s->n_dirs + s->n_symlinks + s->n_files ||
-	    s->chunk_size < 4096 || s->chunk_size % 4096 ||
-	    s->n_containers > DLFS_MAX_CONTAINERS) {
+	if (dlfs_super_check(s)) {
 		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
 				   "%s: superblock is inconsistent", ipath);
 		goto out_txn;
@@ -141,45 +138,21 @@ out_txn:
 static int load_containers(struct dlfs_index *ix, MDB_txn *t)
 {
 	const struct dlfs_super_rec *s = &ix->info.super;
-	const uint64_t cs = s->chunk_size;
 	uint64_t nc = s->n_containers;
 	ix->cont = calloc(nc ? nc : 1, sizeof(*ix->cont));
 	if (!ix->cont)
 		return -ENOMEM;
 	uint64_t g = 0;
 	for (uint32_t c = 0; c < nc; c++) {
-		struct dlfs_container *x = &ix->cont[c];
-		struct dlfs_container_rec r;
 		uint8_t kb[4];
 		dlfs_put_be32(kb, c);
 		MDB_val k = {4, kb}, v;
 		int rc = mdb_get(t, ix->dbi_containers, &k, &v);
-		x->first_chunk = g;
-		if (rc == MDB_NOTFOUND || (!rc && v.mv_size != DLFS_CONTAINER_REC_SIZE)) {
-			x->bad = -DLFS_ECORRUPT;
-			continue;
-		}
-		if (rc)
+		if (rc && rc != MDB_NOTFOUND)
 			return dlfs_mdb_errno(rc);
-		dlfs_container_rec_decode(v.mv_data, &r);
-		uint64_t region = DLFS_DATA_OFFSET(cs);
-		int ok = r.data_size <= (UINT64_C(1) << 48) &&
-			 r.n_chunks == (r.data_size + cs - 1) / cs &&
-			 r.n_chunks <= UINT32_MAX &&
-			 r.file_size >= region + r.data_size + DLFS_FOOTER_SIZE &&
-			 r.first_ino <= s->n_inodes + 1 &&
-			 r.n_files <= s->n_inodes + 1 - r.first_ino;
-		if (!ok) {
-			x->bad = -DLFS_ECORRUPT;
-			continue;
-		}
-		x->file_size = r.file_size;
-		x->data_size = r.data_size;
-		x->n_chunks = r.n_chunks;
-		x->first_ino = r.first_ino;
-		x->n_files = r.n_files;
-		x->footer_xxh3 = r.footer_xxh3;
-		g += r.n_chunks;
+		dlfs_container_entry(s, rc ? NULL : v.mv_data,
+				     rc ? 0 : v.mv_size, g, &ix->cont[c]);
+		g += ix->cont[c].n_chunks;
 	}
 	ix->n_chunks = g;
 	return 0;
@@ -302,7 +275,6 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 		return dlfs_err_set(err, -ENOENT, "%s: no inode %llu",
 				    ix->path, (unsigned long long)ino);
 	uint8_t kb[8];
-	uint64_t slot = (ino - 1) % DLFS_INODES_PER_BLOCK;
 	dlfs_put_be64(kb, (ino - 1) / DLFS_INODES_PER_BLOCK);
 	MDB_val k = {8, kb}, v;
 	int rc = mdb_get(txn->txn, ix->dbi_inodes, &k, &v);
@@ -312,71 +284,18 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 						       : dlfs_mdb_errno(rc),
 				    "%s/index: inode %llu: %s", ix->path,
 				    (unsigned long long)ino, mdb_strerror(rc));
-	struct dlfs_inode_rec r;
-	if (v.mv_size < (slot + 1) * DLFS_INODE_REC_SIZE)
-		goto bad;
-	dlfs_inode_decode((const uint8_t *)v.mv_data +
-				  slot * DLFS_INODE_REC_SIZE,
-			  &r);
-	out->ino = ino;
-	out->mode = r.mode;
-	out->mtime_sec = r.mtime_sec;
-	out->mtime_nsec = r.mtime_nsec;
-	out->size = r.size;
-	out->container = (uint32_t)(r.loc >> DLFS_LOC_CONTAINER_SHIFT);
-	out->offset = r.loc & DLFS_LOC_OFFSET_MASK;
-	out->xxh3 = r.xxh3;
-	out->target = NULL;
-	/* Inode numbers are ranges by type (directories, symlinks, files):
-	 * readers index per-type tables by them, so a type that disagrees
-	 * with the number is damage. */
-	const struct dlfs_super_rec *sb = &ix->info.super;
-	mode_t want = ino <= sb->n_dirs		 ? S_IFDIR
-		      : ino < sb->first_file_ino ? S_IFLNK
-						 : S_IFREG;
-	if ((r.mode & S_IFMT) != want)
-		goto bad;
-	if (S_ISLNK(r.mode)) {
-		dlfs_put_be64(kb, ino);
-		rc = mdb_get(txn->txn, ix->dbi_symlinks, &k, &v);
-		if (rc || v.mv_size != r.size)
-			goto bad;
-		out->target = v.mv_data;
-	} else if (S_ISREG(r.mode)) {
-		/* The extent must lie in its container's data region, so
-		 * that every reader can trust its chunk arithmetic (an empty
-		 * file's too: verify walks files by offset). */
-		if (out->container >= ix->info.super.n_containers)
-			goto bad;
-		const struct dlfs_container *c = &ix->cont[out->container];
-		uint64_t base = DLFS_DATA_OFFSET(ix->info.super.chunk_size);
-		if (c->bad && r.size == 0)
-			return 0; /* no bytes to find */
-		if (c->bad)
-			return dlfs_err_set(err, -DLFS_ECORRUPT,
-					    "%s/index: inode %llu: the record "
-					    "of its container %u is damaged",
-					    ix->path, (unsigned long long)ino,
-					    out->container);
-		if (out->offset < base || out->size > c->data_size ||
-		    out->offset - base > c->data_size - out->size)
-			goto bad;
-		/* A file that fits in a chunk lies in one (dlfs-format(5)).
-		 * The read core checks such a file against its checksum
-		 * when its chunk is in hand, so a record moved across a
-		 * chunk boundary would serve other files' bytes unchecked. */
-		uint64_t cs = ix->info.super.chunk_size, at = out->offset - base;
-		if (out->size && out->size <= cs &&
-		    at / cs != (at + out->size - 1) / cs)
-			goto bad;
-	} else if (!S_ISDIR(r.mode)) {
-		goto bad;
-	}
+	int ret = dlfs_inode_rec_check(&ix->info.super, ix->cont, ix->path, ino,
+				       v.mv_data, v.mv_size, out, err);
+	if (ret || !S_ISLNK(out->mode))
+		return ret;
+	dlfs_put_be64(kb, ino);
+	rc = mdb_get(txn->txn, ix->dbi_symlinks, &k, &v);
+	if (rc || v.mv_size != out->size)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/index: inode %llu is damaged",
+				    ix->path, (unsigned long long)ino);
+	out->target = v.mv_data;
 	return 0;
-bad:
-	return dlfs_err_set(err, -DLFS_ECORRUPT,
-			    "%s/index: inode %llu is damaged", ix->path,
-			    (unsigned long long)ino);
 }
 
 int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
@@ -403,14 +322,12 @@ int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
 		return dlfs_err_set(err, dlfs_mdb_errno(rc),
 				    "%s/index: %s", ix->path,
 				    mdb_strerror(rc));
-	uint64_t child = v.mv_size == 8 ? dlfs_get_le64(v.mv_data) &
-						  DLFS_DIRENT_INO_MASK
-					: 0;
-	if (child <= DLFS_ROOT_INO || child > ix->info.super.n_inodes)
+	uint32_t type;
+	if (dlfs_dirent_val_decode(&ix->info.super, v.mv_data, v.mv_size, ino,
+				   &type))
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
 				    "%s/index: damaged directory entry '%.*s'",
 				    ix->path, (int)len, name);
-	*ino = child;
 	return 0;
 }
 
@@ -499,28 +416,6 @@ static void rd_remember(struct dlfs_index *ix, uint64_t dir, uint64_t pos,
 	pthread_mutex_unlock(&ix->rd_lock);
 }
 
-/*
- * A directory entry read from the index is checked here, once, for every
- * reader (the mount's readdir, extract, the epoch views): its name is a
- * real file name (1 to DLFS_NAME_MAX bytes, no '/' or NUL, not "." or
- * ".."), so it fits any name buffer and joins a path as one component,
- * and its inode is one of the dataset's, not the root.
- */
-static int dirent_ok(const struct dlfs_index *ix, const uint8_t *key,
-		     size_t klen, uint64_t val)
-{
-	const char *name = (const char *)key + 8;
-	size_t len = klen - 8;
-	uint64_t ino = val & DLFS_DIRENT_INO_MASK;
-	if (klen <= 8 || len > DLFS_NAME_MAX || ino <= DLFS_ROOT_INO ||
-	    ino > ix->info.super.n_inodes)
-		return 0;
-	if ((len == 1 && name[0] == '.') ||
-	    (len == 2 && name[0] == '.' && name[1] == '.'))
-		return 0;
-	return !memchr(name, '/', len) && !memchr(name, '\0', len);
-}
-
 int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 		 dlfs_dir_cb cb, void *arg, struct dlfs_err *err)
 {
@@ -558,21 +453,16 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 	for (; !rc; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		if (k.mv_size < 8 || dlfs_get_be64(k.mv_data) != dir)
 			break;
-		uint64_t val = v.mv_size == 8 ? dlfs_get_le64(v.mv_data) : 0;
-		if (!dirent_ok(ix, k.mv_data, k.mv_size, val))
+		struct dlfs_dirent d;
+		if (dlfs_dirent_decode(&ix->info.super, k.mv_data, k.mv_size,
+				       v.mv_data, v.mv_size, &d))
 			return dlfs_err_set(err, -DLFS_ECORRUPT,
 					    "%s/index: damaged directory "
 					    "entry at position %llu of "
 					    "directory inode %llu",
 					    ix->path, (unsigned long long)pos,
 					    (unsigned long long)dir);
-		struct dlfs_dirent d = {
-			.ino = val & DLFS_DIRENT_INO_MASK,
-			.type = (uint32_t)(val >> DLFS_DIRENT_TYPE_SHIFT) << 12,
-			.name = (const char *)k.mv_data + 8,
-			.name_len = k.mv_size - 8,
-			.cookie = pos + 1,
-		};
+		d.cookie = pos + 1;
 		ret = cb(arg, &d);
 		if (ret)
 			break;
@@ -668,8 +558,10 @@ static int find_parent(struct dlfs_txn *txn, uint64_t ino, uint64_t *parent,
 	MDB_val k, v;
 	int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
 	for (; !rc; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		if (v.mv_size == 8 && k.mv_size > 8 &&
-		    (dlfs_get_le64(v.mv_data) & DLFS_DIRENT_INO_MASK) == ino) {
+		struct dlfs_dirent d;
+		if (!dlfs_dirent_decode(&txn->ix->info.super, k.mv_data,
+					k.mv_size, v.mv_data, v.mv_size, &d) &&
+		    d.ino == ino) {
 			*parent = dlfs_get_be64(k.mv_data);
 			name->mv_size = k.mv_size - 8;
 			name->mv_data = (uint8_t *)k.mv_data + 8;

@@ -13,6 +13,7 @@
 
 #include "ds_priv.h"
 #include "dlfs/check.h"
+#include "records.h"
 #include "util.h"
 
 /* Files named for one unusable container; the rest are counted. */
@@ -61,23 +62,35 @@ static void report(struct verify *v, const char *path, const char *msg)
 		v->cb(v->arg, path, msg);
 }
 
-/* Read the trailer and check it against the footer's checksum. */
+/*
+ * Read the trailer, check it against the footer's checksum, and walk its
+ * records: each must parse, and together they must fill the trailer
+ * exactly and number n_records. It is read in pieces; a record cut by a
+ * piece's end is carried over (less than DLFS_TRAILER_REC_MAX bytes).
+ */
 static int check_trailer(struct verify *v, int fd, const char *cname,
-			 uint64_t file_size)
+			 uint64_t file_size, uint64_t data_size)
 {
+	const size_t piece = 1 << 20;
+	const uint64_t cs = v->ds->ix.info.super.chunk_size;
 	uint8_t fb[DLFS_FOOTER_SIZE];
 	struct dlfs_container_footer f;
 	if (dlfs_pread_full(fd, fb, sizeof(fb), file_size - sizeof(fb)) !=
 	    (ssize_t)sizeof(fb))
 		return -EIO;
 	dlfs_footer_decode(fb, &f);
-	if (f.trailer_offset > file_size - DLFS_FOOTER_SIZE ||
-	    f.trailer_size != file_size - DLFS_FOOTER_SIZE - f.trailer_offset) {
+	if (dlfs_trailer_pos_check(&f, file_size)) {
 		report(v, cname, "trailer position is inconsistent");
 		return 1;
 	}
+	/* Never more than the trailer: a small one needs a small buffer. */
+	uint64_t cap = piece + DLFS_TRAILER_REC_MAX;
+	if (cap > f.trailer_size)
+		cap = f.trailer_size;
 	XXH3_state_t *hs = XXH3_createState();
-	uint8_t *buf = malloc(1 << 20);
+	uint8_t *buf = malloc(cap ? (size_t)cap : 1);
+	size_t have = 0; /* bytes in buf not walked yet */
+	struct dlfs_trailer_walk w = {.chunk_size = cs, .data_size = data_size};
 	int ret = 0;
 	if (!hs || !buf) {
 		ret = -ENOMEM;
@@ -85,19 +98,33 @@ static int check_trailer(struct verify *v, int fd, const char *cname,
 	}
 	XXH3_64bits_reset(hs);
 	for (uint64_t at = 0; at < f.trailer_size;) {
-		size_t len = f.trailer_size - at < (1 << 20)
+		size_t len = f.trailer_size - at < piece
 				     ? (size_t)(f.trailer_size - at)
-				     : (1 << 20);
-		ssize_t n = dlfs_pread_full(fd, buf, len, f.trailer_offset + at);
+				     : piece;
+		ssize_t n = dlfs_pread_full(fd, buf + have, len,
+					    f.trailer_offset + at);
 		if (n != (ssize_t)len) {
 			ret = n < 0 ? (int)n : -EIO;
 			goto out;
 		}
-		XXH3_64bits_update(hs, buf, len);
+		XXH3_64bits_update(hs, buf + have, len);
 		at += len;
+		have += len;
+		size_t used = dlfs_trailer_walk(&w, buf, have);
+		memmove(buf, buf + used, have - used);
+		have -= used;
 	}
 	if (XXH3_64bits_digest(hs) != f.trailer_xxh3) {
 		report(v, cname, "trailer checksum mismatch");
+		ret = 1;
+	} else if (w.bad || have || w.n_records != f.n_records) {
+		char msg[160];
+		snprintf(msg, sizeof(msg),
+			 "trailer records are damaged (%llu read, the footer "
+			 "says %llu)",
+			 (unsigned long long)w.n_records,
+			 (unsigned long long)f.n_records);
+		report(v, cname, msg);
 		ret = 1;
 	}
 out:
@@ -206,7 +233,7 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 		}
 		return 0;
 	}
-	ret = check_trailer(v, fd, cname, rec->file_size);
+	ret = check_trailer(v, fd, cname, rec->file_size, rec->data_size);
 	if (ret < 0)
 		return dlfs_err_sys(err, ret, "%s/%s: reading the trailer",
 				    ds->path, cname);
