@@ -340,17 +340,25 @@ static int ctl_read(fuse_req_t req, struct dlfs_fs *fs,
 		    struct dlfs_reader_ctx *x, fuse_ino_t ino, size_t size,
 		    off_t off, uint64_t *file_ino)
 {
-	char buf[64 * 1024];
+	/* Every byte asked for up to the end: the kernel takes a short
+	 * read of a direct-I/O file for its end, and would cut an epoch's
+	 * list at the first one. Lists longer than the stack buffer are
+	 * rare reads, one allocation each. */
+	char stack[64 * 1024], *buf = stack;
 	size_t got;
 	count(fs, DLFS_OP_CONTROL);
-	if (size > sizeof(buf))
-		size = sizeof(buf);
+	if (size > sizeof(stack) && !(buf = malloc(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return 1;
+	}
 	int ret = dlfs_ctl_read(&fs->ctl, dlfs_reader_ctx_txn(x), ino,
 				(uint64_t)off, size, buf, &got, file_ino);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else if (!*file_ino)
 		fuse_reply_buf(req, buf, got);
+	if (buf != stack)
+		free(buf);
 	return ret || !*file_ino;
 }
 
