@@ -313,7 +313,7 @@ EOF
 # ---------------------------------------------------------------------------
 # FUSE mount helpers, for tests/mount/*.sh. Call mount_setup once, right
 # after sourcing this file. It needs:
-#   DLFS                the daemon under test (default build/src/dlfs)
+#   DLFS                the daemon under test (default build/src/daemon/dlfs)
 #   DLFS_MOUNT_TIMEOUT  seconds to wait for a mount to become ready (30)
 #   DLFS_CMD_TIMEOUT    seconds allowed per client command (120)
 # Mounts made with dlfs_mount (or registered with track_mount) are always
@@ -323,7 +323,7 @@ EOF
 
 # mount_setup: checks the prerequisites and installs the exit trap.
 mount_setup() {
-	: "${DLFS:=$SRC_ROOT/build/src/dlfs}"
+	: "${DLFS:=$SRC_ROOT/build/src/daemon/dlfs}"
 	: "${DLFS_MOUNT_TIMEOUT:=30}"
 	: "${DLFS_CMD_TIMEOUT:=120}"
 	[ -e /dev/fuse ] || skip "/dev/fuse does not exist"
