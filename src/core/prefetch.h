@@ -6,11 +6,14 @@
  * core reads whole chunks for a stream (dlfs_prefetch_in_stream).
  *
  * One stream per container: dlfs_prefetch_note is told every chunk a
- * demand read touches. A step to the next chunk continues the stream and
- * queues chunks up to the window ahead; the window starts at two chunks,
+ * demand read touches. Two steps to the next chunk in a row make a
+ * stream (k, k+1, k+2); each further step queues chunks up to the window
+ * ahead; the window starts at two chunks,
  * doubles each time a demand read finds a chunk the read-ahead loaded, is
  * capped by window_max, and halves when read-ahead chunks are evicted
- * unread. A jump anywhere else ends the stream.
+ * unread. Touching the stream's last chunk again, or the one before it (a
+ * second reader just behind), changes nothing; a jump anywhere else ends
+ * the stream.
  *
  * Thread-safety: every call is safe from any thread. Lock order: a stripe
  * lock, a leaf (the background reads are told after it is released).
@@ -48,7 +51,7 @@ void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 			int was_prefetched);
 
 /* Is (c, k) the chunk a stream in c last read, or the one after it? A
- * stream is there once a reader stepped from one chunk to the next. */
+ * stream is there once a reader stepped twice from a chunk to the next. */
 int dlfs_prefetch_in_stream(struct dlfs_prefetch *pf, uint32_t c,
 			    uint64_t k);
 

@@ -7,6 +7,9 @@
 #     once in random order: the PFS reads at most 1.5x the dataset, every
 #     byte correct (files are read alone once whole chunks would be evicted
 #     before their neighbours are read: read_unit.now = "file").
+#     No false read-ahead: a random reader that lands on the chunk after
+#     its last one (once in ~90 reads here) is no stream, so at most 2
+#     chunks are read ahead in the whole pass.
 # (b) The control: the same with -o read_unit=chunk reads more than 1.5x,
 #     so (a) measures what it claims.
 # (c) With cache_dir and the epoch view: reading every file in the order of
@@ -43,11 +46,13 @@ for unit in auto chunk; do
 	readtree "$SRC" "$MNT" --seed 5 >/dev/null
 	snap "$MNT" "$T/$unit.json"
 	dlfs_umount "$MNT"
-	note "read_unit=$unit: pfs $(sget "$T/$unit.json" tiers.pfs.bytes) bytes in $(sget "$T/$unit.json" tiers.pfs.reads) reads for $DATA of data"
+	note "read_unit=$unit: pfs $(sget "$T/$unit.json" tiers.pfs.bytes) bytes in $(sget "$T/$unit.json" tiers.pfs.reads) reads for $DATA of data; read ahead $(sget "$T/$unit.json" prefetch.issued) chunks"
 done
 sassert "$T/auto.json" DATA="$DATA" -- '2 * pfs.bytes <= 3 * DATA' \
 	's.read_unit.now == "file"' 'not any(errors.values())' ||
 	fail "(a) read_unit=auto with a RAM tier of a quarter: more than 1.5x the dataset from the PFS"
+sassert "$T/auto.json" -- 'prefetch.issued <= 2' ||
+	fail "(a) a random reader was taken for a sequential stream: chunks read ahead"
 sassert "$T/chunk.json" DATA="$DATA" -- '2 * pfs.bytes > 3 * DATA' ||
 	fail "(b) read_unit=chunk should read more than 1.5x here: the test measures nothing"
 

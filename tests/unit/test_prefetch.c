@@ -1,7 +1,8 @@
 /*
  * Sequential read-ahead (prefetch.c) with a real RAM tier and real
  * background reads (fill.c, one thread) over a real dataset: a stream is
- * two consecutive chunks, and a jump ends it; the window starts at two
+ * three consecutive chunks (one step is what random readers do), a second
+ * reader just behind does not break it, and a jump ends it; the window starts at two
  * chunks, doubles while read-ahead is used, is capped by window_max and
  * halves when read-ahead is wasted; what is queued lands in the RAM tier;
  * with read-ahead off (window_max 0) streams are followed and nothing is
@@ -139,29 +140,36 @@ static void test_window(void)
 	 * touch chunks too. */
 	CHECK(!dlfs_prefetch_in_stream(pf, STREAM, 0));
 	CHECK(!dlfs_prefetch_in_stream(pf, STREAM, 1));
-	/* The next one: a stream, two chunks ahead. */
+	/* Nor one step to the next: a random reader does that once in
+	 * n_chunks reads. */
 	CHECK(!demand(pf, STREAM, 1));
+	settle();
+	CHECK(!loaded(STREAM, 2));
+	CHECK(!dlfs_prefetch_in_stream(pf, STREAM, 1));
+	CHECK(!dlfs_prefetch_in_stream(pf, STREAM, 2));
+	/* The second step in a row: a stream, two chunks ahead. */
+	CHECK(!demand(pf, STREAM, 2));
 	streamed += 2;
 	settle();
-	check_ahead(2, 3, __LINE__);
-	CHECK(dlfs_prefetch_in_stream(pf, STREAM, 1));
+	check_ahead(3, 4, __LINE__);
 	CHECK(dlfs_prefetch_in_stream(pf, STREAM, 2));
-	CHECK(!dlfs_prefetch_in_stream(pf, STREAM, 3));
-	CHECK(!dlfs_prefetch_in_stream(pf, STREAM + 1, 2));
+	CHECK(dlfs_prefetch_in_stream(pf, STREAM, 3));
+	CHECK(!dlfs_prefetch_in_stream(pf, STREAM, 4));
+	CHECK(!dlfs_prefetch_in_stream(pf, STREAM + 1, 3));
 	/* Read-ahead used: the window doubles, 4 then 8 ahead... */
-	CHECK(demand(pf, STREAM, 2));
+	CHECK(demand(pf, STREAM, 3));
 	streamed += 3;
 	settle();
-	check_ahead(4, 6, __LINE__);
-	CHECK(demand(pf, STREAM, 3));
+	check_ahead(5, 7, __LINE__);
+	CHECK(demand(pf, STREAM, 4));
 	streamed += 5;
 	settle();
-	check_ahead(7, 11, __LINE__);
+	check_ahead(8, 12, __LINE__);
 	/* ... and no further than window_max (8 chunks). */
-	CHECK(demand(pf, STREAM, 4));
+	CHECK(demand(pf, STREAM, 5));
 	streamed += 1;
 	settle();
-	check_ahead(12, 12, __LINE__);
+	check_ahead(13, 13, __LINE__);
 	dlfs_cache_get_stats(cache, &cs);
 	CHECK_EQ(cs.pf_wasted, 0);
 
@@ -169,51 +177,65 @@ static void test_window(void)
 	for (uint64_t k = 0; k < SLOTS + 8; k++)
 		demand(NULL, CHURN, k);
 	dlfs_cache_get_stats(cache, &cs);
-	CHECK_EQ(cs.pf_wasted, 8); /* chunks 5..12 */
-	CHECK(!loaded(STREAM, 5));
-	/* The window halves to 4: nothing new until chunk 9 is read
-	 * (13 was queued up to). */
-	for (uint64_t k = 5; k <= 8; k++) {
+	CHECK_EQ(cs.pf_wasted, 8); /* chunks 6..13 */
+	CHECK(!loaded(STREAM, 6));
+	/* The window halves to 4: nothing new until chunk 10 is read
+	 * (14 was queued up to). */
+	for (uint64_t k = 6; k <= 9; k++) {
 		CHECK(!demand(pf, STREAM, k));
 		settle();
-		CHECK(!loaded(STREAM, 13));
+		CHECK(!loaded(STREAM, 14));
 	}
-	CHECK(!demand(pf, STREAM, 9));
+	CHECK(!demand(pf, STREAM, 10));
 	streamed += 1;
 	settle();
-	check_ahead(13, 13, __LINE__);
+	check_ahead(14, 14, __LINE__);
 	use_all();
 
-	/* A jump ends the stream; the next step starts a new one, two
-	 * chunks ahead again. */
+	/* A jump ends the stream; two steps start a new one, two chunks
+	 * ahead again. */
 	CHECK(!demand(pf, STREAM, 20));
 	settle();
 	CHECK(!loaded(STREAM, 21));
-	CHECK(!dlfs_prefetch_in_stream(pf, STREAM, 10));
+	CHECK(!dlfs_prefetch_in_stream(pf, STREAM, 11));
 	CHECK(!dlfs_prefetch_in_stream(pf, STREAM, 20));
 	CHECK(!dlfs_prefetch_in_stream(pf, STREAM, 21));
 	CHECK(!demand(pf, STREAM, 21));
+	settle();
+	CHECK(!loaded(STREAM, 22));
+	CHECK(!demand(pf, STREAM, 22));
 	streamed += 2;
 	settle();
-	check_ahead(22, 23, __LINE__);
-	CHECK(dlfs_prefetch_in_stream(pf, STREAM, 21));
+	check_ahead(23, 24, __LINE__);
 	CHECK(dlfs_prefetch_in_stream(pf, STREAM, 22));
+	CHECK(dlfs_prefetch_in_stream(pf, STREAM, 23));
 	/* Reading a chunk again is no step. */
-	CHECK(demand(pf, STREAM, 22));
+	CHECK(demand(pf, STREAM, 23));
 	streamed += 3;
 	settle();
-	check_ahead(24, 26, __LINE__);
-	CHECK(!demand(pf, STREAM, 22));
+	check_ahead(25, 27, __LINE__);
+	CHECK(!demand(pf, STREAM, 23));
 	settle();
-	CHECK(!loaded(STREAM, 27));
+	CHECK(!loaded(STREAM, 28));
 	/* ... nor a break: the stream goes on, its window too. */
-	CHECK(demand(pf, STREAM, 23));
+	CHECK(demand(pf, STREAM, 24));
 	streamed += 5;
 	settle();
-	check_ahead(24, 31, __LINE__);
+	check_ahead(25, 32, __LINE__);
+	/* A second reader just behind the first (the chunk before the
+	 * last) is no break either. */
+	CHECK(!demand(pf, STREAM, 23));
+	settle();
+	CHECK(!loaded(STREAM, 33));
+	CHECK(dlfs_prefetch_in_stream(pf, STREAM, 24));
+	CHECK(dlfs_prefetch_in_stream(pf, STREAM, 25));
+	CHECK(demand(pf, STREAM, 25));
+	streamed += 1;
+	settle();
+	check_ahead(25, 33, __LINE__);
 	use_all();
 	/* Near the container's end the window stops at its last chunk. */
-	unsigned ahead[PER_CONTAINER] = {[41] = 2, [42] = 3, [43] = 1};
+	unsigned ahead[PER_CONTAINER] = {[42] = 2, [43] = 3};
 	for (uint64_t k = 40; k < PER_CONTAINER; k++) {
 		demand(pf, STREAM, k);
 		streamed += ahead[k];
@@ -232,12 +254,12 @@ static void test_off(void)
 	struct dlfs_prefetch *nofill = new_pf(NULL, 8);
 	for (uint64_t k = 0; k < 6; k++) {
 		demand(off, OTHER, k);
-		CHECK(dlfs_prefetch_in_stream(off, OTHER, k + 1) == (k > 0));
+		CHECK(dlfs_prefetch_in_stream(off, OTHER, k + 1) == (k > 1));
 	}
 	for (uint64_t k = 10; k < 16; k++) {
 		demand(nofill, OTHER, k);
 		CHECK(dlfs_prefetch_in_stream(nofill, OTHER, k + 1) ==
-		      (k > 10));
+		      (k > 11));
 	}
 	settle();
 	CHECK(!loaded(OTHER, 6));
@@ -247,10 +269,11 @@ static void test_off(void)
 	dlfs_prefetch_set_fill(nofill, fill);
 	demand(nofill, OTHER, 30);
 	demand(nofill, OTHER, 31);
+	demand(nofill, OTHER, 32);
 	streamed += 2;
 	settle();
-	CHECK(loaded(OTHER, 32) && loaded(OTHER, 33));
-	CHECK(!loaded(OTHER, 34));
+	CHECK(loaded(OTHER, 33) && loaded(OTHER, 34));
+	CHECK(!loaded(OTHER, 35));
 	dlfs_prefetch_free(off);
 	dlfs_prefetch_free(nofill);
 }
