@@ -12,6 +12,7 @@
 #include <sys/statvfs.h>
 #include <syslog.h>
 
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
 #include "util.h"
@@ -395,6 +396,75 @@ static int check_once(struct dlfs_reader_ctx *x, const struct dlfs_inode *in,
 	return 0;
 }
 
+/* A file over more chunks than this is checked by its chunks only on the
+ * read path (dlfs(1)); up to it, its first read checks it whole. */
+#define CHECK_SPAN_MAX 16
+
+static int span(const struct dlfs_reader *r, const struct dlfs_inode *in,
+		uint64_t off, uint64_t len, uint64_t done, uint64_t k,
+		size_t clen, uint64_t *from, uint64_t *take,
+		struct dlfs_err *err);
+
+/*
+ * The first read of a file over chunks kf..kl (more than one) during this
+ * mount: check it against its own checksum, so that a damaged record (a
+ * size one byte long, an offset moved) cannot serve bytes of its
+ * neighbours that pass their chunks' checks. A read of the whole file has
+ * every byte in hand (out); otherwise, up to CHECK_SPAN_MAX chunks, the
+ * file's chunks are walked through the RAM tier (the reader of a file
+ * reads them anyway). @return 0, or -EIO: the index record is damaged.
+ */
+static int check_span(struct dlfs_reader_ctx *x, const struct dlfs_inode *in,
+		      uint64_t off, const struct dlfs_read_out *out,
+		      uint64_t kf, uint64_t kl, struct dlfs_err *err)
+{
+	struct dlfs_reader *r = x->r;
+	XXH3_state_t st;
+	if (dlfs_fetch_file_known(&r->fetch, in->ino))
+		return 0;
+	if (XXH3_64bits_reset(&st) != XXH_OK)
+		return 0;
+	if (off == 0 && out->len == in->size) {
+		for (int i = 0; i < out->iovcnt; i++)
+			XXH3_64bits_update(&st, out->iov[i].iov_base,
+					   out->iov[i].iov_len);
+	} else if (kl - kf < CHECK_SPAN_MAX) {
+		uint64_t done = 0, from = 0, take = 0;
+		for (uint64_t k = kf; k <= kl; k++) {
+			struct dlfs_chunk_ref ref;
+			struct dlfs_err cerr = {0};
+			uint64_t key = dlfs_cache_chunk_key(in->container, k);
+			/* A chunk that fails its own check is salvaged, and
+			 * the file checked, when a read needs it. */
+			if (dlfs_cache_get(r->cache, key, NULL, x->txn, &ref,
+					   &cerr))
+				return 0;
+			int ret = span(r, in, 0, in->size, done, k, ref.len,
+				       &from, &take, err);
+			if (!ret)
+				XXH3_64bits_update(&st, ref.data + from,
+						   (size_t)take);
+			dlfs_cache_put(r->cache, &ref, 0);
+			if (ret)
+				return ret;
+			done += take;
+		}
+	} else {
+		return 0;
+	}
+	dlfs_stats_add(&r->stats.files_checked, 1);
+	if (XXH3_64bits_digest(&st) != in->xxh3)
+		return dlfs_err_set(err, -EIO,
+				    "file checksum mismatch, its chunks are "
+				    "intact: the index record is damaged "
+				    "(container %u, offset %llu, size %llu)",
+				    in->container,
+				    (unsigned long long)in->offset,
+				    (unsigned long long)in->size);
+	dlfs_fetch_file_set(&r->fetch, in->ino, 1);
+	return 0;
+}
+
 /* Length of chunk k of container c. */
 static uint64_t chunk_len(const struct dlfs_reader *r, uint32_t c, uint64_t k)
 {
@@ -593,7 +663,8 @@ int dlfs_read(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 	if (ret)
 		goto fail;
 check:
-	if (one_chunk && (ret = check_once(x, &in, &x->refs[0], k0, &err)))
+	if (one_chunk ? (ret = check_once(x, &in, &x->refs[0], k0, &err))
+		      : (ret = check_span(x, &in, off, out, kf, kl, &err)))
 		goto fail;
 served:
 	dlfs_stats_add(&r->stats.bytes_served, out->len);
