@@ -9,6 +9,8 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include "dlfs/dataset.h"
+
 /* What the handler needs, prepared beforehand (see fatal.h). */
 static struct {
 	char head[64];   /* "<PRI>dlfs[PID]: " for syslog, "" for stderr */
@@ -43,6 +45,9 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
+	/* Inside an index lookup: that lookup fails (EIO, logged by its
+	 * caller) and the mount goes on. */
+	dlfs_index_fault_jump(si->si_addr);
 	char line[2400];
 	size_t at = 0;
 	put_str(line, sizeof(line), &at, fatal.head);
@@ -84,7 +89,9 @@ void dlfs_fatal_install(const char *dataset, const char *mountpoint,
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_sigbus;
-	sa.sa_flags = SA_SIGINFO;
+	/* SA_NODEFER: a lookup jumped out of the handler must not leave
+	 * SIGBUS blocked in its thread (dlfs_index_fault_jump). */
+	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGBUS, &sa, NULL);
 }

@@ -1,9 +1,14 @@
 /*
- * A fault no request can recover from: SIGBUS. The index is the one file
- * dlfs maps (LMDB maps it read-only); a page of it that cannot be read (an
- * I/O error, or the file truncated or replaced while mounted) raises
- * SIGBUS in whichever thread touched it. Dying silently would leave users
- * with "Transport endpoint is not connected" and no reason anywhere, so a
+ * SIGBUS. The index is the one file dlfs maps (LMDB maps it read-only); a
+ * page of it that cannot be read (damaged bytes that send a lookup past
+ * the end of the file, an I/O error, or the file truncated or replaced
+ * while mounted) raises SIGBUS in whichever thread touched it.
+ *
+ * Inside an index lookup (nearly always), the handler hands the fault to
+ * libdlfs (dlfs_index_fault_jump): that lookup fails with EIO and a log
+ * line, like any damaged record, and the mount goes on. Anywhere else no
+ * request can recover from it, and dying silently would leave users with
+ * "Transport endpoint is not connected" and no reason anywhere: the
  * handler says, in one line to stderr (foreground) or syslog, what
  * happened and where, and the daemon exits with status 3.
  *

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include "index.h"
+
+#include "guard.h"
 #include "records.h"
 #include "util.h"
 
@@ -53,6 +55,15 @@ static int open_dbis(struct dlfs_index *ix, const char *ipath,
 	if (rc)
 		return dlfs_err_set(err, dlfs_mdb_errno(rc), "%s: %s", ipath,
 				    mdb_strerror(rc));
+	MDB_stat st;
+	if (!(rc = mdb_env_get_fd(ix->env, &ix->fd)) &&
+	    !(rc = mdb_env_stat(ix->env, &st)))
+		ix->psize = st.ms_psize;
+	if (rc) {
+		mdb_txn_abort(t);
+		return dlfs_err_set(err, dlfs_mdb_errno(rc), "%s: %s", ipath,
+				    mdb_strerror(rc));
+	}
 	struct {
 		const char *name;
 		MDB_dbi *dbi;
@@ -242,6 +253,17 @@ int dlfs_index_txn_begin(struct dlfs_index *ix, struct dlfs_txn **out,
 		return dlfs_err_set(err, -ENOMEM, "%s: out of memory",
 				    ix->path);
 	t->ix = ix;
+	/* A read transaction begins with the two meta pages: if a truncated
+	 * index lost them, LMDB would fault inside mdb_txn_begin and leave
+	 * its half-begun transaction behind. (One call per worker thread.) */
+	struct stat st;
+	if (fstat(ix->fd, &st) == 0 && (uint64_t)st.st_size < 2 * ix->psize) {
+		free(t);
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/index: %lld bytes, shorter than its "
+				    "meta pages: truncated",
+				    ix->path, (long long)st.st_size);
+	}
 	int rc = mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &t->txn);
 	if (!rc)
 		rc = mdb_cursor_open(t->txn, ix->dbi_dirents, &t->dirents);
@@ -267,8 +289,8 @@ void dlfs_txn_end(struct dlfs_txn *txn)
 }
 
 
-int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
-	      struct dlfs_err *err)
+static int stat_in(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
+		   struct dlfs_err *err)
 {
 	struct dlfs_index *ix = txn->ix;
 	if (ino < 1 || ino > ix->info.super.n_inodes)
@@ -295,11 +317,15 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 				    "%s/index: inode %llu is damaged",
 				    ix->path, (unsigned long long)ino);
 	out->target = v.mv_data;
+	/* Callers read the target outside any guard: fault here if its
+	 * last byte lies past the end of the file. */
+	if (out->size)
+		(void)*(volatile const char *)(out->target + out->size - 1);
 	return 0;
 }
 
-int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
-		size_t len, uint64_t *ino, struct dlfs_err *err)
+static int lookup_in(struct dlfs_txn *txn, uint64_t parent, const char *name,
+		     size_t len, uint64_t *ino, struct dlfs_err *err)
 {
 	struct dlfs_index *ix = txn->ix;
 	uint8_t kb[8 + DLFS_NAME_MAX];
@@ -416,8 +442,8 @@ static void rd_remember(struct dlfs_index *ix, uint64_t dir, uint64_t pos,
 	pthread_mutex_unlock(&ix->rd_lock);
 }
 
-int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
-		 dlfs_dir_cb cb, void *arg, struct dlfs_err *err)
+static int readdir_in(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
+		      dlfs_dir_cb cb, void *arg, struct dlfs_err *err)
 {
 	struct dlfs_index *ix = txn->ix;
 	uint8_t kb[8 + DLFS_NAME_MAX];
@@ -474,8 +500,13 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 				    ix->path, mdb_strerror(rc));
 	/* Also at the end: a lister's next call (FUSE's, which finds the
 	 * end) then costs one seek too. */
-	if (last.mv_data && ret >= 0)
+	if (last.mv_data && ret >= 0 && last.mv_size <= sizeof(kb)) {
+		/* A copy: rd_remember holds a lock, and a map access must
+		 * not fault under one (guard.h). */
+		memcpy(kb, last.mv_data, last.mv_size);
+		last.mv_data = kb;
 		rd_remember(ix, dir, pos, &last, slot);
+	}
 	return ret < 0 ? dlfs_err_set(err, ret, "readdir of inode %llu",
 				      (unsigned long long)dir)
 		       : 0;
@@ -488,8 +519,8 @@ int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
  * reader sizes its buffers by the chunk size, so a longer record would
  * overflow them.
  */
-int dlfs_chunk_get(struct dlfs_txn *txn, uint32_t c, uint64_t k,
-		   struct dlfs_chunk_rec *out, struct dlfs_err *err)
+static int chunk_get_in(struct dlfs_txn *txn, uint32_t c, uint64_t k,
+			struct dlfs_chunk_rec *out, struct dlfs_err *err)
 {
 	const struct dlfs_index *ix = txn->ix;
 	const uint64_t cs = ix->info.super.chunk_size;
@@ -533,8 +564,9 @@ int dlfs_chunk_get(struct dlfs_txn *txn, uint32_t c, uint64_t k,
 	return 0;
 }
 
-int dlfs_container_get(struct dlfs_txn *txn, uint32_t c,
-		       struct dlfs_container_rec *out, struct dlfs_err *err)
+static int container_get_in(struct dlfs_txn *txn, uint32_t c,
+			    struct dlfs_container_rec *out,
+			    struct dlfs_err *err)
 {
 	uint8_t kb[4];
 	dlfs_put_be32(kb, c);
@@ -571,8 +603,8 @@ static int find_parent(struct dlfs_txn *txn, uint64_t ino, uint64_t *parent,
 	return rc == MDB_NOTFOUND ? -ENOENT : dlfs_mdb_errno(rc);
 }
 
-int dlfs_path_of(struct dlfs_txn *txn, uint64_t ino, char *buf, size_t len,
-		 struct dlfs_err *err)
+static int path_of_in(struct dlfs_txn *txn, uint64_t ino, char *buf,
+		      size_t len, struct dlfs_err *err)
 {
 	/* Build right to left at the end of buf, then move to the front. */
 	if (len == 0)
@@ -603,4 +635,97 @@ int dlfs_path_of(struct dlfs_txn *txn, uint64_t ino, char *buf, size_t len,
 	}
 	memmove(buf, buf + at, len - at);
 	return 0;
+}
+
+/* ---- the public calls: each inside a guard (guard.h) ---- */
+
+struct call {
+	struct dlfs_txn *txn;
+	uint64_t a, b;
+	const void *p;
+	size_t n;
+	void *out, *arg;
+	dlfs_dir_cb cb;
+	struct dlfs_err *err;
+};
+
+static int do_stat(void *v)
+{
+	struct call *c = v;
+	return stat_in(c->txn, c->a, c->out, c->err);
+}
+
+static int do_lookup(void *v)
+{
+	struct call *c = v;
+	return lookup_in(c->txn, c->a, c->p, c->n, c->out, c->err);
+}
+
+static int do_readdir(void *v)
+{
+	struct call *c = v;
+	return readdir_in(c->txn, c->a, c->b, c->cb, c->arg, c->err);
+}
+
+static int do_chunk_get(void *v)
+{
+	struct call *c = v;
+	return chunk_get_in(c->txn, (uint32_t)c->a, c->b, c->out, c->err);
+}
+
+static int do_container_get(void *v)
+{
+	struct call *c = v;
+	return container_get_in(c->txn, (uint32_t)c->a, c->out, c->err);
+}
+
+static int do_path_of(void *v)
+{
+	struct call *c = v;
+	return path_of_in(c->txn, c->a, c->out, c->n, c->err);
+}
+
+int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
+	      struct dlfs_err *err)
+{
+	struct call c = {.txn = txn, .a = ino, .out = out, .err = err};
+	return dlfs_guard_run(txn->ix->path, err, do_stat, &c);
+}
+
+int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
+		size_t len, uint64_t *ino, struct dlfs_err *err)
+{
+	struct call c = {.txn = txn, .a = parent, .p = name, .n = len,
+			 .out = ino, .err = err};
+	return dlfs_guard_run(txn->ix->path, err, do_lookup, &c);
+}
+
+int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
+		 dlfs_dir_cb cb, void *arg, struct dlfs_err *err)
+{
+	struct call c = {.txn = txn, .a = dir, .b = cookie, .cb = cb,
+			 .arg = arg, .err = err};
+	return dlfs_guard_run(txn->ix->path, err, do_readdir, &c);
+}
+
+int dlfs_chunk_get(struct dlfs_txn *txn, uint32_t c, uint64_t k,
+		   struct dlfs_chunk_rec *out, struct dlfs_err *err)
+{
+	struct call x = {.txn = txn, .a = c, .b = k, .out = out, .err = err};
+	return dlfs_guard_run(txn->ix->path, err, do_chunk_get, &x);
+}
+
+int dlfs_container_get(struct dlfs_txn *txn, uint32_t c,
+		       struct dlfs_container_rec *out, struct dlfs_err *err)
+{
+	struct call x = {.txn = txn, .a = c, .out = out, .err = err};
+	return dlfs_guard_run(txn->ix->path, err, do_container_get, &x);
+}
+
+int dlfs_path_of(struct dlfs_txn *txn, uint64_t ino, char *buf, size_t len,
+		 struct dlfs_err *err)
+{
+	struct call c = {.txn = txn, .a = ino, .out = buf, .n = len,
+			 .err = err};
+	return dlfs_guard_run(txn->ix->path, err, do_path_of, &c);
 }

@@ -41,6 +41,8 @@ struct dlfs_index {
 	MDB_env *env;
 	MDB_dbi dbi_meta, dbi_inodes, dbi_symlinks, dbi_dirents, dbi_chunks;
 	MDB_dbi dbi_containers;
+	int fd;       /* LMDB's descriptor of the index */
+	size_t psize; /* its page size */
 	struct dlfs_info info;
 	struct dlfs_container *cont; /* n_containers entries, checked */
 	uint64_t n_chunks;           /* across all containers */

@@ -1,9 +1,14 @@
 #!/bin/bash
 # sigbus: the index shortened under a live mount (issue 11, item 8). The
-# next lookup touches a page past its end and raises SIGBUS inside LMDB.
-# The daemon must not die silently: one line naming the index and the
-# fault, exit status 3; the mount then answers ENOTCONN, and mounting
-# again (the index restored) removes the dead mount and works.
+# next lookup touches a page past its end and raises SIGBUS inside LMDB
+# (the same happens when damaged bytes send a lookup past the end: the
+# mutation test's index flips). The lookup must fail with EIO and a log
+# line naming the index and the fault, and the mount must go on: every
+# later lookup that faults (many, so that some thread faults twice: the
+# handler must leave SIGBUS unblocked) is EIO too, files already looked up
+# stay readable from the kernel's cache, and once the index is whole again
+# the same lookups work, without a remount. Unmounting ends the daemon
+# with status 0.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 mount_setup
@@ -20,19 +25,20 @@ mkdir "$MNT"
 dlfs_mount "$DS" "$MNT"
 [ "$(tmo cat "$MNT/d/f1")" = "file 1" ] || fail "read before the fault"
 
-note "the index cut to its first page, then a lookup nobody made yet"
+note "the index cut to its first page, then lookups nobody made yet"
 truncate -s 4096 "$DS/index"
-# The lookup faults in the daemon; stat itself then fails.
-stat "$MNT/d/f77" >/dev/null 2>&1 || true
-wait_exit "$DLFS_PID" 20
-[ "$WAIT_RC" != timeout ] || fail "the daemon still runs after its index was cut"
-[ "$WAIT_RC" = 3 ] || fail "the daemon exited with status $WAIT_RC, want 3 (log: $(tail -3 "$DLFS_LOG"))"
-grep -q "dlfs: fatal: SIGBUS at address 0x[0-9a-f]*: a page of the index $DS/index could not be read" "$DLFS_LOG" ||
-	fail "the daemon did not say why it stopped: $(tail -3 "$DLFS_LOG")"
-expect_errno "Transport endpoint is not connected" "the mount after the fault" ls "$MNT/d"
+expect_errno "Input/output error" "a lookup in the cut index" stat "$MNT/d/f77"
+for i in $(seq 100 160); do
+	stat "$MNT/d/f$i" >/dev/null 2>&1 && fail "stat of d/f$i worked with the index cut"
+done
+kill -0 "$DLFS_PID" 2>/dev/null || fail "the daemon died of the fault (log: $(tail -3 "$DLFS_LOG"))"
+grep -q "dlfs: error: $DS/index: a page could not be read (SIGBUS at 0x[0-9a-f]*)" "$DLFS_LOG" ||
+	fail "the daemon did not log the fault: $(tail -3 "$DLFS_LOG")"
+n=$(grep -c "a page could not be read (SIGBUS" "$DLFS_LOG" || true)
+[ "$n" -ge 10 ] || fail "only $n faults were logged for 62 lookups"
 
-note "mount again with the index restored"
+note "the index whole again: the same lookups work, without a remount"
 cp "$T/index.good" "$DS/index"
-dlfs_mount "$DS" "$MNT"
-[ "$(tmo cat "$MNT/d/f77")" = "file 77" ] || fail "read after remounting"
+[ "$(tmo cat "$MNT/d/f77")" = "file 77" ] || fail "read of d/f77 after the index was restored"
+[ "$(tmo cat "$MNT/d/f150")" = "file 150" ] || fail "read of d/f150 after the index was restored"
 dlfs_umount "$MNT"
