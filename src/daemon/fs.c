@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "dlfs/format.h"
+#include "mountpoint.h"
 
 void dlfs_fs_log(void *arg, int prio, const char *msg)
 {
@@ -26,11 +27,33 @@ static void ctx_destroy(void *p)
 	dlfs_reader_ctx_free(p);
 }
 
+/* The kernel's read-ahead on the mount (-o kernel_readahead). Set on the
+ * first request: the kernel sets it from FUSE's INIT reply, which would
+ * undo anything set before. */
+static void kernel_readahead(struct dlfs_fs *fs)
+{
+	struct dlfs_err err = {0};
+	const struct dlfs_opts *o = fs->opts;
+	if (!o->kernel_readahead || atomic_exchange(&fs->kernel_ra_set, 1))
+		return;
+	if (dlfs_mountpoint_readahead(fs->mountpoint,
+				      (unsigned long)(o->kernel_readahead >> 10),
+				      &err) &&
+	    o->kernel_readahead_given) {
+		/* Only said when asked for: unprivileged mounts cannot. */
+		char msg[sizeof(err.msg) + 64];
+		snprintf(msg, sizeof(msg), "warning: kernel_readahead: %s",
+			 err.msg);
+		dlfs_fs_log(fs, LOG_WARNING, msg);
+	}
+}
+
 int dlfs_fs_ctx(struct dlfs_fs *fs, struct dlfs_reader_ctx **out)
 {
 	*out = pthread_getspecific(fs->ctx_key);
 	if (*out)
 		return 0;
+	kernel_readahead(fs);
 	struct dlfs_err err = {0};
 	int ret = dlfs_reader_ctx_new(fs->reader, out, &err);
 	if (ret) {

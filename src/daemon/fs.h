@@ -16,6 +16,7 @@
 #define DLFS_FS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/types.h>
 
 #include "ctl.h"
@@ -39,6 +40,7 @@ struct dlfs_fs {
 	gid_t gid;
 	int foreground;           /* log to stderr; else syslog */
 	const char *mountpoint;
+	_Atomic int kernel_ra_set; /* the mount's read-ahead was set */
 };
 
 /* @return 0 or -errno with err set. */

@@ -2,9 +2,11 @@
 #include "mountpoint.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -139,4 +141,45 @@ int dlfs_mountpoint_prepare(const char *path, FILE *note,
 out:
 	free(canon);
 	return ret;
+}
+
+int dlfs_mountpoint_readahead(const char *path, unsigned long kib,
+			      struct dlfs_err *err)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return dlfs_err_sys(err, -errno, "/proc/self/mountinfo");
+	char *line = NULL, dev[32] = "";
+	size_t cap = 0;
+	while (getline(&line, &cap, f) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... */
+		char mm[32], root[8], *mp = NULL;
+		int n = 0;
+		if (sscanf(line, "%*u %*u %31s %7s %n", mm, root, &n) < 2 ||
+		    !n)
+			continue;
+		mp = line + n;
+		mp[strcspn(mp, " ")] = '\0';
+		unescape(mp);
+		if (!strcmp(mp, path))
+			snprintf(dev, sizeof(dev), "%s", mm); /* the last wins */
+	}
+	free(line);
+	fclose(f);
+	if (!*dev)
+		return dlfs_err_set(err, -ENOENT,
+				    "%s: not in /proc/self/mountinfo", path);
+	char sys[96], val[32];
+	snprintf(sys, sizeof(sys), "/sys/class/bdi/%s/read_ahead_kb", dev);
+	int len = snprintf(val, sizeof(val), "%lu\n", kib);
+	int fd = open(sys, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return dlfs_err_sys(err, -errno, "%s", sys);
+	ssize_t w = write(fd, val, (size_t)len);
+	int e = w == len ? 0 : w < 0 ? -errno : -EIO;
+	close(fd);
+	if (e)
+		return dlfs_err_set(err, e, "%s: cannot write %lu: %s", sys,
+				    kib, strerror(-e));
+	return 0;
 }

@@ -24,4 +24,17 @@
 int dlfs_mountpoint_prepare(const char *path, FILE *note,
 			    struct dlfs_err *err);
 
+/*
+ * After mounting on path (absolute, as libfuse resolved it): set the
+ * kernel's read-ahead for the mount to kib KiB
+ * (/sys/class/bdi/MAJ:MIN/read_ahead_kb), so that a read of a file up to
+ * that size is one FUSE request, not one per 128 KiB. The mount's device
+ * is found in /proc/self/mountinfo: stat of the mount itself would ask
+ * this daemon, which does not answer yet. @return 0, or a negative errno
+ * with err saying what failed (not root, no sysfs: the kernel's default
+ * stays).
+ */
+int dlfs_mountpoint_readahead(const char *path, unsigned long kib,
+			      struct dlfs_err *err);
+
 #endif

@@ -51,6 +51,10 @@ static const struct row rows[] = {
 	{"readahead", K_SIZE, F(rd.readahead), 0, UINT64_MAX, NULL, NULL,
 	 "SIZE", "sequential read-ahead window, 0 = off (default 64M)",
 	 "not a size (e.g. 64M, or 0 for none)"},
+	{"kernel_readahead", K_SIZE, F(kernel_readahead), 0, UINT64_C(1) << 30,
+	 NULL, NULL, "SIZE",
+	 "the kernel's read-ahead on the mount, 0 = its own (default 1M)",
+	 "not a size up to 1G (e.g. 1M, or 0)"},
 	{"pfs_depth", K_UINT, F(rd.pfs_depth), 0, 64, NULL, NULL, "N",
 	 "background PFS reads in flight, 0 = none (default 8)",
 	 "not a number from 0 to 64"},
@@ -208,6 +212,7 @@ int dlfs_opts_parse(struct fuse_args *args, struct dlfs_opts *o)
 	o->rd.ram_cache = UINT64_C(1) << 30;
 	o->rd.cache_policy = DLFS_POLICY_KEEP;
 	o->rd.readahead = UINT64_C(64) << 20;
+	o->kernel_readahead = UINT64_C(1) << 20;
 	o->rd.pfs_depth = 8;
 	o->rd.pfs_direct = 1; /* measured faster: tools/bench/epoch */
 	o->rd.fill = DLFS_FILL_AUTO;
@@ -251,6 +256,7 @@ int dlfs_opts_parse(struct fuse_args *args, struct dlfs_opts *o)
 		return 2;
 	}
 	o->seed_given = given(&p, "seed");
+	o->kernel_readahead_given = given(&p, "kernel_readahead");
 	if (!o->seed_given &&
 	    getrandom(&o->seed, sizeof(o->seed), 0) != sizeof(o->seed))
 		o->seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);

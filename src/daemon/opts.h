@@ -23,6 +23,8 @@ struct dlfs_opts {
 	char *mountpoint;            /* as given; libfuse parses its own */
 	struct dlfs_reader_conf rd;  /* the read core's settings */
 	unsigned max_threads;        /* FUSE workers; 0: the default */
+	uint64_t kernel_readahead;   /* bytes; 0: the kernel's own */
+	int kernel_readahead_given;
 	enum dlfs_shuffle shuffle;
 	uint32_t shuffle_window;
 	uint64_t seed;
