@@ -206,6 +206,12 @@ def main():
         if noisy:
             w("  Other work kept the CPUs busy before: %s; those figures "
               "are less reliable." % ", ".join(noisy))
+    foreign = ["%s (%s)" % (r["label"], r["reader"]) for r in rows
+               if r["kind"] == "read" and r.get("foreign_drops")]
+    if foreign:
+        w("- Another process dropped the page cache during (or, for a hot "
+          "pass, before) these passes (`drop_pagecache` of /proc/vmstat): "
+          "%s. A hot pass among them was partly cold." % ", ".join(foreign))
     w("")
 
     # ---------------------------------------------------------- cases
@@ -289,8 +295,8 @@ def main():
             base_k = k if bk == "-" else bk
             cells += [fmt(fps(k, rd)), ratio(fps(k, rd), fps(base_k, rd))]
         goal, fn = goals.get(k, ("baseline" if bk == "-" else "-", None))
-        vc = fn(k, "c") if fn else "-"
-        vp = fn(k, "py") if fn else "-"
+        vc = fn(k, "c") if fn and "c" in readers else "-"
+        vp = fn(k, "py") if fn and "py" in readers else "-"
         w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             name, bname.get(bk, bk), cells[0], cells[1], cells[2], cells[3],
             goal, vc, vp))
@@ -426,22 +432,29 @@ def main():
         w("")
         w("Each mounted once: a cold warm-up pass (C reader, epoch 1's "
           "order), then the measured passes in the same order with "
-          "nothing dropped. dlfs: `-o ram_cache=%s,cache_dir=...`."
+          "nothing dropped. dlfs: `-o ram_cache=%s,cache_dir=...`. A hot "
+          "pass served by the page cache sends dlfs no lookups or reads."
           % meta.get("hot_ram_cache", "?"))
         w("")
         w("| system | reader | warm-up files/s (cold) | hot files/s "
-          "| hot MB/s | x kernel squashfs hot | PFS MB during the hot pass |")
-        w("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+          "| hot MB/s | x kernel squashfs hot | PFS MB during the hot pass "
+          "| dlfs lookups / reads during the hot pass |")
+        w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for k, wk, name in (("sqfs_hot", "sqfs_hot_warmup", "kernel squashfs"),
                             ("hot", "hot_warmup", "dlfs")):
             for rd, rname in READERS:
                 v = res.get((k, rd))
                 if not v:
                     continue
-                w("| %s | %s | %s | %s | %s | %s | %s |" % (
+                r = v["row"]
+                ops = "-"
+                if r.get("stats_after") and r.get("stats_before"):
+                    ops = "%s / %s" % (fmt(tier(r, "ops", "lookup")),
+                                       fmt(tier(r, "ops", "read")))
+                w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
                     name, rname, fmt(fps(wk, "c")), fmt(fps(k, rd)),
                     fmt(mbs(k, rd), 1), ratio(fps(k, rd), fps("sqfs_hot", rd)),
-                    fmt(v["pfs_bytes"] / 1e6)))
+                    fmt(v["pfs_bytes"] / 1e6), ops))
         w("")
 
     # ---------------------------------------------------------- find
