@@ -44,6 +44,8 @@ def tier(r, *path):
     a, b = r.get("stats_after"), r.get("stats_before")
     if not a:
         return None
+    if r.get("from_mount"):  # counted from the mount: since the daemon began
+        b = None
 
     def get(s):
         for k in path:
@@ -91,11 +93,13 @@ def main():
                 continue
             if (key, rd) in reads:
                 x = reads[(key, rd)]
+                fm = x.get("from_mount") or {}  # rows timed from the mount
                 res[(key, rd)] = dict(
                     files=x["r"]["files"], bytes=x["r"]["bytes"],
-                    secs=x["r"]["secs"], pfs_bytes=x["pfs_bytes"],
-                    pfs_reqs=x["pfs_reqs"], complete=x["r"]["complete"],
-                    row=x)
+                    secs=fm.get("secs", x["r"]["secs"]),
+                    pfs_bytes=fm.get("pfs_bytes", x["pfs_bytes"]),
+                    pfs_reqs=fm.get("pfs_reqs", x["pfs_reqs"]),
+                    complete=x["r"]["complete"], row=x)
     for key in ("sqfs_hot", "hot", "sqfs_hot_warmup", "hot_warmup"):
         for rd in readers:
             x = reads.get((key, rd))
@@ -158,8 +162,8 @@ def main():
         w("- Dataset J (DataLoader): %s." % meta["j_desc"])
     w("- Every measured pass is cold unless marked hot: `sync; echo 3 > "
       "/proc/sys/vm/drop_caches` right before it (mounts first, so FUSE "
-      "daemons start with empty caches; the view rows drop before the "
-      "mount instead, since `stage=all` starts reading at mount). Readers, "
+      "daemons start with empty caches; the `stage=all` view rows drop "
+      "before the mount instead, since it starts reading then). Readers, "
       "%s threads each, every file once, in list order: C "
       "(`mount.d/reader.c`: openat, read(2) of 1 MiB to EOF, close) and "
       "Python (`epoch.d/pyread.py` under /usr/bin/python3: open, "
@@ -168,7 +172,11 @@ def main():
       "an epoch 1, and the epoch 1 + epoch 2 sequence run once per "
       "reader. Epoch E reads a random order of seed 41+E (every baseline "
       "reads epoch 1's order); the view rows read `MNT/.dlfs/epochs/1/"
-      "files` (`-o seed=%s`, so both readers get one list)."
+      "files` (`-o seed=%s`, so both readers get one list), copied right "
+      "after mount; the `stage=all` rows drop the caches before the mount "
+      "instead and are timed from the start of the mount (mount and list "
+      "copy included, their PFS MB too), since `stage=all` reads the PFS "
+      "from then on."
       % (meta["threads"], meta.get("view_seed", "?")))
     w("- Commands: plain: the tree on the PFS. staged: `cp -a TREE LOCAL` "
       "inside the group, then `sync` (counted), then a cold read of the "
@@ -369,6 +377,10 @@ def main():
         unit = (" read_unit now `%s` (%s switches, %s files read alone)."
                 % (ru["now"], fmt(ru["switches"]), fmt(ru["file_reads"]))
                 if ru else "")
+        if r.get("list_secs") is not None:
+            unit += " Copying the view list took %s s%s." % (
+                fmt(r["list_secs"], 2), ", counted" if r.get("from_mount")
+                else " (not counted)")
         notes.append(
             "%s: container reads %s (sizes %s), NVMe hits %s (%s MB), "
             "chunks written to the tier %s, not cached (queue full) %s, "
