@@ -373,8 +373,9 @@ def main():
         ru = s.get("read_unit")
         hist = {k: v for k, v in s["tiers"]["pfs"]["read_size_hist"].items() if v}
         tb = tier(r, "tiers", "pfs", "bytes")
+        dev = (r.get("from_mount") or {}).get("pfs_bytes", r["pfs_bytes"])
         amp = (" The PFS device served %s the bytes dlfs read from the "
-               "containers." % ratio(r["pfs_bytes"], tb)) if tb else ""
+               "containers." % ratio(dev, tb)) if tb else ""
         unit = (" read_unit now `%s` (%s switches, %s files read alone)."
                 % (ru["now"], fmt(ru["switches"]), fmt(ru["file_reads"]))
                 if ru else "")
