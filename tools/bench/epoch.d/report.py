@@ -5,9 +5,9 @@
 
 META.tsv: "key<TAB>value" lines written by tools/bench/epoch.
 RESULTS.jsonl: one JSON object per measurement (kinds read, copy, loader,
-build, cache; see tools/bench/epoch).
+build, cache, find; see tools/bench/epoch). A read row's "reader" is "c"
+or "py" (rows of older runs, without it, are C's).
 """
-import json
 import sys
 import os
 
@@ -23,16 +23,14 @@ READS = [
     ("dlfs1", "dlfs epoch 1 (empty NVMe tier)"),
     ("dlfs1_alt", "dlfs epoch 1, `pfs_io=%s`"),
     ("dlfs2", "dlfs epoch 2 (remounted, NVMe tier)"),
+    ("view", "dlfs epoch 1, view order (empty NVMe tier)"),
+    ("view_all", "dlfs epoch 1, view order, `stage=all` (empty NVMe tier)"),
+    ("nocache", "dlfs epoch 1, no NVMe tier (RAM tier 1 GiB)"),
+    ("nocache_view", "dlfs epoch 1, no NVMe tier, view order"),
 ]
-
+READERS = (("c", "C"), ("py", "Python"))
 
 LOCAL = ("local", "dlfs2")  # rows that read local disk, not the PFS
-
-
-
-
-
-
 
 
 def pct(a, b):
@@ -41,13 +39,13 @@ def pct(a, b):
     return "{:.0f}%".format(100.0 * a / b)
 
 
-
-
 def tier(r, *path):
     """after - before of a /.dlfs/stats counter of a read row."""
     a, b = r.get("stats_after"), r.get("stats_before")
     if not a:
         return None
+    if r.get("from_mount"):  # counted from the mount: since the daemon began
+        b = None
 
     def get(s):
         for k in path:
@@ -63,40 +61,71 @@ def main():
     bps = float(meta["bps"])
     cap_mb = bps / 1e6
     dlc = float(meta["dlc_bytes"]) if meta.get("dlc_bytes") else None
+    for r in rows:  # rows of runs before the Python reader are C's
+        r.setdefault("reader", "c")
 
-    reads = {r["label"]: r for r in rows if r["kind"] == "read"}
-    if "dlfs1_direct" in reads:  # results of runs before dlfs1_alt
-        reads["dlfs1_alt"] = reads.pop("dlfs1_direct")
+    # Read rows by (label, reader); copies and builds by label.
+    reads = {}
+    for r in rows:
+        if r["kind"] == "read":
+            lab = "dlfs1_alt" if r["label"] == "dlfs1_direct" else r["label"]
+            reads[(lab, r["reader"])] = r
     copies = {r["label"]: r for r in rows if r["kind"] == "copy"}
     builds = {r["label"]: r for r in rows if r["kind"] == "build"}
+    finds = {r["label"]: r for r in rows if r["kind"] == "find"}
+    readers = [rd for rd, _ in READERS
+               if any(k[1] == rd for k in reads)]
 
-    # Per system: files, bytes, seconds (the staged row adds its copy).
+    # Per (system, reader): files, bytes, seconds (staged adds its copy).
     res = {}
     for key, _ in READS:
-        if key == "staged":
-            if "local" in reads and "staged" in copies:
-                x = reads["local"]
-                c = copies["staged"]
-                res[key] = dict(files=x["r"]["files"], bytes=x["r"]["bytes"],
-                                secs=x["r"]["secs"] + c["secs"],
-                                pfs_bytes=c["pfs_bytes"] + x["pfs_bytes"],
-                                pfs_reqs=c["pfs_reqs"] + x["pfs_reqs"],
-                                complete=x["r"]["complete"], row=None)
-            continue
-        if key in reads:
-            x = reads[key]
-            res[key] = dict(files=x["r"]["files"], bytes=x["r"]["bytes"],
-                            secs=x["r"]["secs"], pfs_bytes=x["pfs_bytes"],
-                            pfs_reqs=x["pfs_reqs"],
-                            complete=x["r"]["complete"], row=x)
+        for rd in readers:
+            if key == "staged":
+                if ("local", rd) in reads and "staged" in copies:
+                    x = reads[("local", rd)]
+                    c = copies["staged"]
+                    res[(key, rd)] = dict(
+                        files=x["r"]["files"], bytes=x["r"]["bytes"],
+                        secs=x["r"]["secs"] + c["secs"],
+                        pfs_bytes=c["pfs_bytes"] + x["pfs_bytes"],
+                        pfs_reqs=c["pfs_reqs"] + x["pfs_reqs"],
+                        complete=x["r"]["complete"], row=None)
+                continue
+            if (key, rd) in reads:
+                x = reads[(key, rd)]
+                fm = x.get("from_mount") or {}  # rows timed from the mount
+                res[(key, rd)] = dict(
+                    files=x["r"]["files"], bytes=x["r"]["bytes"],
+                    secs=fm.get("secs", x["r"]["secs"]),
+                    pfs_bytes=fm.get("pfs_bytes", x["pfs_bytes"]),
+                    pfs_reqs=fm.get("pfs_reqs", x["pfs_reqs"]),
+                    complete=x["r"]["complete"], row=x)
+    for key in ("sqfs_hot", "hot", "sqfs_hot_warmup", "hot_warmup"):
+        for rd in readers:
+            x = reads.get((key, rd))
+            if x:
+                res[(key, rd)] = dict(
+                    files=x["r"]["files"], bytes=x["r"]["bytes"],
+                    secs=x["r"]["secs"], pfs_bytes=x["pfs_bytes"],
+                    pfs_reqs=x["pfs_reqs"], complete=x["r"]["complete"],
+                    row=x)
 
-    def fps(k):
-        v = res.get(k)
+    def fps(k, rd="c"):
+        v = res.get((k, rd))
         return v["files"] / v["secs"] if v and v["secs"] > 0 else None
 
-    def mbs(k):
-        v = res.get(k)
+    def mbs(k, rd="c"):
+        v = res.get((k, rd))
         return v["bytes"] / v["secs"] / 1e6 if v and v["secs"] > 0 else None
+
+    def served_x(k, rd="c"):
+        """PFS device bytes / file bytes served, of a read row."""
+        v = res.get((k, rd))
+        return v["pfs_bytes"] / v["bytes"] if v and v["bytes"] else None
+
+    def find_best(k):
+        f = finds.get(k)
+        return min(f["secs"]) if f and f["secs"] else None
 
     dflt = meta.get("pfs_io_default")
     names = dict(READS)
@@ -107,9 +136,11 @@ def main():
     w("## epoch")
     w("")
     w("Whole epochs over a simulated parallel file system: dlfs with its "
-      "NVMe tier against the plain tree, a staged local copy, kernel "
-      "squashfs and squashfuse_ll, on the same files in the same run. "
-      "Generated by `tools/bench/epoch`; do not edit by hand.")
+      "NVMe tier (and without it, in epoch-view order, page-cache hot, "
+      "and under `find`) against the plain tree, a staged local copy, "
+      "kernel squashfs and squashfuse_ll, on the same files in the same "
+      "run, each read by a C and by a Python reader. Generated by "
+      "`tools/bench/epoch`; do not edit by hand.")
     w("")
     w("- Date: %s; dlfs revision `%s`" % (meta["date"], meta["revision"]))
     w("- Machine: %s" % meta["machine"])
@@ -129,12 +160,25 @@ def main():
     w("- Dataset R: %s." % meta["r_desc"])
     if meta.get("j_desc"):
         w("- Dataset J (DataLoader): %s." % meta["j_desc"])
-    w("- Every measured pass is cold: `sync; echo 3 > "
+    w("- Every measured pass is cold unless marked hot: `sync; echo 3 > "
       "/proc/sys/vm/drop_caches` right before it (mounts first, so FUSE "
-      "daemons start with empty caches). Reads: `mount.d/reader.c`, %s "
-      "threads, each file once, whole file with read(2) of 1 MiB; epoch E "
-      "reads a random order of seed 41+E (every baseline reads epoch 1's "
-      "order)." % meta["threads"])
+      "daemons start with empty caches; the view rows drop before the "
+      "mount instead: see below). Readers, "
+      "%s threads each, every file once, in list order: C "
+      "(`mount.d/reader.c`: openat, read(2) of 1 MiB to EOF, close) and "
+      "Python (`epoch.d/pyread.py` under /usr/bin/python3: open, "
+      "`f.read()`, close, as DataLoader workers do). Each reader's pass "
+      "starts from the same state: a fresh mount, a fresh cache_dir for "
+      "an epoch 1, and the epoch 1 + epoch 2 sequence run once per "
+      "reader. Epoch E reads a random order of seed 41+E (every baseline "
+      "reads epoch 1's order); the view rows read `MNT/.dlfs/epochs/1/"
+      "files` (`-o seed=%s`, so both readers get one list), copied right "
+      "after mount. Reading that list sets the daemon loading the epoch's "
+      "chunks at once (and `stage=all` reads from the mount on), so the "
+      "view rows drop the caches before the mount, start the pass right "
+      "after the copy, and are timed from the start of the mount (mount "
+      "and list copy included, their PFS MB too)."
+      % (meta["threads"], meta.get("view_seed", "?")))
     w("- Commands: plain: the tree on the PFS. staged: `cp -a TREE LOCAL` "
       "inside the group, then `sync` (counted), then a cold read of the "
       "copy. kernel squashfs: `mksquashfs TREE PFS/R.sqfs -noI -noD -noF "
@@ -142,8 +186,17 @@ def main():
       "squashfs -o loop,ro`. squashfuse_ll: `squashfuse_ll PFS/R.sqfs MNT`. "
       "dlfs: `dlfs-pack TREE -o PFS/R.dlfs -q`, `dlfs PFS/R.dlfs MNT -o "
       "cache_dir=LOCAL/nvme%s` (a new empty cache_dir for each epoch 1; "
-      "epoch 2 unmounts, drops caches and remounts on the same one)."
-      % ((", " + meta["dlfs_opts"]) if meta.get("dlfs_opts") else ""))
+      "epoch 2 unmounts, drops caches and remounts on the same one); "
+      "view: `-o seed=%s,cache_dir=...`, `cp MNT/.dlfs/epochs/1/files "
+      "LIST` right after mount; view_all: the same plus `stage=all`; "
+      "nocache: no `cache_dir`; hot: `-o ram_cache=%s,cache_dir=...` "
+      "(1.1x the containers), a cold warm-up pass, then the measured "
+      "passes with nothing dropped (kernel squashfs the same way); find: "
+      "`find MNT -printf '%%s\\n'` on a fresh mount, caches dropped, best "
+      "of %s."
+      % ((", " + meta["dlfs_opts"]) if meta.get("dlfs_opts") else "",
+         meta.get("view_seed", "?"), meta.get("hot_ram_cache", "?"),
+         meta.get("find_runs", "?")))
     w("- PFS MB and requests: what the PFS's loop device served during the "
       "pass (/proc/diskstats; metadata included). dlfs tier MB: "
       "`tiers.pfs.bytes` of `MNT/.dlfs/stats` (chunk bytes the daemon read "
@@ -151,65 +204,191 @@ def main():
       "cap. MB = 10^6 bytes.")
     busy = [r["busy"] for r in rows if r.get("busy") is not None]
     if busy:
-        w("- Before each pass the script waits for the CPUs to be < 10%% "
-          "busy (up to %s s); busy %% seen: min %d, max %d."
+        w("- Before each cold pass the script waits for the CPUs to be < "
+          "10%% busy (up to %s s); busy %% seen: min %d, max %d."
           % (meta.get("quiet", "30"), min(busy), max(busy)))
-        noisy = ["%s%s (%d%%)" % (r["label"], " epoch %d" % r["epoch"]
-                                  if r["kind"] == "loader" else "", r["busy"])
-                 for r in rows if r.get("busy") is not None and r["busy"] >= 10]
+        noisy = ["%s%s%s (%d%%)" % (
+            r["label"], " epoch %d" % r["epoch"] if r["kind"] == "loader"
+            else "", " " + r["reader"] if r["kind"] == "read" else "",
+            r["busy"])
+            for r in rows if r.get("busy") is not None and r["busy"] >= 10]
         if noisy:
             w("  Other work kept the CPUs busy before: %s; those figures "
               "are less reliable." % ", ".join(noisy))
+    foreign = ["%s (%s)" % (r["label"], r["reader"]) for r in rows
+               if r["kind"] == "read" and r.get("foreign_drops")]
+    if foreign:
+        w("- Another process dropped the page cache during (or, for a hot "
+          "pass, before) these passes (`drop_pagecache` of /proc/vmstat): "
+          "%s. A hot pass among them was partly cold." % ", ".join(foreign))
     w("")
 
-    # ---------------------------------------------------------- reads
-    w("### One epoch, random order, %s threads, dataset R" % meta["threads"])
+    # ---------------------------------------------------------- cases
+    w("### Every case against its baseline, C and Python readers")
     w("")
-    w("| system | files/s | MB/s | x plain | % of bps cap | epoch s "
-      "| PFS MB read | PFS requests | dlfs tier MB from PFS |")
-    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    base = fps("plain")
+    w("Each ratio is against the same reader's baseline pass (the Python "
+      "plain tree is the Python baseline); \"met\"/\"missed\" is the goal "
+      "for that reader.")
+    w("")
+    w("| case | baseline | C files/s | C vs baseline | Py files/s "
+      "| Py vs baseline | goal | C | Py |")
+    w("| --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |")
+    ebase = {"plain": "-", "staged": "plain", "local": "plain",
+             "sqfs": "plain", "sqfuse": "plain", "dlfs1": "plain",
+             "dlfs1_alt": "plain", "dlfs2": "local", "view": "plain",
+             "view_all": "plain", "nocache": "plain",
+             "nocache_view": "plain"}
+    bname = {"plain": "plain tree on the PFS",
+             "local": "plain tree on local disk",
+             "sqfs_hot": "kernel squashfs, hot", "-": "-"}
+
+    def g_cap(k, rd):
+        m = mbs(k, rd)
+        if m is None:
+            return "not measured"
+        return "%s of the cap: %s" % (pct(m, cap_mb), verdict(m >= 0.85 * cap_mb))
+
+    def g_local(k, rd):
+        a, b = fps(k, rd), fps("local", rd)
+        if a is None or b is None:
+            return "not measured"
+        return "%s: %s" % (ratio(a, b), verdict(a >= 0.9 * b))
+
+    def g_dlfs1(k, rd):
+        a, b = fps(k, rd), fps("dlfs1", rd)
+        if a is None or b is None:
+            return "not measured"
+        return "%s dlfs epoch 1: %s" % (ratio(a, b), verdict(a >= b))
+
+    def g_nocache(k, rd):
+        a, b, x = fps(k, rd), fps("plain", rd), served_x(k, rd)
+        if a is None or b is None or x is None:
+            return "not measured"
+        return "PFS %s served, %s plain: %s" % (
+            ratio(x, 1.0), ratio(a, b), verdict(x <= 1.5 and a >= b))
+
+    def g_hot(k, rd):
+        a, b = fps("hot", rd), fps("sqfs_hot", rd)
+        if a is None or b is None:
+            return "not measured"
+        return "%s: %s" % (ratio(a, b), verdict(a >= b))
+
+    cases = [(k, names[k], ebase[k]) for k, _ in READS]
+    goals = {
+        "dlfs1": ("≥ 85% of the bps cap (file MB/s)", g_cap),
+        "dlfs1_alt": ("≥ 85% of the bps cap (file MB/s)", g_cap),
+        "dlfs2": ("≥ 0.9x plain tree on local disk", g_local),
+        "view": ("≥ 1.0x dlfs epoch 1 (plain paths)", g_dlfs1),
+        "view_all": ("≥ 1.0x dlfs epoch 1 (plain paths)", g_dlfs1),
+        "nocache": ("PFS bytes ≤ 1.5x bytes served, and ≥ 1.0x plain",
+                    g_nocache),
+        "nocache_view": ("PFS bytes ≤ 1.5x bytes served, and ≥ 1.0x "
+                         "plain", g_nocache),
+        "hot": ("≥ 1.0x kernel squashfs hot (design: ≥ 0.8x)", g_hot),
+    }
+    cases += [("sqfs_hot", "kernel squashfs, page cache hot", "-"),
+              ("hot", "dlfs, page cache hot (`ram_cache` > dataset)",
+               "sqfs_hot")]
     partial = []
-    for key, _ in READS:
-        name = names[key]
-        v = res.get(key)
-        if not v:
+    for k, name, bk in cases:
+        if not any((k, rd) in res for rd in readers):
             continue
-        if not v["complete"]:
-            partial.append(name)
-        tmb = None
-        if v["row"] is not None and v["row"].get("stats_after"):
-            tmb = tier(v["row"], "tiers", "pfs", "bytes") / 1e6
-        label = name
-        if key == "staged":
-            label += " (copy %s s incl. sync)" % fmt(copies["staged"]["secs"], 1)
+        cells = []
+        for rd in ("c", "py"):
+            v = res.get((k, rd))
+            if not v:
+                cells += ["-", "-"]
+                continue
+            if not v["complete"]:
+                partial.append("%s (%s)" % (name, rd))
+            base_k = k if bk == "-" else bk
+            cells += [fmt(fps(k, rd)), ratio(fps(k, rd), fps(base_k, rd))]
+        goal, fn = goals.get(k, ("baseline" if bk == "-" else "-", None))
+        vc = fn(k, "c") if fn and "c" in readers else "-"
+        vp = fn(k, "py") if fn and "py" in readers else "-"
         w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            label, fmt(fps(key)), fmt(mbs(key), 1), ratio(fps(key), base),
-            pct(mbs(key), cap_mb) if key not in LOCAL else "-",
-            fmt(v["secs"], 1),
-            fmt(v["pfs_bytes"] / 1e6), fmt(v["pfs_reqs"]),
-            fmt(tmb) if tmb is not None else "-"))
+            name, bname.get(bk, bk), cells[0], cells[1], cells[2], cells[3],
+            goal, vc, vp))
+    if finds:
+        sq, dl = find_best("sqfs"), find_best("dlfs")
+        for k, name, bk in (("sqfs", "`find` stat walk, kernel squashfs", "-"),
+                            ("dlfs", "`find` stat walk, dlfs", "sqfs")):
+            f = finds.get(k)
+            if not f:
+                continue
+            rate = f["entries"] / find_best(k) if find_best(k) else None
+            brate = (finds[bk]["entries"] / find_best(bk)
+                     if bk in finds and find_best(bk) else None)
+            if bk == "-":
+                goal, vc = "baseline", "-"
+            else:
+                goal = "time ≤ 1.0x kernel squashfs (design: ≤ 1.5x)"
+                vc = ("time %s: %s" % (ratio(dl, sq), verdict(dl <= sq))
+                      if dl and sq else "-")
+            w("| %s (entries/s) | %s | %s | %s | - | - | %s | %s | - |" % (
+                name, "-" if bk == "-" else "kernel squashfs `find`",
+                fmt(rate), ratio(rate, brate) if bk != "-" else "1.00x",
+                goal, vc))
     w("")
     if partial:
         w("Partial epochs (stopped by --limit): %s." % ", ".join(partial))
         w("")
+
+    # ---------------------------------------------------------- reads
+    w("### One epoch, 8 threads, dataset R: every pass")
+    w("")
+    w("| system | reader | files/s | MB/s | x plain | % of bps cap | epoch s "
+      "| PFS MB read | PFS requests | dlfs tier MB from PFS |")
+    w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for key, _ in READS:
+        for rd, rname in READERS:
+            v = res.get((key, rd))
+            if not v:
+                continue
+            tmb = None
+            if v["row"] is not None and v["row"].get("stats_after"):
+                tmb = tier(v["row"], "tiers", "pfs", "bytes") / 1e6
+            label = names[key]
+            if key == "staged":
+                label += " (copy %s s incl. sync)" % fmt(copies["staged"]["secs"], 1)
+            w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                label, rname, fmt(fps(key, rd)), fmt(mbs(key, rd), 1),
+                ratio(fps(key, rd), fps("plain", rd)),
+                pct(mbs(key, rd), cap_mb) if key not in LOCAL else "-",
+                fmt(v["secs"], 1),
+                fmt(v["pfs_bytes"] / 1e6), fmt(v["pfs_reqs"]),
+                fmt(tmb) if tmb is not None else "-"))
+    w("")
+    w("x plain: against the same reader's plain-tree pass.")
+    w("")
     notes = []
-    for key in ("dlfs1", "dlfs1_alt", "dlfs2"):
-        r = reads.get(key)
+    for key in ("dlfs1", "dlfs1_alt", "dlfs2", "view", "view_all",
+                "nocache", "nocache_view"):
+        r = reads.get((key, "c"))
         if not r or not r.get("stats_after"):
             continue
         s = r["stats_after"]
         nv = s["tiers"]["nvme"]
         pf = s.get("prefetch", {})
+        ru = s.get("read_unit")
         hist = {k: v for k, v in s["tiers"]["pfs"]["read_size_hist"].items() if v}
         tb = tier(r, "tiers", "pfs", "bytes")
+        dev = (r.get("from_mount") or {}).get("pfs_bytes", r["pfs_bytes"])
         amp = (" The PFS device served %s the bytes dlfs read from the "
-               "containers." % ratio(r["pfs_bytes"], tb)) if tb else ""
+               "containers." % ratio(dev, tb)) if tb else ""
+        unit = (" read_unit now `%s` (%s switches, %s files read alone)."
+                % (ru["now"], fmt(ru["switches"]), fmt(ru["file_reads"]))
+                if ru else "")
+        if r.get("list_secs") is not None:
+            unit += " Copying the view list took %s s%s." % (
+                fmt(r["list_secs"], 2), ", counted" if r.get("from_mount")
+                else " (not counted)")
         notes.append(
             "%s: container reads %s (sizes %s), NVMe hits %s (%s MB), "
             "chunks written to the tier %s, not cached (queue full) %s, "
-            "prefetch issued/used/wasted/pending %s/%s/%s/%s; the tier "
-            "settled %s s after the pass (not counted).%s" % (
+            "prefetch issued/used/wasted/pending/planned %s/%s/%s/%s/%s, "
+            "staged (fill) chunks %s; the tier settled %s s after the pass "
+            "(not counted).%s%s" % (
                 key, fmt(tier(r, "tiers", "pfs", "reads")),
                 ", ".join("%s: %d" % kv for kv in hist.items()) or "none",
                 fmt(tier(r, "tiers", "nvme", "hits")),
@@ -217,9 +396,11 @@ def main():
                 fmt(nv["written_chunks"]), fmt(nv["write_dropped"]),
                 pf.get("issued", "?"), pf.get("used", "?"),
                 pf.get("wasted", "?"), pf.get("pending", "?"),
-                r.get("settle_secs"), amp))
+                pf.get("planned", "?"),
+                fmt(s.get("fill", {}).get("swept")),
+                r.get("settle_secs"), amp, unit))
     if notes:
-        w("dlfs counters (`/.dlfs/stats`, since its mount):")
+        w("dlfs counters of the C passes (`/.dlfs/stats`, since its mount):")
         w("")
         for n in notes:
             w("- " + n)
@@ -228,6 +409,86 @@ def main():
         w("Images (built outside the group, not timed above): %s." % "; ".join(
             "%s %s MB in %s s" % (k, fmt(b["bytes"] / 1e6), fmt(b["secs"], 1))
             for k, b in builds.items()))
+        w("")
+
+    # ---------------------------------------------------------- nocache
+    nrows = [(k, rd) for k in ("dlfs1", "view", "nocache", "nocache_view")
+             for rd, _ in READERS if (k, rd) in res]
+    if any(k.startswith("nocache") for k, _ in nrows):
+        w("### No NVMe tier: RAM tier 1 GiB, smaller than the dataset")
+        w("")
+        w("Bytes served: file bytes the reader got. PFS device: the loop "
+          "device's bytes during the pass (metadata included); tier: "
+          "`tiers.pfs.bytes` (what dlfs read from the containers). "
+          "dlfs epoch 1 and view (with an NVMe tier) for comparison.")
+        w("")
+        w("| system | reader | files/s | x plain | MB served | PFS device MB "
+          "| x served | tier MB | x served | PFS requests | read_unit now |")
+        w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+        for k, rd in nrows:
+            v = res[(k, rd)]
+            r = v["row"]
+            tb = tier(r, "tiers", "pfs", "bytes") if r.get("stats_after") else None
+            ru = (r.get("stats_after") or {}).get("read_unit")
+            w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                names[k], dict(READERS)[rd], fmt(fps(k, rd)),
+                ratio(fps(k, rd), fps("plain", rd)), fmt(v["bytes"] / 1e6),
+                fmt(v["pfs_bytes"] / 1e6), ratio(v["pfs_bytes"], v["bytes"]),
+                fmt(tb / 1e6) if tb is not None else "-",
+                ratio(tb, v["bytes"]) if tb is not None else "-",
+                fmt(v["pfs_reqs"]),
+                "`%s` (%s switches)" % (ru["now"], ru["switches"]) if ru else "-"))
+        w("")
+
+    # ---------------------------------------------------------- hot
+    if any(k in ("hot", "sqfs_hot") for k, _ in res):
+        w("### Page cache hot")
+        w("")
+        w("Each mounted once: a cold warm-up pass (C reader, epoch 1's "
+          "order), then the measured passes in the same order with "
+          "nothing dropped. dlfs: `-o ram_cache=%s,cache_dir=...`. A hot "
+          "pass served by the page cache sends dlfs no lookups or reads."
+          % meta.get("hot_ram_cache", "?"))
+        w("")
+        w("| system | reader | warm-up files/s (cold) | hot files/s "
+          "| hot MB/s | x kernel squashfs hot | PFS MB during the hot pass "
+          "| dlfs lookups / reads during the hot pass |")
+        w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for k, wk, name in (("sqfs_hot", "sqfs_hot_warmup", "kernel squashfs"),
+                            ("hot", "hot_warmup", "dlfs")):
+            for rd, rname in READERS:
+                v = res.get((k, rd))
+                if not v:
+                    continue
+                r = v["row"]
+                ops = "-"
+                if r.get("stats_after") and r.get("stats_before"):
+                    ops = "%s / %s" % (fmt(tier(r, "ops", "lookup")),
+                                       fmt(tier(r, "ops", "read")))
+                w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    name, rname, fmt(fps(wk, "c")), fmt(fps(k, rd)),
+                    fmt(mbs(k, rd), 1), ratio(fps(k, rd), fps("sqfs_hot", rd)),
+                    fmt(v["pfs_bytes"] / 1e6), ops))
+        w("")
+
+    # ---------------------------------------------------------- find
+    if finds:
+        w("### `find` of the whole tree, cold")
+        w("")
+        w("`find MNT -printf '%s\\n' | wc -l` inside the group, on a fresh "
+          "mount with the page cache dropped, once per run.")
+        w("")
+        w("| system | runs s | best s | entries | entries/s | time x kernel squashfs |")
+        w("| --- | --- | ---: | ---: | ---: | ---: |")
+        for k, name in (("sqfs", "kernel squashfs"), ("dlfs", "dlfs")):
+            f = finds.get(k)
+            if not f:
+                continue
+            best = find_best(k)
+            w("| %s | %s | %s | %s | %s | %s |" % (
+                name, ", ".join(fmt(x, 2) for x in f["secs"]), fmt(best, 2),
+                fmt(f["entries"]), fmt(f["entries"] / best if best else None),
+                ratio(best, find_best("sqfs"))))
         w("")
 
     # ---------------------------------------------------------- policy
@@ -250,7 +511,7 @@ def main():
             f = x["files"] / x["secs"] if x["secs"] > 0 else None
             pb = tier(r, "tiers", "pfs", "bytes")
             w("| %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
-                r["policy"], r["epoch"], fmt(f), ratio(f, base),
+                r["policy"], r["epoch"], fmt(f), ratio(f, fps("plain")),
                 fmt(pb / 1e6), ratio(pb, dlc) if dlc else "n/a",
                 fmt(tier(r, "tiers", "nvme", "hits")),
                 fmt(tier(r, "tiers", "nvme", "bytes") / 1e6),
@@ -308,14 +569,14 @@ def main():
         w("")
 
     # ---------------------------------------------------------- targets
-    w("### Targets (design, \"Performance goals\")")
+    w("### Targets (design, \"Performance goals\"), details of the C passes")
     w("")
     e1 = mbs("dlfs1")
     iops = float(meta["iops"])
 
     def device(k):
         # What the PFS device did during the pass, against its caps.
-        v = res.get(k)
+        v = res.get((k, "c"))
         if not v or v["secs"] <= 0:
             return ""
         return ("; the PFS device served %s requests/s (%s of %s IOPS) and "
@@ -328,9 +589,9 @@ def main():
     w("- dlfs epoch 1 >= 85%% of the bandwidth cap (file bytes / time vs "
       "%s MB/s): %s MB/s = %s of the cap, %s the plain tree%s: %s"
       % (fmt(cap_mb), fmt(e1, 1), pct(e1, cap_mb),
-         ratio(fps("dlfs1"), base), device("dlfs1"),
+         ratio(fps("dlfs1"), fps("plain")), device("dlfs1"),
          verdict(None if e1 is None else e1 >= 0.85 * cap_mb)))
-    if "dlfs1_alt" in res:
+    if ("dlfs1_alt", "c") in res:
         d = mbs("dlfs1_alt")
         w("  - with `pfs_io=%s`: %s MB/s = %s of the cap%s: %s"
           % (meta.get("pfs_io_other", "direct"), fmt(d, 1), pct(d, cap_mb),
@@ -343,8 +604,8 @@ def main():
          verdict(None if e2 is None or loc is None else e2 >= 0.9 * loc)))
     if e2 is not None and fps("staged") is not None:
         w("  - against staged including its copy: %s" % ratio(e2, fps("staged")))
-    if "dlfs2" in reads and reads["dlfs2"].get("stats_after"):
-        pb = tier(reads["dlfs2"], "tiers", "pfs", "bytes")
+    if ("dlfs2", "c") in reads and reads[("dlfs2", "c")].get("stats_after"):
+        pb = tier(reads[("dlfs2", "c")], "tiers", "pfs", "bytes")
         w("- dlfs epoch 2 reads nothing from the PFS (`tiers.pfs.bytes` "
           "~0, at most 1%% of the containers): %s bytes: %s"
           % (fmt(pb), verdict(pb <= 0.01 * (dlc or 0))))
