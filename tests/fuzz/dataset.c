@@ -23,7 +23,6 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +33,7 @@
 #include "dlfs/check.h"
 #include "dlfs/dataset.h"
 #include "fuzzlib.h"
+#include "tutil.h"
 
 #define MAX_ENTS 1024
 #define MAX_FILES 4
@@ -45,24 +45,12 @@ static char *scratch; /* the dataset directory, made once */
 static char *xdir;    /* where dlfs_extract writes */
 static MDB_env *wenv; /* the index's writer: see open_writer */
 
-static int rm_one(const char *p, const struct stat *st, int flag,
-		  struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	if (flag == FTW_DP)
-		rmdir(p);
-	else
-		unlink(p);
-	return 0;
-}
-
 static void cleanup(void)
 {
 	if (wenv)
 		mdb_env_close(wenv);
 	if (scratch) {
-		nftw(scratch, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		t_rmrf(scratch);
 		free(scratch);
 	}
 	free(xdir);
@@ -301,7 +289,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dlfs_verify(ds, on_bad, NULL, &rep, &err);
 		if (s->total_file_bytes <= MAX_READ) {
 			dlfs_extract(ds, xdir, &err);
-			nftw(xdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+			t_rmrf(xdir);
 			stayed_inside();
 		}
 	}
