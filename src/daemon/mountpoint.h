@@ -4,8 +4,9 @@
  * a line that says so, so that a job can remount after a crash; anything
  * else wrong with the path is said in one line.
  *
- * Called from main only, before any thread exists (it may run
- * fusermount3, so it forks).
+ * dlfs_mountpoint_prepare is called from main only, before any thread
+ * exists (it may run fusermount3, so it forks). dlfs_mountpoint_readahead
+ * is safe from any thread (fs.c calls it on the first request).
  */
 #ifndef DLFS_MOUNTPOINT_H
 #define DLFS_MOUNTPOINT_H
@@ -30,7 +31,9 @@ int dlfs_mountpoint_prepare(const char *path, FILE *note,
  * (/sys/class/bdi/MAJ:MIN/read_ahead_kb), so that a read of a file up to
  * that size is one FUSE request, not one per 128 KiB. The mount's device
  * is found in /proc/self/mountinfo: stat of the mount itself would ask
- * this daemon, which does not answer yet. @return 0, or a negative errno
+ * this daemon, which may not answer yet. Call it once INIT has been
+ * answered: the kernel sets the value from INIT's reply, undoing an
+ * earlier one. @return 0, or a negative errno
  * with err saying what failed (not root, no sysfs: the kernel's default
  * stays).
  */
