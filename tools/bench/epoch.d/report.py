@@ -32,6 +32,14 @@ READERS = (("c", "C"), ("py", "Python"))
 
 LOCAL = ("local", "dlfs2")  # rows that read local disk, not the PFS
 
+# Dataset T: tiny files on local disk, each system's cold random reads.
+TINY = [
+    ("tiny_local", "tiny files: plain tree on local disk"),
+    ("tiny_sqfs", "tiny files: kernel squashfs, image on local disk"),
+    ("tiny_sqfuse", "tiny files: squashfuse_ll, image on local disk"),
+    ("tiny_dlfs", "tiny files: dlfs, no cache_dir, image on local disk"),
+]
+
 
 def pct(a, b):
     if a is None or b is None or b == 0:
@@ -100,7 +108,8 @@ def main():
                     pfs_bytes=fm.get("pfs_bytes", x["pfs_bytes"]),
                     pfs_reqs=fm.get("pfs_reqs", x["pfs_reqs"]),
                     complete=x["r"]["complete"], row=x)
-    for key in ("sqfs_hot", "hot", "sqfs_hot_warmup", "hot_warmup"):
+    for key in ("sqfs_hot", "hot", "sqfs_hot_warmup", "hot_warmup") + \
+            tuple(k for k, _ in TINY):
         for rd in readers:
             x = reads.get((key, rd))
             if x:
@@ -160,6 +169,8 @@ def main():
     w("- Dataset R: %s." % meta["r_desc"])
     if meta.get("j_desc"):
         w("- Dataset J (DataLoader): %s." % meta["j_desc"])
+    if meta.get("t_desc"):
+        w("- Dataset T (tiny files): %s." % meta["t_desc"])
     w("- Every measured pass is cold unless marked hot: `sync; echo 3 > "
       "/proc/sys/vm/drop_caches` right before it (mounts first, so FUSE "
       "daemons start with empty caches; the view rows drop before the "
@@ -190,7 +201,7 @@ def main():
       "view: `-o seed=%s,cache_dir=...`, `cp MNT/.dlfs/epochs/1/files "
       "LIST` right after mount; view_all: the same plus `stage=all`; "
       "nocache: no `cache_dir`; hot: `-o ram_cache=%s,cache_dir=...` "
-      "(1.1x the containers), a cold warm-up pass, then the measured "
+      "(1.1x the containers, at most a quarter of RAM), a cold warm-up pass, then the measured "
       "passes with nothing dropped (kernel squashfs the same way); find: "
       "`find MNT -printf '%%s\\n'` on a fresh mount, caches dropped, best "
       "of %s."
@@ -289,6 +300,19 @@ def main():
     cases += [("sqfs_hot", "kernel squashfs, page cache hot", "-"),
               ("hot", "dlfs, page cache hot (`ram_cache` > dataset)",
                "sqfs_hot")]
+
+    def g_tiny(k, rd):
+        a, b = fps(k, rd), fps("tiny_sqfuse", rd)
+        if a is None or b is None:
+            return "not measured"
+        return "%s: %s" % (ratio(a, b), verdict(a >= b))
+    names.update(TINY)
+    ebase.update(tiny_local="-", tiny_sqfs="tiny_local",
+                 tiny_sqfuse="tiny_local", tiny_dlfs="tiny_sqfuse")
+    bname.update(tiny_local="tiny files: plain tree on local disk",
+                 tiny_sqfuse="tiny files: squashfuse_ll")
+    goals["tiny_dlfs"] = ("≥ 1.0x squashfuse_ll", g_tiny)
+    cases += [(k, n, ebase[k]) for k, n in TINY]
     partial = []
     for k, name, bk in cases:
         if not any((k, rd) in res for rd in readers):
@@ -489,6 +513,37 @@ def main():
                 name, ", ".join(fmt(x, 2) for x in f["secs"]), fmt(best, 2),
                 fmt(f["entries"]), fmt(f["entries"] / best if best else None),
                 ratio(best, find_best("sqfs"))))
+        w("")
+
+    # ---------------------------------------------------------- tiny
+    if any(k.startswith("tiny_") for k, _ in res):
+        w("### Tiny files on local disk, random cold reads")
+        w("")
+        w("Dataset T: %s. Each pass reads the same list (8 threads, each "
+          "file whole), cold, on a fresh mount; the images are on the same "
+          "local disk as the tree (`mksquashfs` as for R; dlfs mounted "
+          "without cache_dir). Disk MB / requests: what the local disk "
+          "served during the pass." % meta.get("t_desc", "?"))
+        w("")
+        w("| system | reader | files/s | x plain tree | x kernel squashfs "
+          "| x squashfuse_ll | disk MB read | disk requests | per file KiB |")
+        w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for k, name in TINY:
+            for rd, rname in READERS:
+                v = res.get((k, rd))
+                if not v:
+                    continue
+                r = v["row"]
+                lb, lr = r.get("local_bytes"), r.get("local_reqs")
+                w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                    name[len("tiny files: "):], rname, fmt(fps(k, rd)),
+                    ratio(fps(k, rd), fps("tiny_local", rd)),
+                    ratio(fps(k, rd), fps("tiny_sqfs", rd)),
+                    ratio(fps(k, rd), fps("tiny_sqfuse", rd)),
+                    fmt(lb / 1e6, 1) if lb is not None else "-",
+                    fmt(lr) if lr is not None else "-",
+                    fmt(lb / 1024 / v["files"], 1)
+                    if lb is not None and v["files"] else "-"))
         w("")
 
     # ---------------------------------------------------------- policy
