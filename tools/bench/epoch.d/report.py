@@ -27,6 +27,8 @@ READS = [
     ("view_all", "dlfs epoch 1, view order, `stage=all` (empty NVMe tier)"),
     ("nocache", "dlfs epoch 1, no NVMe tier (RAM tier 1 GiB)"),
     ("nocache_view", "dlfs epoch 1, no NVMe tier, view order"),
+    ("nocache_chunked", "dlfs epoch 1, no NVMe tier, view order, "
+     "`shuffle=chunked`"),
 ]
 READERS = (("c", "C"), ("py", "Python"))
 
@@ -200,7 +202,9 @@ def main():
       "epoch 2 unmounts, drops caches and remounts on the same one); "
       "view: `-o seed=%s,cache_dir=...`, `cp MNT/.dlfs/epochs/1/files "
       "LIST` right after mount; view_all: the same plus `stage=all`; "
-      "nocache: no `cache_dir`; hot: `-o ram_cache=%s,cache_dir=...` "
+      "nocache: no `cache_dir` (nocache_view: in view order; "
+      "nocache_chunked: in view order with `-o shuffle=chunked`); "
+      "hot: `-o ram_cache=%s,cache_dir=...` "
       "(1.1x the containers, at most a quarter of RAM), a cold warm-up pass, then the measured "
       "passes with nothing dropped (kernel squashfs the same way); find: "
       "`find MNT -printf '%%s\\n'` on a fresh mount, caches dropped, best "
@@ -248,7 +252,7 @@ def main():
              "sqfs": "plain", "sqfuse": "plain", "dlfs1": "plain",
              "dlfs1_alt": "plain", "dlfs2": "local", "view": "plain",
              "view_all": "plain", "nocache": "plain",
-             "nocache_view": "plain"}
+             "nocache_view": "plain", "nocache_chunked": "plain"}
     bname = {"plain": "plain tree on the PFS",
              "local": "plain tree on local disk",
              "sqfs_hot": "kernel squashfs, hot", "-": "-"}
@@ -295,6 +299,8 @@ def main():
                     g_nocache),
         "nocache_view": ("PFS bytes ≤ 1.5x bytes served, and ≥ 1.0x "
                          "plain", g_nocache),
+        "nocache_chunked": ("PFS bytes ≤ 1.5x bytes served, and ≥ 1.0x "
+                            "plain", g_nocache),
         "hot": ("≥ 1.0x kernel squashfs hot (design: ≥ 0.8x)", g_hot),
     }
     cases += [("sqfs_hot", "kernel squashfs, page cache hot", "-"),
@@ -387,7 +393,7 @@ def main():
     w("")
     notes = []
     for key in ("dlfs1", "dlfs1_alt", "dlfs2", "view", "view_all",
-                "nocache", "nocache_view"):
+                "nocache", "nocache_view", "nocache_chunked"):
         r = reads.get((key, "c"))
         if not r or not r.get("stats_after"):
             continue
@@ -436,7 +442,8 @@ def main():
         w("")
 
     # ---------------------------------------------------------- nocache
-    nrows = [(k, rd) for k in ("dlfs1", "view", "nocache", "nocache_view")
+    nrows = [(k, rd) for k in ("dlfs1", "view", "nocache", "nocache_view",
+                               "nocache_chunked")
              for rd, _ in READERS if (k, rd) in res]
     if any(k.startswith("nocache") for k, _ in nrows):
         w("### No NVMe tier: RAM tier 1 GiB, smaller than the dataset")
