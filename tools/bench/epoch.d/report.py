@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Render the "## epoch" section of tools/bench/RESULTS.md.
+"""Render the "## epoch" (or "## epoch --quick") section of RESULTS.md.
 
   report.py META.tsv RESULTS.jsonl OUT.md
 
@@ -144,7 +144,7 @@ def main():
         names["dlfs1"] = "dlfs epoch 1 (empty NVMe tier, default `pfs_io=%s`)" % dflt
     names["dlfs1_alt"] = names["dlfs1_alt"] % meta.get("pfs_io_other", "direct")
 
-    w("## epoch")
+    w("## " + meta.get("section", "epoch"))
     w("")
     w("Whole epochs over a simulated parallel file system: dlfs with its "
       "NVMe tier (and without it, in epoch-view order, page-cache hot, "
