@@ -443,8 +443,7 @@ int dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 int dlfs_nvme_has_room(struct dlfs_nvme *n, size_t len)
 {
 	pthread_mutex_lock(&n->mu);
-	int room = !n->gone && (n->policy == DLFS_NVME_LRU ||
-				n->used + alloc_of(len) <= n->capacity);
+	int room = !n->gone && n->used + alloc_of(len) <= n->capacity;
 	pthread_mutex_unlock(&n->mu);
 	return room;
 }

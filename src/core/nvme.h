@@ -134,8 +134,11 @@ void dlfs_nvme_drop(struct dlfs_nvme *n, uint32_t c, uint64_t k);
 int dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 		  const void *data, size_t len, int wait);
 
-/* Would a chunk of len bytes be kept if put now? (KEEP: it fits in
- * what is left; LRU: always, by evicting.) Takes the tier's lock. */
+/* Is there free room for a chunk of len bytes, without evicting one?
+ * (LRU would take it all the same, by evicting; but a chunk read whole
+ * only to be cached, evicting another whose files are still to be read,
+ * is how a random reader thrashes a tier smaller than the dataset.)
+ * Takes the tier's lock. */
 int dlfs_nvme_has_room(struct dlfs_nvme *n, size_t len);
 
 /* Chunks the tier holds and bytes they take, and its capacity. */

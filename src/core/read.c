@@ -541,8 +541,10 @@ static int read_alone(struct dlfs_reader *r, const struct dlfs_inode *in,
 {
 	if (!dlfs_grain_file_mode(r->grain, in))
 		return 0;
-	/* A sequential reader, or a chunk the NVMe tier would keep: the
-	 * chunk's other files will be read from where it is kept. */
+	/* A sequential reader, or a chunk the NVMe tier has free room for:
+	 * the chunk's other files will be read from where it is kept. A
+	 * full LRU tier would evict a chunk to take it: in file mode that
+	 * trades one chunk whose files are still to come for another. */
 	if (dlfs_prefetch_in_stream(r->prefetch, in->container, k0))
 		return 0;
 	if (r->nvme && dlfs_nvme_has_room(r->nvme, chunk_len(r, in->container,

@@ -16,6 +16,10 @@
 #     .dlfs/epochs/1/files reads every chunk from the PFS exactly once
 #     (pfs.reads = chunks, pfs.bytes = data), with the plan followed
 #     (fill.planned > 0); the same with -o stage=none (the plan alone).
+# (d) An NVMe tier of a quarter of the dataset with cache_policy=lru, the
+#     RAM tier a quarter, two epochs in random order on one mount: the
+#     PFS reads at most 1.5x the dataset per epoch. (A full LRU tier that
+#     took every missed chunk whole, evicting another, read ~4x.)
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -72,4 +76,16 @@ for stage in auto none; do
 		'not any(errors.values())' ||
 		fail "(c) stage=$stage: epoch 1 through the view read some chunk from the PFS more than once (or never)"
 done
+# (d): a full LRU tier smaller than the dataset, random order.
+NV="$T/nvme-lru"
+dlfs_mount "$DS" "$MNT" -o "cache_dir=$NV,cache_size=$RAM,cache_policy=lru,ram_cache=$RAM"
+readtree "$SRC" "$MNT" --seed 11 >/dev/null
+readtree "$SRC" "$MNT" --seed 12 >/dev/null
+wait_settled "$MNT"
+snap "$MNT" "$T/lru.json"
+dlfs_umount "$MNT"
+note "lru tier of a quarter, 2 epochs: pfs $(sget "$T/lru.json" tiers.pfs.bytes) bytes in $(sget "$T/lru.json" tiers.pfs.reads) reads for 2 x $DATA; nvme hits $(sget "$T/lru.json" tiers.nvme.hits)"
+sassert "$T/lru.json" DATA="$DATA" -- 'pfs.bytes <= 3 * DATA' \
+	'nvme.hits > 0' 'not any(errors.values())' ||
+	fail "(d) an LRU NVMe tier of a quarter of the dataset: more than 1.5x the dataset per epoch from the PFS"
 check_log "$DLFS_LOG"
