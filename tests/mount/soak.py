@@ -43,6 +43,7 @@ for dp, dn, fn in os.walk(a.src):
 files.sort()
 hot = files[:: max(1, len(files) // 50)]
 BOUND = 65536
+PAGE = os.sysconf("SC_PAGE_SIZE")
 
 lock = threading.Lock()
 tot = {"reads": 0, "bytes": 0, "mismatches": 0, "errors": {}, "threads": a.threads}
@@ -88,7 +89,11 @@ def worker(i):
                     fail("%s: open: %s" % (rel, name))
                     continue
             try:
-                os.posix_fadvise(fd, off, ln, os.POSIX_FADV_DONTNEED)
+                # DONTNEED drops only the pages wholly inside the range it
+                # is given: round out to pages, or short reads keep theirs.
+                lo = off - off % PAGE
+                os.posix_fadvise(fd, lo, -(-(off + ln) // PAGE) * PAGE - lo,
+                                 os.POSIX_FADV_DONTNEED)
                 got = os.pread(fd, ln, off)
             except OSError as e:
                 name = errno.errorcode.get(e.errno, str(e.errno))
