@@ -19,6 +19,18 @@ int dlfs_write_full(int fd, const void *buf, size_t len);
 /* read until len bytes or EOF. @return bytes read, or a negative errno. */
 ssize_t dlfs_read_full(int fd, void *buf, size_t len);
 
+/*
+ * Ask the file system to cache fd's whole block map (ext4: FIEMAP with
+ * FIEMAP_FLAG_CACHE). Otherwise, when its extent tree blocks are already
+ * in memory, ext4 caches only the ranges reads asked for, so an O_DIRECT
+ * read that starts in the last block of an earlier one is mapped in two
+ * pieces and sent as two bios: the block layer merges them into one
+ * request, but a device that throttles I/O operations (cgroup blkio, a
+ * PFS's IOPS cap) has already counted two. A hint: file systems without
+ * the flag are left alone. Reclaim may drop the cached map later.
+ */
+void dlfs_cache_extents(int fd);
+
 /* Write 2*n lowercase hex digits and a NUL into out. */
 void dlfs_hex(const uint8_t *in, size_t n, char *out);
 
