@@ -121,6 +121,15 @@ def main():
                     pfs_reqs=x["pfs_reqs"], complete=x["r"]["complete"],
                     row=x)
 
+    def measured(items):
+        """(item, reader, reader name, result) of every measured pass of
+        items, whose first field is the pass key; both readers, in order."""
+        for it in items:
+            for rd, rname in READERS:
+                v = res.get((it[0], rd))
+                if v:
+                    yield it, rd, rname, v
+
     def fps(k, rd="c"):
         v = res.get((k, rd))
         return v["files"] / v["secs"] if v and v["secs"] > 0 else None
@@ -370,24 +379,20 @@ def main():
     w("| system | reader | files/s | MB/s | x plain | % of bps cap | epoch s "
       "| PFS MB read | PFS requests | dlfs tier MB from PFS |")
     w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for key, _ in READS:
-        for rd, rname in READERS:
-            v = res.get((key, rd))
-            if not v:
-                continue
-            tmb = None
-            if v["row"] is not None and v["row"].get("stats_after"):
-                tmb = tier(v["row"], "tiers", "pfs", "bytes") / 1e6
-            label = names[key]
-            if key == "staged":
-                label += " (copy %s s incl. sync)" % fmt(copies["staged"]["secs"], 1)
-            w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                label, rname, fmt(fps(key, rd)), fmt(mbs(key, rd), 1),
-                ratio(fps(key, rd), fps("plain", rd)),
-                pct(mbs(key, rd), cap_mb) if key not in LOCAL else "-",
-                fmt(v["secs"], 1),
-                fmt(v["pfs_bytes"] / 1e6), fmt(v["pfs_reqs"]),
-                fmt(tmb) if tmb is not None else "-"))
+    for (key, _), rd, rname, v in measured(READS):
+        tmb = None
+        if v["row"] is not None and v["row"].get("stats_after"):
+            tmb = tier(v["row"], "tiers", "pfs", "bytes") / 1e6
+        label = names[key]
+        if key == "staged":
+            label += " (copy %s s incl. sync)" % fmt(copies["staged"]["secs"], 1)
+        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            label, rname, fmt(fps(key, rd)), fmt(mbs(key, rd), 1),
+            ratio(fps(key, rd), fps("plain", rd)),
+            pct(mbs(key, rd), cap_mb) if key not in LOCAL else "-",
+            fmt(v["secs"], 1),
+            fmt(v["pfs_bytes"] / 1e6), fmt(v["pfs_reqs"]),
+            fmt(tmb) if tmb is not None else "-"))
     w("")
     w("x plain: against the same reader's plain-tree pass.")
     w("")
@@ -485,21 +490,18 @@ def main():
           "| hot MB/s | x kernel squashfs hot | PFS MB during the hot pass "
           "| dlfs lookups / reads during the hot pass |")
         w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for k, wk, name in (("sqfs_hot", "sqfs_hot_warmup", "kernel squashfs"),
-                            ("hot", "hot_warmup", "dlfs")):
-            for rd, rname in READERS:
-                v = res.get((k, rd))
-                if not v:
-                    continue
-                r = v["row"]
-                ops = "-"
-                if r.get("stats_after") and r.get("stats_before"):
-                    ops = "%s / %s" % (fmt(tier(r, "ops", "lookup")),
-                                       fmt(tier(r, "ops", "read")))
-                w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                    name, rname, fmt(fps(wk, "c")), fmt(fps(k, rd)),
-                    fmt(mbs(k, rd), 1), ratio(fps(k, rd), fps("sqfs_hot", rd)),
-                    fmt(v["pfs_bytes"] / 1e6), ops))
+        for (k, wk, name), rd, rname, v in measured(
+                (("sqfs_hot", "sqfs_hot_warmup", "kernel squashfs"),
+                 ("hot", "hot_warmup", "dlfs"))):
+            r = v["row"]
+            ops = "-"
+            if r.get("stats_after") and r.get("stats_before"):
+                ops = "%s / %s" % (fmt(tier(r, "ops", "lookup")),
+                                   fmt(tier(r, "ops", "read")))
+            w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                name, rname, fmt(fps(wk, "c")), fmt(fps(k, rd)),
+                fmt(mbs(k, rd), 1), ratio(fps(k, rd), fps("sqfs_hot", rd)),
+                fmt(v["pfs_bytes"] / 1e6), ops))
         w("")
 
     # ---------------------------------------------------------- find
@@ -535,22 +537,18 @@ def main():
         w("| system | reader | files/s | x plain tree | x kernel squashfs "
           "| x squashfuse_ll | disk MB read | disk requests | per file KiB |")
         w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for k, name in TINY:
-            for rd, rname in READERS:
-                v = res.get((k, rd))
-                if not v:
-                    continue
-                r = v["row"]
-                lb, lr = r.get("local_bytes"), r.get("local_reqs")
-                w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                    name[len("tiny files: "):], rname, fmt(fps(k, rd)),
-                    ratio(fps(k, rd), fps("tiny_local", rd)),
-                    ratio(fps(k, rd), fps("tiny_sqfs", rd)),
-                    ratio(fps(k, rd), fps("tiny_sqfuse", rd)),
-                    fmt(lb / 1e6, 1) if lb is not None else "-",
-                    fmt(lr) if lr is not None else "-",
-                    fmt(lb / 1024 / v["files"], 1)
-                    if lb is not None and v["files"] else "-"))
+        for (k, name), rd, rname, v in measured(TINY):
+            r = v["row"]
+            lb, lr = r.get("local_bytes"), r.get("local_reqs")
+            w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                name[len("tiny files: "):], rname, fmt(fps(k, rd)),
+                ratio(fps(k, rd), fps("tiny_local", rd)),
+                ratio(fps(k, rd), fps("tiny_sqfs", rd)),
+                ratio(fps(k, rd), fps("tiny_sqfuse", rd)),
+                fmt(lb / 1e6, 1) if lb is not None else "-",
+                fmt(lr) if lr is not None else "-",
+                fmt(lb / 1024 / v["files"], 1)
+                if lb is not None and v["files"] else "-"))
         w("")
 
     # ---------------------------------------------------------- policy
