@@ -181,7 +181,7 @@ static int cfd(struct dlfs_nvme *n, uint32_t c, int create)
 			close(fd);
 			fd = -EPERM;
 		} else {
-			dlfs_cache_extents(fd);
+			dlfs_precache_extents(fd);
 			atomic_store_explicit(&n->fd[c], fd,
 					      memory_order_release);
 		}

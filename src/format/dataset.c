@@ -226,7 +226,7 @@ int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
 				close(f);
 			} else {
 				s->fd = f;
-				dlfs_cache_extents(f);
+				dlfs_precache_extents(f);
 				open_chunk_fd(ds, s, cpath);
 			}
 		}

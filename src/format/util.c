@@ -14,7 +14,7 @@
 
 #include "dlfs/pack.h"
 
-void dlfs_cache_extents(int fd)
+void dlfs_precache_extents(int fd)
 {
 	/* No room for extents: only the side effect is wanted. */
 	struct fiemap fm = {.fm_length = FIEMAP_MAX_OFFSET,

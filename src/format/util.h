@@ -29,7 +29,7 @@ ssize_t dlfs_read_full(int fd, void *buf, size_t len);
  * PFS's IOPS cap) has already counted two. A hint: file systems without
  * the flag are left alone. Reclaim may drop the cached map later.
  */
-void dlfs_cache_extents(int fd);
+void dlfs_precache_extents(int fd);
 
 /* Write 2*n lowercase hex digits and a NUL into out. */
 void dlfs_hex(const uint8_t *in, size_t n, char *out);
