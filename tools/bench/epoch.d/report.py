@@ -29,10 +29,11 @@ READS = [
     ("nocache_view", "dlfs epoch 1, no NVMe tier, view order"),
     ("nocache_chunked", "dlfs epoch 1, no NVMe tier, view order, "
      "`shuffle=chunked`"),
+    ("floor", "the FUSE floor: nullfs (no storage), cold"),
 ]
 READERS = (("c", "C"), ("py", "Python"))
 
-LOCAL = ("local", "dlfs2")  # rows that read local disk, not the PFS
+LOCAL = ("local", "dlfs2", "floor")  # rows that do not read the PFS
 
 # Dataset T: tiny files on local disk, each system's cold random reads.
 TINY = [
@@ -110,7 +111,8 @@ def main():
                     pfs_bytes=fm.get("pfs_bytes", x["pfs_bytes"]),
                     pfs_reqs=fm.get("pfs_reqs", x["pfs_reqs"]),
                     complete=x["r"]["complete"], row=x)
-    for key in ("sqfs_hot", "hot", "sqfs_hot_warmup", "hot_warmup") + \
+    for key in ("sqfs_hot", "hot", "sqfs_hot_warmup", "hot_warmup",
+                "floor_hot", "floor_hot_warmup") + \
             tuple(k for k, _ in TINY):
         for rd in readers:
             x = reads.get((key, rd))
@@ -215,7 +217,9 @@ def main():
       "nocache_chunked: in view order with `-o shuffle=chunked`); "
       "hot: `-o ram_cache=%s,cache_dir=...` "
       "(1.1x the containers, at most a quarter of RAM), a cold warm-up pass, then the measured "
-      "passes with nothing dropped (kernel squashfs the same way); find: "
+      "passes with nothing dropped (kernel squashfs the same way); floor: "
+      "`nullfs TREE.tsv MNT` (`find TREE -type f -printf '%%P\\t%%s\\n'`), "
+      "its bdi's `read_ahead_kb` set to 1024, cold, then hot as above; find: "
       "`find MNT -printf '%%s\\n'` on a fresh mount, caches dropped, best "
       "of %s."
       % ((", " + meta["dlfs_opts"]) if meta.get("dlfs_opts") else "",
@@ -261,7 +265,8 @@ def main():
              "sqfs": "plain", "sqfuse": "plain", "dlfs1": "plain",
              "dlfs1_alt": "plain", "dlfs2": "local", "view": "plain",
              "view_all": "plain", "nocache": "plain",
-             "nocache_view": "plain", "nocache_chunked": "plain"}
+             "nocache_view": "plain", "nocache_chunked": "plain",
+             "floor": "local"}
     bname = {"plain": "plain tree on the PFS",
              "local": "plain tree on local disk",
              "sqfs_hot": "kernel squashfs, hot", "-": "-"}
@@ -314,6 +319,8 @@ def main():
     }
     cases += [("sqfs_hot", "kernel squashfs, page cache hot", "-"),
               ("hot", "dlfs, page cache hot (`ram_cache` > dataset)",
+               "sqfs_hot"),
+              ("floor_hot", "the FUSE floor: nullfs, page cache hot",
                "sqfs_hot")]
 
     def g_tiny(k, rd):
@@ -477,7 +484,7 @@ def main():
         w("")
 
     # ---------------------------------------------------------- hot
-    if any(k in ("hot", "sqfs_hot") for k, _ in res):
+    if any(k in ("hot", "sqfs_hot", "floor_hot") for k, _ in res):
         w("### Page cache hot")
         w("")
         w("Each mounted once: a cold warm-up pass (C reader, epoch 1's "
@@ -492,7 +499,8 @@ def main():
         w("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
         for (k, wk, name), rd, rname, v in measured(
                 (("sqfs_hot", "sqfs_hot_warmup", "kernel squashfs"),
-                 ("hot", "hot_warmup", "dlfs"))):
+                 ("hot", "hot_warmup", "dlfs"),
+                 ("floor_hot", "floor_hot_warmup", "nullfs (the FUSE floor)"))):
             r = v["row"]
             ops = "-"
             if r.get("stats_after") and r.get("stats_before"):
@@ -502,6 +510,31 @@ def main():
                 name, rname, fmt(fps(wk, "c")), fmt(fps(k, rd)),
                 fmt(mbs(k, rd), 1), ratio(fps(k, rd), fps("sqfs_hot", rd)),
                 fmt(v["pfs_bytes"] / 1e6), ops))
+        w("")
+
+    # ---------------------------------------------------------- floor
+    if any(k in ("floor", "floor_hot") for k, _ in res):
+        w("### The FUSE floor")
+        w("")
+        w("nullfs (`tools/bench/epoch.d/nullfs.c`) serves R's names and "
+          "sizes from one static buffer: no storage, no index, no cache of "
+          "its own, set up as dlfs is by default (no open, 1 MiB kernel "
+          "read-ahead, the same worker count). Its passes cost only the "
+          "FUSE requests (a lookup and a read per cold file; Python's "
+          "`open()` adds an ioctl, TCGETS, that FUSE sends to every "
+          "server), so no FUSE file system can beat it here. Cold: "
+          "caches dropped before the pass, like dlfs epoch 2; hot: "
+          "mounted once, a C warm-up, nothing dropped.")
+        w("")
+        w("| comparison | C | Python |")
+        w("| --- | ---: | ---: |")
+        for a, b, what in (
+                ("floor", "local", "nullfs cold vs the plain tree on local disk"),
+                ("dlfs2", "floor", "dlfs epoch 2 vs nullfs cold"),
+                ("floor_hot", "sqfs_hot", "nullfs hot vs kernel squashfs hot"),
+                ("hot", "floor_hot", "dlfs hot vs nullfs hot")):
+            w("| %s | %s | %s |" % (what, ratio(fps(a, "c"), fps(b, "c")),
+                                    ratio(fps(a, "py"), fps(b, "py"))))
         w("")
 
     # ---------------------------------------------------------- find
