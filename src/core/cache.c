@@ -405,6 +405,32 @@ int dlfs_cache_get_cached(struct dlfs_cache *c, uint64_t key,
 	return s ? 0 : -ENOENT;
 }
 
+int dlfs_cache_peek(struct dlfs_cache *c, uint64_t key,
+		    struct dlfs_chunk_ref *ref)
+{
+	int failed;
+	memset(ref, 0, sizeof(*ref));
+	pthread_mutex_lock(&c->mu);
+	struct slot *s = find_ready(c, key, &failed, NULL);
+	if (s) {
+		s->refs++;
+		ref->data = s->buf + s->off;
+		ref->len = s->len;
+		ref->slot = (int)(s - c->slots);
+	}
+	pthread_mutex_unlock(&c->mu);
+	return s ? 0 : -ENOENT;
+}
+
+void dlfs_cache_set_kept(struct dlfs_cache *c, const struct dlfs_chunk_ref *ref)
+{
+	if (ref->own || ref->slot < 0 || !ref->data)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->slots[ref->slot].kept = 1;
+	pthread_mutex_unlock(&c->mu);
+}
+
 void dlfs_cache_put(struct dlfs_cache *c, struct dlfs_chunk_ref *ref,
 		    size_t served)
 {

@@ -115,6 +115,18 @@ int dlfs_cache_get(struct dlfs_cache *cache, uint64_t key, const void *what,
 int dlfs_cache_get_cached(struct dlfs_cache *cache, uint64_t key,
 			  struct dlfs_chunk_ref *ref);
 
+/* Pin the entry of key to copy it elsewhere, waiting out a load in
+ * progress; never loads. Not a use: no hit is counted, a prefetch stays
+ * unused, and eviction order does not change. @return 0, or -ENOENT when
+ * absent (or its load failed). */
+int dlfs_cache_peek(struct dlfs_cache *cache, uint64_t key,
+		    struct dlfs_chunk_ref *ref);
+
+/* The pinned entry of ref is now also stored elsewhere (the NVMe tier):
+ * its eviction wastes nothing. */
+void dlfs_cache_set_kept(struct dlfs_cache *cache,
+			 const struct dlfs_chunk_ref *ref);
+
 /* Release a pin; served is how many of its bytes the holder served to a
  * reader (for the waste count). */
 void dlfs_cache_put(struct dlfs_cache *cache, struct dlfs_chunk_ref *ref,

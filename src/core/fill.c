@@ -52,7 +52,8 @@ struct dlfs_fill {
 
 	pthread_t *threads;
 	unsigned n_threads;
-	_Atomic uint64_t n_planned, n_streamed, n_swept, bytes, waits;
+	_Atomic uint64_t n_planned, n_streamed, n_swept, n_from_ram, bytes,
+		waits;
 	_Atomic int swept_all;
 };
 
@@ -195,6 +196,28 @@ static void yield_to_demand(struct dlfs_fill *f)
 	}
 }
 
+/*
+ * Chunk (c, k) of key is neither in the NVMe tier nor queued for it: if
+ * the RAM tier holds it (or a demand read is loading it), queue it for the
+ * tier from RAM. A demand load does not wait when the tier's write queue
+ * is full: the chunk then sits in RAM only, and once RAM let it go it
+ * would be read from the PFS again. @return 1 when RAM had it.
+ */
+static int keep_from_ram(struct dlfs_fill *f, struct dlfs_nvme *nv,
+			 uint64_t key, uint32_t c, uint64_t k)
+{
+	struct dlfs_chunk_ref ref;
+	if (dlfs_cache_peek(f->conf.cache, key, &ref))
+		return 0;
+	if (!dlfs_nvme_holds(nv, c, k) &&
+	    dlfs_nvme_put(nv, c, k, ref.data, ref.len, 1)) {
+		dlfs_cache_set_kept(f->conf.cache, &ref);
+		atomic_fetch_add(&f->n_from_ram, 1);
+	}
+	dlfs_cache_put(f->conf.cache, &ref, 0);
+	return 1;
+}
+
 static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
 		    const struct job *j)
 {
@@ -209,7 +232,10 @@ static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
 	uint64_t key = dlfs_cache_chunk_key(c, k);
 	/* Held only when RAM is the only tier that can keep it. */
 	int want_hold = j->kind == JOB_PLANNED && !nv && j->uses;
-	if (j->kind != JOB_STREAM && nv && dlfs_nvme_has(nv, c, k))
+	/* Planned and swept chunks are for the NVMe tier when there is one. */
+	int to_nvme = j->kind != JOB_STREAM && nv;
+	if (to_nvme && (dlfs_nvme_holds(nv, c, k) ||
+			keep_from_ram(f, nv, key, c, k)))
 		return;
 	if (!want_hold && dlfs_cache_contains(f->conf.cache, key))
 		return;
@@ -233,6 +259,10 @@ static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
 	}
 	if (want_hold)
 		add_hold(f, j->g, j->uses, &hold);
+	/* A demand read may have loaded it meanwhile, and prefetch then
+	 * loads nothing: make sure it reaches the tier. */
+	if (to_nvme && !dlfs_nvme_holds(nv, c, k))
+		keep_from_ram(f, nv, key, c, k);
 	const struct dlfs_container *ct = dlfs_ds_container(f->ds, c);
 	uint64_t left = ct->data_size - k * dlfs_ds_info(f->ds)->super.chunk_size;
 	uint64_t cs = dlfs_ds_info(f->ds)->super.chunk_size;
@@ -392,6 +422,7 @@ void dlfs_fill_get_stats(struct dlfs_fill *f, struct dlfs_fill_stats *s)
 	s->planned = atomic_load(&f->n_planned);
 	s->streamed = atomic_load(&f->n_streamed);
 	s->swept = atomic_load(&f->n_swept);
+	s->from_ram = atomic_load(&f->n_from_ram);
 	s->bytes = atomic_load(&f->bytes);
 	s->waits = atomic_load(&f->waits);
 	s->held = atomic_load(&f->holding);

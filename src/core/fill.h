@@ -46,6 +46,7 @@ struct dlfs_fill_conf {
 
 struct dlfs_fill_stats {
 	uint64_t planned, streamed, swept; /* chunks loaded, by kind */
+	uint64_t from_ram; /* chunks written to the NVMe tier from RAM */
 	uint64_t bytes;                    /* bytes of those */
 	uint64_t held;                     /* planned chunks held now */
 	uint64_t waits;                    /* times it yielded to demand */

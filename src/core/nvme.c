@@ -474,6 +474,13 @@ int dlfs_nvme_has(struct dlfs_nvme *n, uint32_t c, uint64_t k)
 		  ST_PRESENT);
 }
 
+int dlfs_nvme_holds(struct dlfs_nvme *n, uint32_t c, uint64_t k)
+{
+	return !!(atomic_load_explicit(&n->st[gid(n, c, k)],
+				       memory_order_acquire) &
+		  (ST_PRESENT | ST_QUEUED));
+}
+
 /* A cached chunk turned out bad: drop it, count it, say so (a few times). */
 static void corrupt(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 		    const char *why)

@@ -92,6 +92,9 @@ void dlfs_nvme_close(struct dlfs_nvme *n);
 /* Is chunk k of container c present? Lock-free; does not count. */
 int dlfs_nvme_has(struct dlfs_nvme *n, uint32_t c, uint64_t k);
 
+/* Is it present, or queued to be written? Lock-free; does not count. */
+int dlfs_nvme_holds(struct dlfs_nvme *n, uint32_t c, uint64_t k);
+
 /*
  * Read chunk k of container c (len bytes, expected checksum xxh3) into
  * buf (cap bytes, 4 KiB aligned, cap >= len rounded up to 4 KiB).

@@ -130,10 +130,12 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	    U(fs->planned), U(fs->streamed));
 	put(&o,
 	    "  \"fill\": {\"depth\": %u, \"planned\": %llu, \"streamed\": "
-	    "%llu, \"swept\": %llu, \"bytes\": %llu, \"held\": %llu, "
-	    "\"yields\": %llu, \"sweeping\": %d, \"swept_all\": %d},\n",
+	    "%llu, \"swept\": %llu, \"from_ram\": %llu, \"bytes\": %llu, "
+	    "\"held\": %llu, \"yields\": %llu, \"sweeping\": %d, "
+	    "\"swept_all\": %d},\n",
 	    fs->depth, U(fs->planned), U(fs->streamed), U(fs->swept),
-	    U(fs->bytes), U(fs->held), U(fs->waits), fs->sweeping,
+	    U(fs->from_ram), U(fs->bytes), U(fs->held), U(fs->waits),
+	    fs->sweeping,
 	    fs->swept_all);
 	if (t->grain)
 		put(&o,

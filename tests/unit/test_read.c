@@ -813,6 +813,72 @@ out:
 	free(cache);
 }
 
+/*
+ * A chunk a demand read loaded while the NVMe tier could not take it (its
+ * write queue full; here: the tier's writer not started yet) sits in RAM
+ * only. The sweep must queue it for the tier from RAM: skipped, it would
+ * be read from the PFS again once RAM let it go.
+ */
+static void test_sweep_from_ram(struct dataset *d)
+{
+	char *cache = t_tmpdir();
+	struct dlfs_reader_ctx *ctx = NULL;
+	struct dlfs_reader_conf conf =
+		conf_of(d->data_bytes + 8 * d->cs, DLFS_UNIT_CHUNK);
+	conf.cache_dir = cache;
+	conf.pfs_depth = 2;
+	conf.fill = DLFS_FILL_ALL;
+	struct dlfs_reader *r = NULL;
+	struct dlfs_err err = {0};
+	if (dlfs_reader_open(d->ds, &conf, &r, &err) ||
+	    dlfs_reader_ctx_new(r, &ctx, &err)) {
+		fprintf(stderr, "reader: %s\n", err.msg);
+		exit(1);
+	}
+	CHECK(r->nvme != NULL);
+	if (!r->nvme)
+		goto out;
+	/* Every file, before the tier's writer runs: each chunk is loaded
+	 * into RAM and its tier write is dropped. */
+	int bad = 0;
+	for (size_t i = 0; i < d->n_files; i++)
+		bad += !read_ok(ctx, &d->files[i], 0, d->files[i].size);
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(pfs_bytes(r), d->data_bytes);
+	struct dlfs_nvme_stats ns;
+	dlfs_nvme_get_stats(r->nvme, &ns);
+	const uint64_t n_chunks = dlfs_ds_n_chunks(d->ds);
+	CHECK_EQ(ns.write_dropped, n_chunks);
+	CHECK_EQ(ns.chunks, 0);
+
+	if (dlfs_reader_start(r, &err)) {
+		fprintf(stderr, "reader start: %s\n", err.msg);
+		exit(1);
+	}
+	struct dlfs_fill_stats fs;
+	uint64_t t0 = t_ms();
+	do {
+		t_sleep_ms(2);
+		dlfs_fill_get_stats(r->fill, &fs);
+	} while (!fs.swept_all && t_ms() - t0 < 30000);
+	CHECK(fs.swept_all);
+	dlfs_nvme_flush(r->nvme);
+	/* All of them written from RAM, none read from the PFS again. */
+	CHECK_EQ(fs.from_ram, n_chunks);
+	CHECK_EQ(pfs_bytes(r), d->data_bytes);
+	dlfs_nvme_get_stats(r->nvme, &ns);
+	CHECK_EQ(ns.chunks, n_chunks);
+	/* Not a use of the RAM entries: one hit per file read, no more. */
+	struct dlfs_cache_stats cst;
+	dlfs_cache_get_stats(r->cache, &cst);
+	CHECK_EQ(cst.misses, n_chunks);
+	CHECK_EQ(errors(r), 0);
+out:
+	reader_close(r, ctx);
+	t_rmrf(cache);
+	free(cache);
+}
+
 int main(void)
 {
 	struct dataset a = {.src = t_tmpdir()};
@@ -831,6 +897,7 @@ int main(void)
 	test_bad_sizes(DLFS_UNIT_CHUNK);
 	test_bad_sizes(DLFS_UNIT_FILE);
 	test_sweep(&a);
+	test_sweep_from_ram(&a);
 
 	ds_free(&a);
 	return t_done("test_read");
