@@ -33,6 +33,7 @@ READS = [
 ]
 READERS = (("c", "C"), ("py", "Python"))
 
+HOT = ("sqfs_hot", "hot", "floor_hot")  # repeated passes, best counts
 LOCAL = ("local", "dlfs2", "floor")  # rows that do not read the PFS
 
 # Dataset T: tiny files on local disk, each system's cold random reads.
@@ -80,7 +81,11 @@ def main():
     for r in rows:
         if r["kind"] == "read":
             lab = "dlfs1_alt" if r["label"] == "dlfs1_direct" else r["label"]
-            reads[(lab, r["reader"])] = r
+            old = reads.get((lab, r["reader"]))
+            # Hot passes are repeated: the fastest counts.
+            if old is None or (lab in HOT and
+                               r["r"]["secs"] < old["r"]["secs"]):
+                reads[(lab, r["reader"])] = r
     copies = {r["label"]: r for r in rows if r["kind"] == "copy"}
     builds = {r["label"]: r for r in rows if r["kind"] == "build"}
     finds = {r["label"]: r for r in rows if r["kind"] == "find"}
@@ -489,9 +494,11 @@ def main():
         w("")
         w("Each mounted once: a cold warm-up pass (C reader, epoch 1's "
           "order), then the measured passes in the same order with "
-          "nothing dropped. dlfs: `-o ram_cache=%s,cache_dir=...`. A hot "
+          "nothing dropped%s. dlfs: `-o ram_cache=%s,cache_dir=...`. A hot "
           "pass served by the page cache sends dlfs no lookups or reads."
-          % meta.get("hot_ram_cache", "?"))
+          % ((", %s per reader, the fastest shown" % meta["hot_runs"])
+             if meta.get("hot_runs") else "",
+             meta.get("hot_ram_cache", "?")))
         w("")
         w("| system | reader | warm-up files/s (cold) | hot files/s "
           "| hot MB/s | x kernel squashfs hot | PFS MB during the hot pass "
