@@ -287,17 +287,21 @@ static int take_prefetch(struct dlfs_cache *c, struct slot *s)
 	return 1;
 }
 
-/* Pin ready slot s for a reader (caller holds mu). */
+/* Pin ready slot s (caller holds mu). use: for a reader, which counts a
+ * hit, takes its prefetch and marks it referenced; else a quiet pin that
+ * changes nothing else. */
 static void pin(struct dlfs_cache *c, struct slot *s,
-		struct dlfs_chunk_ref *ref)
+		struct dlfs_chunk_ref *ref, int use)
 {
 	s->refs++;
-	s->referenced = 1;
-	c->hits++;
-	ref->prefetched = take_prefetch(c, s);
 	ref->data = s->buf + s->off;
 	ref->len = s->len;
 	ref->slot = (int)(s - c->slots);
+	if (!use)
+		return;
+	s->referenced = 1;
+	c->hits++;
+	ref->prefetched = take_prefetch(c, s);
 }
 
 /* Find key, waiting out a load in progress (caller holds mu).
@@ -340,7 +344,7 @@ int dlfs_cache_get(struct dlfs_cache *c, uint64_t key, const void *what,
 	pthread_mutex_lock(&c->mu);
 	struct slot *s = find_ready(c, key, &ret, err);
 	if (s) {
-		pin(c, s, ref);
+		pin(c, s, ref, 1);
 		pthread_mutex_unlock(&c->mu);
 		return 0;
 	}
@@ -392,34 +396,30 @@ int dlfs_cache_get(struct dlfs_cache *c, uint64_t key, const void *what,
 	return 0;
 }
 
-int dlfs_cache_get_cached(struct dlfs_cache *c, uint64_t key,
-			  struct dlfs_chunk_ref *ref)
+/* Pin the entry of key if it is there, waiting out its load. */
+static int pin_cached(struct dlfs_cache *c, uint64_t key,
+		      struct dlfs_chunk_ref *ref, int use)
 {
 	int failed;
 	memset(ref, 0, sizeof(*ref));
 	pthread_mutex_lock(&c->mu);
 	struct slot *s = find_ready(c, key, &failed, NULL);
 	if (s)
-		pin(c, s, ref);
+		pin(c, s, ref, use);
 	pthread_mutex_unlock(&c->mu);
 	return s ? 0 : -ENOENT;
+}
+
+int dlfs_cache_get_cached(struct dlfs_cache *c, uint64_t key,
+			  struct dlfs_chunk_ref *ref)
+{
+	return pin_cached(c, key, ref, 1);
 }
 
 int dlfs_cache_peek(struct dlfs_cache *c, uint64_t key,
 		    struct dlfs_chunk_ref *ref)
 {
-	int failed;
-	memset(ref, 0, sizeof(*ref));
-	pthread_mutex_lock(&c->mu);
-	struct slot *s = find_ready(c, key, &failed, NULL);
-	if (s) {
-		s->refs++;
-		ref->data = s->buf + s->off;
-		ref->len = s->len;
-		ref->slot = (int)(s - c->slots);
-	}
-	pthread_mutex_unlock(&c->mu);
-	return s ? 0 : -ENOENT;
+	return pin_cached(c, key, ref, 0);
 }
 
 void dlfs_cache_set_kept(struct dlfs_cache *c, const struct dlfs_chunk_ref *ref)

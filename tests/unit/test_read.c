@@ -769,6 +769,17 @@ static void test_bad_sizes(enum dlfs_read_unit unit)
 
 /* ---- the NVMe tier and the sweep ---- */
 
+/* Wait (up to 30 s) for the sweep to be over; fs: the fill's stats then. */
+static void wait_swept(struct dlfs_reader *r, struct dlfs_fill_stats *fs)
+{
+	uint64_t t0 = t_ms();
+	do {
+		t_sleep_ms(2);
+		dlfs_fill_get_stats(r->fill, fs);
+	} while (!fs->swept_all && t_ms() - t0 < 30000);
+	CHECK(fs->swept_all);
+}
+
 static void test_sweep(struct dataset *d)
 {
 	char *cache = t_tmpdir();
@@ -788,12 +799,7 @@ static void test_sweep(struct dataset *d)
 	/* One file from the middle of the dataset. */
 	CHECK(read_ok(ctx, &d->files[d->n_files / 2], 0,
 		      d->files[d->n_files / 2].size));
-	uint64_t t0 = t_ms();
-	do {
-		t_sleep_ms(2);
-		dlfs_fill_get_stats(r->fill, &fs);
-	} while (!fs.swept_all && t_ms() - t0 < 30000);
-	CHECK(fs.swept_all);
+	wait_swept(r, &fs);
 	dlfs_nvme_flush(r->nvme);
 	/* Every chunk read from the PFS once, all in the tier. */
 	CHECK_EQ(pfs_bytes(r), d->data_bytes);
@@ -856,12 +862,7 @@ static void test_sweep_from_ram(struct dataset *d)
 		exit(1);
 	}
 	struct dlfs_fill_stats fs;
-	uint64_t t0 = t_ms();
-	do {
-		t_sleep_ms(2);
-		dlfs_fill_get_stats(r->fill, &fs);
-	} while (!fs.swept_all && t_ms() - t0 < 30000);
-	CHECK(fs.swept_all);
+	wait_swept(r, &fs);
 	dlfs_nvme_flush(r->nvme);
 	/* All of them written from RAM, none read from the PFS again. */
 	CHECK_EQ(fs.from_ram, n_chunks);
