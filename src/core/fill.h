@@ -46,8 +46,8 @@ struct dlfs_fill_conf {
 
 struct dlfs_fill_stats {
 	uint64_t planned, streamed, swept; /* chunks loaded, by kind */
-	uint64_t from_ram; /* chunks written to the NVMe tier from RAM */
 	uint64_t bytes;                    /* bytes of those */
+	uint64_t from_ram;                 /* chunks put in NVMe from RAM */
 	uint64_t held;                     /* planned chunks held now */
 	uint64_t waits;                    /* times it yielded to demand */
 	int sweeping, swept_all;           /* the sweep runs; it is over */

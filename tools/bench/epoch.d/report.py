@@ -529,7 +529,8 @@ def main():
           "read-ahead, the same worker count). Its passes cost only the "
           "FUSE requests (a lookup and a read per cold file; Python's "
           "`open()` adds an ioctl, TCGETS, that FUSE sends to every "
-          "server), so no FUSE file system can beat it here. Cold: "
+          "server), so a FUSE server that answers from user space can "
+          "hardly beat it here. Cold: "
           "caches dropped before the pass, like dlfs epoch 2; hot: "
           "mounted once, a C warm-up, nothing dropped.")
         w("")
