@@ -11,7 +11,7 @@
 #define YIELD_MS 20  /* longest a background read waits for demand */
 #define RETRY_MS 100 /* longest it waits for room in the RAM tier */
 
-enum job_kind { JOB_PLANNED, JOB_STREAM, JOB_SWEEP };
+enum job_kind { JOB_KEEP, JOB_PLANNED, JOB_STREAM, JOB_SWEEP };
 
 struct job {
 	enum job_kind kind;
@@ -116,6 +116,20 @@ int dlfs_fill_new(const struct dlfs_fill_conf *conf, struct dlfs_fill **out,
 /* The next piece of work; 0 when stopping. */
 static int next_job(struct dlfs_fill *f, struct dlfs_txn *txn, struct job *j)
 {
+	struct dlfs_nvme *nv = f->conf.fetch->nvme;
+	uint32_t c;
+	uint64_t k;
+	pthread_mutex_lock(&f->mu);
+	int stop = f->stop;
+	pthread_mutex_unlock(&f->mu);
+	/* First a chunk the tier turned away: no PFS read, and RAM may let
+	 * it go soon. */
+	if (!stop && nv && dlfs_nvme_next_turned_away(nv, &c, &k)) {
+		*j = (struct job){JOB_KEEP,
+				  dlfs_ds_container(f->ds, c)->first_chunk + k,
+				  0};
+		return 1;
+	}
 	pthread_mutex_lock(&f->mu);
 	while (!f->stop) {
 		int hold_room = f->conf.fetch->nvme || f->n_holds < f->hold_max;
@@ -209,8 +223,7 @@ static int keep_from_ram(struct dlfs_fill *f, struct dlfs_nvme *nv,
 	struct dlfs_chunk_ref ref;
 	if (dlfs_cache_peek(f->conf.cache, key, &ref))
 		return 0;
-	if (!dlfs_nvme_holds(nv, c, k) &&
-	    dlfs_nvme_put(nv, c, k, ref.data, ref.len, 1)) {
+	if (dlfs_nvme_put(nv, c, k, ref.data, ref.len, 1) == 1) {
 		dlfs_cache_set_kept(f->conf.cache, &ref);
 		atomic_fetch_add(&f->n_from_ram, 1);
 	}
@@ -230,6 +243,11 @@ static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
 	if (dlfs_ds_chunk_locate(f->ds, j->g, &c, &k))
 		return;
 	uint64_t key = dlfs_cache_chunk_key(c, k);
+	if (j->kind == JOB_KEEP) {
+		if (!dlfs_nvme_holds(nv, c, k))
+			keep_from_ram(f, nv, key, c, k);
+		return;
+	}
 	/* Held only when RAM is the only tier that can keep it. */
 	int want_hold = j->kind == JOB_PLANNED && !nv && j->uses;
 	/* Planned and swept chunks are for the NVMe tier when there is one. */

@@ -4,6 +4,10 @@
  * ask, whatever the readers' own concurrency.
  *
  * Work, in priority order:
+ *   0. keep: a chunk the NVMe tier turned away (a demand load's, when the
+ *      tier's write queue was full: dlfs_nvme_next_turned_away) is queued
+ *      for the tier again from RAM, if RAM still holds it. No PFS read;
+ *      first, because RAM may let it go, and then it would be read again.
  *   1. planned: the chunks an epoch view's readers need next, in order of
  *      first use, pulled from the planner (dlfs_fill_set_planner). Without
  *      an NVMe tier each is held in RAM (pinned) until every file of the

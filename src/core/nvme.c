@@ -32,6 +32,7 @@
 #define MAP_HEADER 64
 #define POOL_BYTES (UINT64_C(64) << 20)
 #define MAX_CORRUPT_LOGS 10
+#define TURNED_Q 256 /* chunks turned away for want of room, newest kept */
 
 /* Faults logged once each. */
 enum { LOG_ENOSPC = 1, LOG_WRITE = 2, LOG_READ = 4, LOG_GONE = 8, LOG_MAP = 16 };
@@ -63,6 +64,8 @@ struct dlfs_nvme {
 	int writing, stop, writer_started;
 	unsigned writing_i; /* the pool entry being written, when writing */
 	int gone; /* the cache directory was removed: write nothing more */
+	uint64_t turned[TURNED_Q]; /* global chunks, a ring */
+	unsigned t_head, t_len;
 	int was_open; /* the directory was not private when opened */
 	pthread_t writer;
 	uint64_t used, present, hand;
@@ -394,27 +397,57 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* Remember chunk g, turned away for want of room (under mu). A full ring
+ * forgets its oldest: the likeliest to have left RAM already. */
+static void turn_away(struct dlfs_nvme *n, uint64_t g)
+{
+	if (n->t_len == TURNED_Q) {
+		n->t_head = (n->t_head + 1) % TURNED_Q;
+		n->t_len--;
+	}
+	n->turned[(n->t_head + n->t_len) % TURNED_Q] = g;
+	n->t_len++;
+}
+
+int dlfs_nvme_next_turned_away(struct dlfs_nvme *n, uint32_t *c, uint64_t *k)
+{
+	pthread_mutex_lock(&n->mu);
+	int got = n->t_len > 0;
+	uint64_t g = got ? n->turned[n->t_head] : 0;
+	if (got) {
+		n->t_head = (n->t_head + 1) % TURNED_Q;
+		n->t_len--;
+	}
+	pthread_mutex_unlock(&n->mu);
+	if (got)
+		dlfs_container_locate(n->cont, n->n_containers, n->n_chunks, g,
+				      c, k);
+	return got;
+}
+
 int dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 		  const void *data, size_t len, int wait)
 {
 	uint64_t g = gid(n, c, k);
 	if (atomic_load_explicit(&n->st[g], memory_order_relaxed) &
 	    (ST_PRESENT | ST_QUEUED))
-		return 1;
+		return 2;
 	pthread_mutex_lock(&n->mu);
 	for (;;) {
 		uint8_t s = atomic_load_explicit(&n->st[g],
 						 memory_order_relaxed);
 		if (s & (ST_PRESENT | ST_QUEUED)) {
 			pthread_mutex_unlock(&n->mu);
-			return 1;
+			return 2;
 		}
 		/* KEEP never evicts: once full, do not even copy. */
-		int full = !n->writer_started || n->gone || n->stop ||
-			   len > n->cs ||
+		int full = n->gone || n->stop || len > n->cs ||
 			   (n->policy == DLFS_NVME_KEEP &&
 			    n->used + alloc_of(len) > n->capacity);
-		if (full || (!n->n_free && !wait)) {
+		int later = !n->writer_started || (!n->n_free && !wait);
+		if (full || later) {
+			if (!full)
+				turn_away(n, g);
 			pthread_mutex_unlock(&n->mu);
 			add(&n->write_dropped, 1);
 			return 0;

@@ -130,12 +130,20 @@ void dlfs_nvme_drop(struct dlfs_nvme *n, uint32_t c, uint64_t k);
  * Queue chunk (c, k), len bytes of verified data, for writing in the
  * background. Copies data; never blocks on I/O, never fails. When the
  * write queue is full, drops the chunk, or with wait set waits for room
- * (background loads: they exist to fill the tier). @return 1 when the
- * tier has or will have the chunk, 0 when it was not taken (full tier,
- * full queue, a faulty disk).
+ * (background loads: they exist to fill the tier). @return 1 when this
+ * call queued the chunk, 2 when the tier had it or had queued it already,
+ * 0 when it was not taken (full tier, full queue, a faulty disk).
  */
 int dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 		  const void *data, size_t len, int wait);
+
+/*
+ * The oldest chunk dlfs_nvme_put turned away only for want of room in the
+ * write queue, or because the writer had not started: a demand load's
+ * chunk that RAM may still hold, to queue again from there. The last 256
+ * are remembered. @return 1 with *c and *k, 0 when there is none.
+ */
+int dlfs_nvme_next_turned_away(struct dlfs_nvme *n, uint32_t *c, uint64_t *k);
 
 /* Is there free room for a chunk of len bytes, without evicting one?
  * (LRU would take it all the same, by evicting; but a chunk read whole

@@ -880,6 +880,81 @@ out:
 	free(cache);
 }
 
+/*
+ * A chunk the tier turned away stays in RAM only; with a RAM tier smaller
+ * than the dataset, the sweep's own loads would push it out before the
+ * sweep reaches it, and it would be read from the PFS again. The fill
+ * queues such chunks for the tier first. (Here the chunks are turned away
+ * because the writer has not started; a full write queue takes the same
+ * path, dlfs_nvme_next_turned_away.)
+ */
+static void test_turned_away(struct dataset *d)
+{
+	const unsigned last = 8; /* chunks, and the RAM tier's slots */
+	char *cache = t_tmpdir();
+	struct dlfs_reader_ctx *ctx = NULL;
+	struct dlfs_reader_conf conf = conf_of(last * d->cs, DLFS_UNIT_CHUNK);
+	conf.cache_dir = cache;
+	conf.pfs_depth = 1; /* one fill thread: its order is the test's */
+	conf.fill = DLFS_FILL_ALL;
+	struct dlfs_reader *r = NULL;
+	struct dlfs_err err = {0};
+	if (dlfs_reader_open(d->ds, &conf, &r, &err) ||
+	    dlfs_reader_ctx_new(r, &ctx, &err)) {
+		fprintf(stderr, "reader: %s\n", err.msg);
+		exit(1);
+	}
+	CHECK(r->nvme != NULL);
+	if (!r->nvme)
+		goto out;
+	/* Every file in the last chunks, before the tier's writer runs. */
+	const uint64_t n_chunks = dlfs_ds_n_chunks(d->ds);
+	uint64_t first = n_chunks - last, loaded = 0;
+	int bad = 0;
+	for (uint32_t c = 0; c < dlfs_ds_info(d->ds)->super.n_containers; c++) {
+		const struct dlfs_container *ct = dlfs_ds_container(d->ds, c);
+		if (ct->first_chunk + ct->n_chunks > first)
+			loaded += ct->data_size -
+				  (first > ct->first_chunk
+					   ? (first - ct->first_chunk) * d->cs
+					   : 0);
+	}
+	for (size_t i = 0; i < d->n_files; i++) {
+		const struct file *f = &d->files[i];
+		uint64_t k0, k1;
+		if (f->damaged || !f->size)
+			continue;
+		dlfs_file_chunks(d->cs, &f->in, 0, f->size, &k0, &k1);
+		if (dlfs_ds_container(d->ds, f->in.container)->first_chunk +
+			    k0 >= first)
+			bad += !read_ok(ctx, f, 0, f->size);
+	}
+	CHECK_EQ(bad, 0);
+	CHECK_EQ(pfs_bytes(r), loaded);
+	struct dlfs_nvme_stats ns;
+	dlfs_nvme_get_stats(r->nvme, &ns);
+	CHECK_EQ(ns.write_dropped, last);
+
+	if (dlfs_reader_start(r, &err)) {
+		fprintf(stderr, "reader start: %s\n", err.msg);
+		exit(1);
+	}
+	struct dlfs_fill_stats fs;
+	wait_swept(r, &fs);
+	dlfs_nvme_flush(r->nvme);
+	/* Written from RAM before the sweep's loads pushed them out: every
+	 * chunk read from the PFS once. */
+	CHECK_EQ(fs.from_ram, last);
+	CHECK_EQ(pfs_bytes(r), d->data_bytes);
+	dlfs_nvme_get_stats(r->nvme, &ns);
+	CHECK_EQ(ns.chunks, n_chunks);
+	CHECK_EQ(errors(r), 0);
+out:
+	reader_close(r, ctx);
+	t_rmrf(cache);
+	free(cache);
+}
+
 int main(void)
 {
 	struct dataset a = {.src = t_tmpdir()};
@@ -899,6 +974,7 @@ int main(void)
 	test_bad_sizes(DLFS_UNIT_FILE);
 	test_sweep(&a);
 	test_sweep_from_ram(&a);
+	test_turned_away(&a);
 
 	ds_free(&a);
 	return t_done("test_read");
