@@ -9,7 +9,9 @@ LIST holds one path per line, relative to ROOT. THREADS threads take the
 next path in list order (a shared counter), open(ROOT/path, 'rb'),
 f.read() (the whole file in one call) and close it. After LIMIT_S seconds
 (0 = no limit) no new file is started, so a very slow system gives a
-partial, still valid, rate. Prints the same JSON object as reader.c:
+partial, still valid, rate. The clock starts before LIST is read (it may
+be a dlfs epoch view, made when it is read). Prints the same JSON object
+as reader.c:
   {"files": n, "bytes": n, "secs": s, "errors": n, "listed": n,
    "complete": true|false, "io_read_bytes": n}
 Exits 1 when a file could not be read (after printing the object).
@@ -47,13 +49,13 @@ def main():
     if not os.path.isdir(root):
         sys.stderr.write("pyread: %s: not a directory\n" % root)
         return 1
+    t_start = time.monotonic()
     with open(sys.argv[2], "rb") as f:
         paths = [os.path.join(root, p.decode("utf-8", "surrogateescape"))
                  for p in f.read().split(b"\n") if p]
     counter = itertools.count()  # next() is atomic under the GIL
     totals = {"files": 0, "bytes": 0, "errors": 0}
     lock = threading.Lock()
-    t_start = time.monotonic()
 
     def worker():
         files = nbytes = errors = 0

@@ -191,8 +191,8 @@ def main():
         w("- Dataset T (tiny files): %s." % meta["t_desc"])
     w("- Every measured pass is cold unless marked hot: `sync; echo 3 > "
       "/proc/sys/vm/drop_caches` right before it (mounts first, so FUSE "
-      "daemons start with empty caches; the view rows drop before the "
-      "mount instead: see below). Readers, "
+      "daemons start with empty caches; the `stage=all` view row drops "
+      "before the mount instead: see below). Readers, "
       "%s threads each, every file once, in list order: C "
       "(`mount.d/reader.c`: openat, read(2) of 1 MiB to EOF, close) and "
       "Python (`epoch.d/pyread.py` under /usr/bin/python3: open, "
@@ -201,12 +201,12 @@ def main():
       "an epoch 1, and the epoch 1 + epoch 2 sequence run once per "
       "reader. Epoch E reads a random order of seed 41+E (every baseline "
       "reads epoch 1's order); the view rows read `MNT/.dlfs/epochs/1/"
-      "files` (`-o seed=%s`, so both readers get one list), copied right "
-      "after mount. Reading that list sets the daemon loading the epoch's "
-      "chunks at once (and `stage=all` reads from the mount on), so the "
-      "view rows drop the caches before the mount, start the pass right "
-      "after the copy, and are timed from the start of the mount (mount "
-      "and list copy included, their PFS MB too)."
+      "files` (`-o seed=%s`, so both readers get one list) as the "
+      "reader's list, and each reader's clock starts before it reads its "
+      "list (reading the view makes it, and sets the daemon loading the "
+      "epoch's chunks). `stage=all` reads the PFS from the mount on: its "
+      "rows drop the caches before the mount and are timed from the start "
+      "of the mount (mount included, its PFS MB too)."
       % (meta["threads"], meta.get("view_seed", "?")))
     w("- Commands: plain: the tree on the PFS. staged: `cp -a TREE LOCAL` "
       "inside the group, then `sync` (counted), then a cold read of the "
@@ -216,8 +216,8 @@ def main():
       "dlfs: `dlfs-pack TREE -o PFS/R.dlfs -q`, `dlfs PFS/R.dlfs MNT -o "
       "cache_dir=LOCAL/nvme%s` (a new empty cache_dir for each epoch 1; "
       "epoch 2 unmounts, drops caches and remounts on the same one); "
-      "view: `-o seed=%s,cache_dir=...`, `cp MNT/.dlfs/epochs/1/files "
-      "LIST` right after mount; view_all: the same plus `stage=all`; "
+      "view: `-o seed=%s,cache_dir=...`, LIST = "
+      "`MNT/.dlfs/epochs/1/files`; view_all: the same plus `stage=all`; "
       "nocache: no `cache_dir` (nocache_view: in view order; "
       "nocache_chunked: in view order with `-o shuffle=chunked`); "
       "hot: `-o ram_cache=%s,cache_dir=...` "
@@ -426,10 +426,6 @@ def main():
         unit = (" read_unit now `%s` (%s switches, %s files read alone)."
                 % (ru["now"], fmt(ru["switches"]), fmt(ru["file_reads"]))
                 if ru else "")
-        if r.get("list_secs") is not None:
-            unit += " Copying the view list took %s s%s." % (
-                fmt(r["list_secs"], 2), ", counted" if r.get("from_mount")
-                else " (not counted)")
         notes.append(
             "%s: container reads %s (sizes %s), NVMe hits %s (%s MB), "
             "chunks written to the tier %s, not cached (queue full) %s, "

@@ -7,7 +7,9 @@
  * next path in list order (a shared counter), open it, read it to EOF with
  * read(2) into a 1 MiB buffer and close it. After LIMIT_S seconds (0 = no
  * limit) no new file is started, so a very slow system gives a partial,
- * still valid, rate. Prints one JSON object:
+ * still valid, rate. The clock starts before LIST is read: LIST may be a
+ * file the system under test makes when it is read (a dlfs epoch view,
+ * MNT/.dlfs/epochs/E/files). Prints one JSON object:
  *   {"files": n, "bytes": n, "secs": s, "errors": n, "listed": n,
  *    "complete": true|false, "io_read_bytes": n}
  * io_read_bytes is this process's read_bytes from /proc/self/io: bytes it
@@ -121,6 +123,7 @@ int main(int argc, char **argv)
 		perror(argv[1]);
 		return 1;
 	}
+	t_start = now();
 	FILE *f = fopen(argv[2], "r");
 	if (!f) {
 		perror(argv[2]);
@@ -146,7 +149,6 @@ int main(int argc, char **argv)
 	free(line);
 
 	pthread_t *tids = calloc((size_t)threads, sizeof(*tids));
-	t_start = now();
 	for (int i = 0; i < threads; i++)
 		if (pthread_create(&tids[i], NULL, worker, NULL)) {
 			perror("pthread_create");
