@@ -427,7 +427,15 @@ void dlfs_cache_set_kept(struct dlfs_cache *c, const struct dlfs_chunk_ref *ref)
 	if (ref->own || ref->slot < 0 || !ref->data)
 		return;
 	pthread_mutex_lock(&c->mu);
-	c->slots[ref->slot].kept = 1;
+	struct slot *s = &c->slots[ref->slot];
+	s->kept = 1;
+	if (s->prefetched) {
+		/* As for a load kept at once (loaded): nothing is lost when
+		 * it goes, so it goes first and leaves the prefetch bound. */
+		s->prefetched = 0;
+		s->referenced = 0;
+		c->pf_pending--;
+	}
 	pthread_mutex_unlock(&c->mu);
 }
 

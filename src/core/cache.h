@@ -123,7 +123,8 @@ int dlfs_cache_peek(struct dlfs_cache *cache, uint64_t key,
 		    struct dlfs_chunk_ref *ref);
 
 /* The pinned entry of ref is now also stored elsewhere (the NVMe tier):
- * its eviction wastes nothing. */
+ * its eviction wastes nothing. An unread prefetch leaves the prefetch
+ * bound and is the first to go, as one kept at load is. */
 void dlfs_cache_set_kept(struct dlfs_cache *cache,
 			 const struct dlfs_chunk_ref *ref);
 

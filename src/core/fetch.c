@@ -67,7 +67,7 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 {
 	struct dlfs_chunk_rec cr;
 	int ret;
-	int wait = o && o->wait_nvme;
+	int tier = f->nvme && !(o && o->defer_nvme);
 	l->off = 0;
 	if (f->nvme) {
 		ret = dlfs_chunk_get(txn, c, k, &cr, l->err);
@@ -90,9 +90,9 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 			/* A peer's bytes are checked like the PFS's. */
 			if (l->len == cr.length &&
 			    XXH3_64bits(l->buf, l->len) == cr.xxh3) {
-				l->kept = f->nvme &&
-					  dlfs_nvme_put(f->nvme, c, k, l->buf,
-							l->len, wait);
+				l->kept = tier && dlfs_nvme_put(f->nvme, c, k,
+								l->buf, l->len,
+								0);
 				return 0;
 			}
 			dlfs_stats_add(&f->stats->err_peer, 1);
@@ -104,8 +104,7 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 	pfs_end(f, ret, l->len);
 	if (ret)
 		return ret;
-	l->kept = f->nvme &&
-		  dlfs_nvme_put(f->nvme, c, k, l->buf, l->len, wait);
+	l->kept = tier && dlfs_nvme_put(f->nvme, c, k, l->buf, l->len, 0);
 	return 0;
 }
 

@@ -36,10 +36,13 @@
  * aligned. */
 #define DLFS_FETCH_BUF_SIZE ((size_t)DLFS_FETCH_FILE_CHECK_MAX + 8192)
 
-/* How a chunk load may wait: background loads wait for room in the NVMe
- * tier's write queue rather than leave the chunk uncached. */
+/* How a chunk load treats the NVMe tier. A load hands the chunk it read
+ * (from a peer or the PFS) to the tier without waiting for room in its
+ * write queue; with defer_nvme it does not hand it at all: the caller
+ * (a background load) queues it itself once the chunk is in RAM, so that
+ * readers waiting on the load never wait for the tier's disk. */
 struct dlfs_fetch_chunk_opts {
-	int wait_nvme;
+	int defer_nvme;
 };
 
 /* The chunks' homes over MPI, as the daemon provides them. */

@@ -210,6 +210,20 @@ static void yield_to_demand(struct dlfs_fill *f)
 	}
 }
 
+/* Chunk (c, k), pinned by ref (the caller's, released here), is in RAM:
+ * queue it for the tier, waiting for room in its write queue. Readers
+ * have the chunk from RAM meanwhile. @return 1 when this call queued it
+ * (not when the tier had it already). */
+static int to_tier(struct dlfs_fill *f, struct dlfs_nvme *nv, uint32_t c,
+		   uint64_t k, struct dlfs_chunk_ref *ref)
+{
+	int queued = dlfs_nvme_put(nv, c, k, ref->data, ref->len, 1) == 1;
+	if (queued)
+		dlfs_cache_set_kept(f->conf.cache, ref);
+	dlfs_cache_put(f->conf.cache, ref, 0);
+	return queued;
+}
+
 /*
  * Chunk (c, k) of key is neither in the NVMe tier nor queued for it: if
  * the RAM tier holds it (or a demand read is loading it), queue it for the
@@ -223,11 +237,8 @@ static int keep_from_ram(struct dlfs_fill *f, struct dlfs_nvme *nv,
 	struct dlfs_chunk_ref ref;
 	if (dlfs_cache_peek(f->conf.cache, key, &ref))
 		return 0;
-	if (dlfs_nvme_put(nv, c, k, ref.data, ref.len, 1) == 1) {
-		dlfs_cache_set_kept(f->conf.cache, &ref);
+	if (to_tier(f, nv, c, k, &ref))
 		atomic_fetch_add(&f->n_from_ram, 1);
-	}
-	dlfs_cache_put(f->conf.cache, &ref, 0);
 	return 1;
 }
 
@@ -235,8 +246,10 @@ static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
 		    const struct job *j)
 {
 	struct dlfs_nvme *nv = f->conf.fetch->nvme;
-	struct dlfs_fetch_chunk_opts opts = {.wait_nvme = 1};
-	struct dlfs_chunk_ref hold;
+	/* The load leaves the tier to this thread (to_tier, after it): a
+	 * full write queue must not keep the chunk from its readers. */
+	struct dlfs_fetch_chunk_opts opts = {.defer_nvme = 1};
+	struct dlfs_chunk_ref ref;
 	struct dlfs_err err = {0};
 	uint32_t c;
 	uint64_t k;
@@ -250,10 +263,11 @@ static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
 	}
 	/* Held only when RAM is the only tier that can keep it. */
 	int want_hold = j->kind == JOB_PLANNED && !nv && j->uses;
-	/* Planned and swept chunks are for the NVMe tier when there is one. */
-	int to_nvme = j->kind != JOB_STREAM && nv;
-	if (to_nvme && (dlfs_nvme_holds(nv, c, k) ||
-			keep_from_ram(f, nv, key, c, k)))
+	/* Planned and swept chunks are for the NVMe tier when there is one:
+	 * done if it holds them. */
+	int fills_tier = j->kind != JOB_STREAM && nv;
+	if (fills_tier && (dlfs_nvme_holds(nv, c, k) ||
+			   keep_from_ram(f, nv, key, c, k)))
 		return;
 	if (!want_hold && dlfs_cache_contains(f->conf.cache, key))
 		return;
@@ -263,7 +277,7 @@ static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
 		int ret = dlfs_cache_prefetch(
 			f->conf.cache, key, &opts, txn,
 			j->kind == JOB_SWEEP ? DLFS_CACHE_PF_QUIET : 0,
-			want_hold ? &hold : NULL, &err);
+			want_hold || nv ? &ref : NULL, &err);
 		if (ret == 0)
 			break;
 		if (ret != -EAGAIN || ms >= RETRY_MS)
@@ -276,11 +290,9 @@ static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
 		sleep_ms(2);
 	}
 	if (want_hold)
-		add_hold(f, j->g, j->uses, &hold);
-	/* A demand read may have loaded it meanwhile, and prefetch then
-	 * loads nothing: make sure it reaches the tier. */
-	if (to_nvme && !dlfs_nvme_holds(nv, c, k))
-		keep_from_ram(f, nv, key, c, k);
+		add_hold(f, j->g, j->uses, &ref);
+	else if (nv)
+		to_tier(f, nv, c, k, &ref);
 	const struct dlfs_container *ct = dlfs_ds_container(f->ds, c);
 	uint64_t left = ct->data_size - k * dlfs_ds_info(f->ds)->super.chunk_size;
 	uint64_t cs = dlfs_ds_info(f->ds)->super.chunk_size;

@@ -22,8 +22,11 @@
  * Demand reads go first: a background read waits while demand loads plus
  * PFS reads in flight reach depth (up to a short bound, so it is never
  * starved). Loads go through the RAM tier, so a reader or a peer asking
- * for the same chunk meanwhile shares the load, and wait for room in the
- * NVMe tier's write queue rather than drop chunks.
+ * for the same chunk meanwhile shares the load. A loaded chunk is in RAM
+ * for readers at once; its thread then waits for room in the NVMe tier's
+ * write queue (the chunk pinned meanwhile) rather than drop it, and only
+ * then takes more work: a slow tier disk slows the fill, not the readers
+ * of what it loaded.
  *
  * Thread-safety: every call is safe from any thread. Lock order: the
  * planner lock, then the work lock; the cache and the NVMe tier are taken

@@ -61,7 +61,7 @@ struct dlfs_nvme {
 	struct wbuf *pool;
 	unsigned pool_n, n_free, q_head, q_len;
 	unsigned *free_idx, *queue;
-	int writing, stop, writer_started;
+	int writing, stop, writer_started, paused;
 	unsigned writing_i; /* the pool entry being written, when writing */
 	int gone; /* the cache directory was removed: write nothing more */
 	uint64_t turned[TURNED_Q]; /* global chunks, a ring */
@@ -369,8 +369,9 @@ static void *writer_main(void *arg)
 	struct dlfs_nvme *n = arg;
 	pthread_mutex_lock(&n->mu);
 	for (;;) {
-		if (!n->q_len) {
-			pthread_cond_broadcast(&n->idle);
+		if (!n->q_len || (n->paused && !n->stop)) {
+			if (!n->q_len)
+				pthread_cond_broadcast(&n->idle);
 			if (n->stop)
 				break;
 			pthread_cond_wait(&n->work, &n->mu);
@@ -487,6 +488,14 @@ void dlfs_nvme_usage(struct dlfs_nvme *n, uint64_t *used, uint64_t *cap)
 	pthread_mutex_lock(&n->mu);
 	*used = n->used;
 	*cap = n->capacity;
+	pthread_mutex_unlock(&n->mu);
+}
+
+void dlfs_nvme_pause(struct dlfs_nvme *n, int on)
+{
+	pthread_mutex_lock(&n->mu);
+	n->paused = on;
+	pthread_cond_signal(&n->work);
 	pthread_mutex_unlock(&n->mu);
 }
 

@@ -155,6 +155,11 @@ int dlfs_nvme_has_room(struct dlfs_nvme *n, size_t len);
 /* Chunks the tier holds and bytes they take, and its capacity. */
 void dlfs_nvme_usage(struct dlfs_nvme *n, uint64_t *used, uint64_t *cap);
 
+/* Hold the writer (on = 1): it takes nothing from its queue until it is
+ * let go (on = 0), as a tier disk that cannot keep up would not. Stopping
+ * the tier lets it go. For tests. */
+void dlfs_nvme_pause(struct dlfs_nvme *n, int on);
+
 /* Wait until the write queue is empty (tests and shutdown). */
 void dlfs_nvme_flush(struct dlfs_nvme *n);
 

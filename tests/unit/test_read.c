@@ -955,6 +955,84 @@ out:
 	free(cache);
 }
 
+/*
+ * A tier disk that does not keep up must slow the fill, not the readers of
+ * what it loaded: a chunk the fill read is in RAM for readers while its
+ * thread waits for room in the tier's write queue. (It used to wait inside
+ * the load, and readers of that chunk waited for the tier's disk.)
+ */
+static void test_slow_tier(struct dataset *d)
+{
+	char *cache = t_tmpdir();
+	struct dlfs_reader_ctx *ctx = NULL;
+	struct dlfs_reader_conf conf =
+		conf_of(d->data_bytes + 8 * d->cs, DLFS_UNIT_CHUNK);
+	conf.cache_dir = cache;
+	conf.pfs_depth = 2;
+	conf.fill = DLFS_FILL_ALL;
+	struct dlfs_reader *r = NULL;
+	struct dlfs_err err = {0};
+	if (dlfs_reader_open(d->ds, &conf, &r, &err) ||
+	    dlfs_reader_ctx_new(r, &ctx, &err)) {
+		fprintf(stderr, "reader: %s\n", err.msg);
+		exit(1);
+	}
+	CHECK(r->nvme != NULL);
+	if (!r->nvme)
+		goto out;
+	const uint64_t n_chunks = dlfs_ds_n_chunks(d->ds);
+	if (dlfs_reader_start(r, &err)) {
+		fprintf(stderr, "reader start: %s\n", err.msg);
+		exit(1);
+	}
+	dlfs_nvme_pause(r->nvme, 1);
+	/* The sweep fills the write queue, then its threads wait for room,
+	 * each with a chunk it loaded: in RAM, not in the tier. */
+	uint32_t c = 0;
+	uint64_t k = 0;
+	int found = 0;
+	for (uint64_t t0 = t_ms(); !found && t_ms() - t0 < 10000;) {
+		for (uint64_t g = 0; !found && g < n_chunks; g++) {
+			if (dlfs_ds_chunk_locate(d->ds, g, &c, &k))
+				break;
+			found = dlfs_cache_contains(r->cache,
+						    dlfs_cache_chunk_key(c, k)) &&
+				!dlfs_nvme_holds(r->nvme, c, k);
+		}
+		if (!found)
+			t_sleep_ms(2);
+	}
+	CHECK(found);
+	/* Readers of that chunk are served, with the writer still held
+	 * (from RAM; any other chunk of theirs by a demand load, which never
+	 * waits for the tier). */
+	int served = 0;
+	for (size_t i = 0; found && i < d->n_files; i++) {
+		const struct file *f = &d->files[i];
+		uint64_t k0, k1;
+		if (f->damaged || !f->size || f->in.container != c)
+			continue;
+		dlfs_file_chunks(d->cs, &f->in, 0, f->size, &k0, &k1);
+		if (k0 <= k && k <= k1)
+			served += read_ok(ctx, f, 0, f->size);
+	}
+	CHECK(!found || served > 0);
+	dlfs_nvme_pause(r->nvme, 0);
+	struct dlfs_fill_stats fs;
+	wait_swept(r, &fs);
+	dlfs_nvme_flush(r->nvme);
+	/* Every chunk in the tier, each read from the PFS once. */
+	struct dlfs_nvme_stats ns;
+	dlfs_nvme_get_stats(r->nvme, &ns);
+	CHECK_EQ(ns.chunks, n_chunks);
+	CHECK_EQ(pfs_bytes(r), d->data_bytes);
+	CHECK_EQ(errors(r), 0);
+out:
+	reader_close(r, ctx);
+	t_rmrf(cache);
+	free(cache);
+}
+
 int main(void)
 {
 	struct dataset a = {.src = t_tmpdir()};
@@ -975,6 +1053,7 @@ int main(void)
 	test_sweep(&a);
 	test_sweep_from_ram(&a);
 	test_turned_away(&a);
+	test_slow_tier(&a);
 
 	ds_free(&a);
 	return t_done("test_read");
