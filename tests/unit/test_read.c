@@ -780,6 +780,20 @@ static void wait_swept(struct dlfs_reader *r, struct dlfs_fill_stats *fs)
 	CHECK(fs->swept_all);
 }
 
+/* Let the sweep end: then every chunk is in the tier, each read from the
+ * PFS once, and nothing failed. */
+static void swept_once(struct dataset *d, struct dlfs_reader *r,
+		       struct dlfs_fill_stats *fs)
+{
+	wait_swept(r, fs);
+	dlfs_nvme_flush(r->nvme);
+	struct dlfs_nvme_stats ns;
+	dlfs_nvme_get_stats(r->nvme, &ns);
+	CHECK_EQ(ns.chunks, dlfs_ds_n_chunks(d->ds));
+	CHECK_EQ(pfs_bytes(r), d->data_bytes);
+	CHECK_EQ(errors(r), 0);
+}
+
 static void test_sweep(struct dataset *d)
 {
 	char *cache = t_tmpdir();
@@ -799,13 +813,7 @@ static void test_sweep(struct dataset *d)
 	/* One file from the middle of the dataset. */
 	CHECK(read_ok(ctx, &d->files[d->n_files / 2], 0,
 		      d->files[d->n_files / 2].size));
-	wait_swept(r, &fs);
-	dlfs_nvme_flush(r->nvme);
-	/* Every chunk read from the PFS once, all in the tier. */
-	CHECK_EQ(pfs_bytes(r), d->data_bytes);
-	struct dlfs_nvme_stats ns;
-	dlfs_nvme_get_stats(r->nvme, &ns);
-	CHECK_EQ(ns.chunks, dlfs_ds_n_chunks(d->ds));
+	swept_once(d, r, &fs);
 	/* Everything again: nothing from the PFS. */
 	int bad = 0;
 	for (size_t i = 0; i < d->n_files; i++)
@@ -819,6 +827,37 @@ out:
 	free(cache);
 }
 
+/* A reader with an NVMe tier in cache and the sweep of stage=all (depth
+ * threads), not started: the tests below act before its writer and its
+ * fill run. */
+static struct dlfs_reader *unstarted(struct dataset *d, uint64_t ram,
+				     unsigned depth, const char *cache,
+				     struct dlfs_reader_ctx **ctx)
+{
+	struct dlfs_reader_conf conf = conf_of(ram, DLFS_UNIT_CHUNK);
+	conf.cache_dir = cache;
+	conf.pfs_depth = depth;
+	conf.fill = DLFS_FILL_ALL;
+	struct dlfs_reader *r = NULL;
+	struct dlfs_err err = {0};
+	if (dlfs_reader_open(d->ds, &conf, &r, &err) ||
+	    dlfs_reader_ctx_new(r, ctx, &err)) {
+		fprintf(stderr, "reader: %s\n", err.msg);
+		exit(1);
+	}
+	CHECK(r->nvme != NULL);
+	return r;
+}
+
+static void start(struct dlfs_reader *r)
+{
+	struct dlfs_err err = {0};
+	if (dlfs_reader_start(r, &err)) {
+		fprintf(stderr, "reader start: %s\n", err.msg);
+		exit(1);
+	}
+}
+
 /*
  * A chunk a demand read loaded while the NVMe tier could not take it (its
  * write queue full; here: the tier's writer not started yet) sits in RAM
@@ -829,19 +868,8 @@ static void test_sweep_from_ram(struct dataset *d)
 {
 	char *cache = t_tmpdir();
 	struct dlfs_reader_ctx *ctx = NULL;
-	struct dlfs_reader_conf conf =
-		conf_of(d->data_bytes + 8 * d->cs, DLFS_UNIT_CHUNK);
-	conf.cache_dir = cache;
-	conf.pfs_depth = 2;
-	conf.fill = DLFS_FILL_ALL;
-	struct dlfs_reader *r = NULL;
-	struct dlfs_err err = {0};
-	if (dlfs_reader_open(d->ds, &conf, &r, &err) ||
-	    dlfs_reader_ctx_new(r, &ctx, &err)) {
-		fprintf(stderr, "reader: %s\n", err.msg);
-		exit(1);
-	}
-	CHECK(r->nvme != NULL);
+	struct dlfs_reader *r =
+		unstarted(d, d->data_bytes + 8 * d->cs, 2, cache, &ctx);
 	if (!r->nvme)
 		goto out;
 	/* Every file, before the tier's writer runs: each chunk is loaded
@@ -857,23 +885,15 @@ static void test_sweep_from_ram(struct dataset *d)
 	CHECK_EQ(ns.write_dropped, n_chunks);
 	CHECK_EQ(ns.chunks, 0);
 
-	if (dlfs_reader_start(r, &err)) {
-		fprintf(stderr, "reader start: %s\n", err.msg);
-		exit(1);
-	}
+	start(r);
 	struct dlfs_fill_stats fs;
-	wait_swept(r, &fs);
-	dlfs_nvme_flush(r->nvme);
+	swept_once(d, r, &fs);
 	/* All of them written from RAM, none read from the PFS again. */
 	CHECK_EQ(fs.from_ram, n_chunks);
-	CHECK_EQ(pfs_bytes(r), d->data_bytes);
-	dlfs_nvme_get_stats(r->nvme, &ns);
-	CHECK_EQ(ns.chunks, n_chunks);
 	/* Not a use of the RAM entries: one hit per file read, no more. */
 	struct dlfs_cache_stats cst;
 	dlfs_cache_get_stats(r->cache, &cst);
 	CHECK_EQ(cst.misses, n_chunks);
-	CHECK_EQ(errors(r), 0);
 out:
 	reader_close(r, ctx);
 	t_rmrf(cache);
@@ -893,18 +913,8 @@ static void test_turned_away(struct dataset *d)
 	const unsigned last = 8; /* chunks, and the RAM tier's slots */
 	char *cache = t_tmpdir();
 	struct dlfs_reader_ctx *ctx = NULL;
-	struct dlfs_reader_conf conf = conf_of(last * d->cs, DLFS_UNIT_CHUNK);
-	conf.cache_dir = cache;
-	conf.pfs_depth = 1; /* one fill thread: its order is the test's */
-	conf.fill = DLFS_FILL_ALL;
-	struct dlfs_reader *r = NULL;
-	struct dlfs_err err = {0};
-	if (dlfs_reader_open(d->ds, &conf, &r, &err) ||
-	    dlfs_reader_ctx_new(r, &ctx, &err)) {
-		fprintf(stderr, "reader: %s\n", err.msg);
-		exit(1);
-	}
-	CHECK(r->nvme != NULL);
+	/* One fill thread: its order is the test's. */
+	struct dlfs_reader *r = unstarted(d, last * d->cs, 1, cache, &ctx);
 	if (!r->nvme)
 		goto out;
 	/* Every file in the last chunks, before the tier's writer runs. */
@@ -935,20 +945,12 @@ static void test_turned_away(struct dataset *d)
 	dlfs_nvme_get_stats(r->nvme, &ns);
 	CHECK_EQ(ns.write_dropped, last);
 
-	if (dlfs_reader_start(r, &err)) {
-		fprintf(stderr, "reader start: %s\n", err.msg);
-		exit(1);
-	}
+	start(r);
 	struct dlfs_fill_stats fs;
-	wait_swept(r, &fs);
-	dlfs_nvme_flush(r->nvme);
 	/* Written from RAM before the sweep's loads pushed them out: every
 	 * chunk read from the PFS once. */
+	swept_once(d, r, &fs);
 	CHECK_EQ(fs.from_ram, last);
-	CHECK_EQ(pfs_bytes(r), d->data_bytes);
-	dlfs_nvme_get_stats(r->nvme, &ns);
-	CHECK_EQ(ns.chunks, n_chunks);
-	CHECK_EQ(errors(r), 0);
 out:
 	reader_close(r, ctx);
 	t_rmrf(cache);
@@ -965,26 +967,12 @@ static void test_slow_tier(struct dataset *d)
 {
 	char *cache = t_tmpdir();
 	struct dlfs_reader_ctx *ctx = NULL;
-	struct dlfs_reader_conf conf =
-		conf_of(d->data_bytes + 8 * d->cs, DLFS_UNIT_CHUNK);
-	conf.cache_dir = cache;
-	conf.pfs_depth = 2;
-	conf.fill = DLFS_FILL_ALL;
-	struct dlfs_reader *r = NULL;
-	struct dlfs_err err = {0};
-	if (dlfs_reader_open(d->ds, &conf, &r, &err) ||
-	    dlfs_reader_ctx_new(r, &ctx, &err)) {
-		fprintf(stderr, "reader: %s\n", err.msg);
-		exit(1);
-	}
-	CHECK(r->nvme != NULL);
+	struct dlfs_reader *r =
+		unstarted(d, d->data_bytes + 8 * d->cs, 2, cache, &ctx);
 	if (!r->nvme)
 		goto out;
 	const uint64_t n_chunks = dlfs_ds_n_chunks(d->ds);
-	if (dlfs_reader_start(r, &err)) {
-		fprintf(stderr, "reader start: %s\n", err.msg);
-		exit(1);
-	}
+	start(r);
 	dlfs_nvme_pause(r->nvme, 1);
 	/* The sweep fills the write queue, then its threads wait for room,
 	 * each with a chunk it loaded: in RAM, not in the tier. */
@@ -1019,14 +1007,7 @@ static void test_slow_tier(struct dataset *d)
 	CHECK(!found || served > 0);
 	dlfs_nvme_pause(r->nvme, 0);
 	struct dlfs_fill_stats fs;
-	wait_swept(r, &fs);
-	dlfs_nvme_flush(r->nvme);
-	/* Every chunk in the tier, each read from the PFS once. */
-	struct dlfs_nvme_stats ns;
-	dlfs_nvme_get_stats(r->nvme, &ns);
-	CHECK_EQ(ns.chunks, n_chunks);
-	CHECK_EQ(pfs_bytes(r), d->data_bytes);
-	CHECK_EQ(errors(r), 0);
+	swept_once(d, r, &fs);
 out:
 	reader_close(r, ctx);
 	t_rmrf(cache);
