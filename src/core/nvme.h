@@ -129,7 +129,8 @@ void dlfs_nvme_drop(struct dlfs_nvme *n, uint32_t c, uint64_t k);
 /*
  * Queue chunk (c, k), len bytes of verified data, for writing in the
  * background. Copies data; never blocks on I/O, never fails. When the
- * write queue is full, drops the chunk, or with wait set waits for room
+ * write queue is full, drops the chunk (and remembers it for
+ * dlfs_nvme_next_turned_away), or with wait set waits for room
  * (background loads: they exist to fill the tier). @return 1 when this
  * call queued the chunk, 2 when the tier had it or had queued it already,
  * 0 when it was not taken (full tier, full queue, a faulty disk).
@@ -157,7 +158,8 @@ void dlfs_nvme_usage(struct dlfs_nvme *n, uint64_t *used, uint64_t *cap);
 
 /* Hold the writer (on = 1): it takes nothing from its queue until it is
  * let go (on = 0), as a tier disk that cannot keep up would not. Stopping
- * the tier lets it go. For tests. */
+ * the tier lets it go, but background loads waiting for room stop first:
+ * let it go before closing their reader. For tests. */
 void dlfs_nvme_pause(struct dlfs_nvme *n, int on);
 
 /* Wait until the write queue is empty (tests and shutdown). */
