@@ -236,6 +236,16 @@ static int claim(struct dlfs_cache *c, struct slot *s, uint64_t key,
 	return 0;
 }
 
+/* Unread prefetch s is kept by the tier below (caller holds mu): nothing
+ * is lost when it goes, so it goes first and does not count against the
+ * prefetch bound. */
+static void kept_goes_first(struct dlfs_cache *c, struct slot *s)
+{
+	s->prefetched = 0;
+	s->referenced = 0;
+	c->pf_pending--;
+}
+
 /* The load of claimed slot s ended with ret (caller holds mu): ready, or
  * free again. pinned: the loader keeps its pin (a demand reader). */
 static void loaded(struct dlfs_cache *c, struct slot *s, int ret,
@@ -262,14 +272,8 @@ static void loaded(struct dlfs_cache *c, struct slot *s, int ret,
 		s->len = l->len;
 		s->kept = (unsigned)l->kept;
 		c->ready++;
-		if (s->kept && s->prefetched && !pinned) {
-			/* Loaded ahead and kept by the tier below: nothing
-			 * is lost when it goes, so it goes first and does
-			 * not count against the prefetch bound. */
-			s->prefetched = 0;
-			s->referenced = 0;
-			c->pf_pending--;
-		}
+		if (s->kept && s->prefetched && !pinned)
+			kept_goes_first(c, s);
 	}
 	pthread_cond_broadcast(&c->loaded);
 }
@@ -429,13 +433,8 @@ void dlfs_cache_set_kept(struct dlfs_cache *c, const struct dlfs_chunk_ref *ref)
 	pthread_mutex_lock(&c->mu);
 	struct slot *s = &c->slots[ref->slot];
 	s->kept = 1;
-	if (s->prefetched) {
-		/* As for a load kept at once (loaded): nothing is lost when
-		 * it goes, so it goes first and leaves the prefetch bound. */
-		s->prefetched = 0;
-		s->referenced = 0;
-		c->pf_pending--;
-	}
+	if (s->prefetched)
+		kept_goes_first(c, s);
 	pthread_mutex_unlock(&c->mu);
 }
 

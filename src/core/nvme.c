@@ -398,14 +398,21 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* The oldest turned-away chunk, taken off the ring (under mu; t_len > 0). */
+static uint64_t turned_oldest(struct dlfs_nvme *n)
+{
+	uint64_t g = n->turned[n->t_head];
+	n->t_head = (n->t_head + 1) % TURNED_Q;
+	n->t_len--;
+	return g;
+}
+
 /* Remember chunk g, turned away for want of room (under mu). A full ring
  * forgets its oldest: the likeliest to have left RAM already. */
 static void turn_away(struct dlfs_nvme *n, uint64_t g)
 {
-	if (n->t_len == TURNED_Q) {
-		n->t_head = (n->t_head + 1) % TURNED_Q;
-		n->t_len--;
-	}
+	if (n->t_len == TURNED_Q)
+		turned_oldest(n);
 	n->turned[(n->t_head + n->t_len) % TURNED_Q] = g;
 	n->t_len++;
 }
@@ -414,11 +421,7 @@ int dlfs_nvme_next_turned_away(struct dlfs_nvme *n, uint32_t *c, uint64_t *k)
 {
 	pthread_mutex_lock(&n->mu);
 	int got = n->t_len > 0;
-	uint64_t g = got ? n->turned[n->t_head] : 0;
-	if (got) {
-		n->t_head = (n->t_head + 1) % TURNED_Q;
-		n->t_len--;
-	}
+	uint64_t g = got ? turned_oldest(n) : 0;
 	pthread_mutex_unlock(&n->mu);
 	if (got)
 		dlfs_container_locate(n->cont, n->n_containers, n->n_chunks, g,
