@@ -1,7 +1,7 @@
 /*
  * nullfs: the FUSE floor for tools/bench/epoch (not part of dlfs).
  *
- *   nullfs TREE.tsv MNT
+ *   nullfs TREE.tsv MNT [BACKING]
  *
  * Mounts, read-only at MNT, a tree described by TREE.tsv: one
  * "relative/path<TAB>size" line per regular file (find -printf
@@ -16,12 +16,20 @@
  * default_permissions", libfuse's multi-threaded loop with dlfs's default
  * worker count (2 per CPU, 4 to 64). The caller sets the mount's kernel
  * read-ahead (dlfs sets 1 MiB itself).
+ *
+ * With BACKING (a path on local disk), every file also costs what a FUSE
+ * server that caches data on local disk must at least pay: each read is
+ * one O_DIRECT pread of the file's bytes from BACKING, where the files lie
+ * one after another, each at a 4 KiB boundary, in TREE.tsv order. BACKING
+ * is written (from the static buffer) when it is missing or of another
+ * size.
  */
 #define _GNU_SOURCE
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,11 +38,13 @@
 #include <unistd.h>
 
 #define MAX_FILE (64u << 20)
+#define ALIGN 4096u
 
 struct node {
 	uint64_t parent;
 	char *name;
 	uint64_t size;
+	uint64_t at; /* the file's offset in BACKING */
 	int dir;
 };
 
@@ -43,6 +53,11 @@ static uint64_t n_nodes, cap_nodes;
 static uint64_t *slots; /* hash of (parent, name) -> inode, 0 = empty */
 static uint64_t n_slots;
 static char *data; /* MAX_FILE bytes every file is read from */
+static int backing = -1;   /* BACKING, O_DIRECT; -1: none */
+static uint64_t backing_size;
+/* Each worker's read buffer, MAX_FILE + 2 * ALIGN bytes, aligned: made on
+ * its first read, never freed (a bench tool; libfuse keeps few workers). */
+static _Thread_local char *iobuf;
 
 static uint64_t hash(uint64_t parent, const char *name)
 {
@@ -83,7 +98,9 @@ static uint64_t add(uint64_t parent, const char *name, int dir, uint64_t size)
 			die("nullfs: realloc");
 	}
 	ino = n_nodes++;
-	nodes[ino] = (struct node){ parent, strdup(name), size, dir };
+	nodes[ino] = (struct node){ parent, strdup(name), size, backing_size, dir };
+	if (!dir)
+		backing_size += (size + ALIGN - 1) / ALIGN * ALIGN;
 	if (!nodes[ino].name)
 		die("nullfs: strdup");
 	uint64_t i = hash(parent, name) & (n_slots - 1);
@@ -110,7 +127,7 @@ static void load(const char *tsv)
 	nodes = calloc(cap_nodes, sizeof(*nodes));
 	if (!slots || !nodes)
 		die("nullfs: calloc");
-	nodes[1] = (struct node){ 1, strdup(""), 0, 1 };
+	nodes[1] = (struct node){ 1, strdup(""), 0, 0, 1 };
 	n_nodes = 2;
 	char *line = NULL;
 	size_t cap = 0;
@@ -191,7 +208,46 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (size > fsize - (uint64_t)off)
 		size = (size_t)(fsize - (uint64_t)off);
-	fuse_reply_buf(req, data + off, size);
+	if (backing < 0) {
+		fuse_reply_buf(req, data + off, size);
+		return;
+	}
+	if (!iobuf && posix_memalign((void **)&iobuf, ALIGN, MAX_FILE + 2 * ALIGN)) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	uint64_t at = nodes[ino].at + (uint64_t)off;
+	uint64_t a0 = at / ALIGN * ALIGN;
+	uint64_t a1 = (at + size + ALIGN - 1) / ALIGN * ALIGN;
+	ssize_t got = pread(backing, iobuf, (size_t)(a1 - a0), (off_t)a0);
+	if (got < (ssize_t)(at - a0 + size)) {
+		fuse_reply_err(req, got < 0 ? errno : EIO);
+		return;
+	}
+	fuse_reply_buf(req, iobuf + (at - a0), size);
+}
+
+/* Open BACKING with O_DIRECT, writing it first unless it has the size the
+ * tree needs. */
+static void open_backing(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) || (uint64_t)st.st_size != backing_size) {
+		FILE *f = fopen(path, "w");
+		if (!f)
+			die(path);
+		for (uint64_t left = backing_size; left;) {
+			size_t n = left < MAX_FILE ? (size_t)left : MAX_FILE;
+			if (fwrite(data, 1, n, f) != n)
+				die(path);
+			left -= n;
+		}
+		if (fflush(f) || fsync(fileno(f)) || fclose(f))
+			die(path);
+	}
+	backing = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (backing < 0)
+		die(path);
 }
 
 static const struct fuse_lowlevel_ops ops = {
@@ -204,8 +260,8 @@ static const struct fuse_lowlevel_ops ops = {
 
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: nullfs TREE.tsv MNT\n");
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: nullfs TREE.tsv MNT [BACKING]\n");
 		return 2;
 	}
 	load(argv[1]);
@@ -214,6 +270,8 @@ int main(int argc, char **argv)
 		die("nullfs: malloc");
 	for (size_t i = 0; i < MAX_FILE; i++)
 		data[i] = (char)(i * 131 + (i >> 12));
+	if (argc == 4)
+		open_backing(argv[3]);
 
 	char *fa[] = { argv[0], "-oro,default_permissions,fsname=nullfs,subtype=nullfs", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(2, fa);

@@ -30,11 +30,13 @@ READS = [
     ("nocache_chunked", "dlfs epoch 1, no NVMe tier, view order, "
      "`shuffle=chunked`"),
     ("floor", "the FUSE floor: nullfs (no storage), cold"),
+    ("floor_io", "the FUSE floor with local I/O: nullfs, one O_DIRECT read "
+     "per file from local disk, cold"),
 ]
 READERS = (("c", "C"), ("py", "Python"))
 
 HOT = ("sqfs_hot", "hot", "floor_hot")  # repeated passes, best counts
-LOCAL = ("local", "dlfs2", "floor")  # rows that do not read the PFS
+LOCAL = ("local", "dlfs2", "floor", "floor_io")  # rows not reading the PFS
 
 # Dataset T: tiny files on local disk, each system's cold random reads.
 TINY = [
@@ -64,6 +66,57 @@ def tier(r, *path):
             s = s[k]
         return s
     return get(a) - (get(b) if b else 0)
+
+
+def ceiling(w, res, reads, fps, cap_mb, bps, readers):
+    """The model ceiling of an epoch 1 under a global shuffle, from this
+    run's figures: the PFS streams the N_c chunks in first-use order in
+    T_s = chunk bytes / cap; a reader in a random order of N_f files has
+    met about N_c ln N_c of them when the last chunk arrives, and serves
+    the rest after T_s at a FUSE server's cold rate R at best (nullfs
+    cold, the floor). T >= T_s + (N_f - N_c ln N_c) / R."""
+    import math
+    e1 = reads.get(("dlfs1", "c"))
+    if not e1 or not e1.get("stats_after"):
+        return
+    n_c = tier(e1, "tiers", "pfs", "reads")
+    t_s = tier(e1, "tiers", "pfs", "bytes") / bps
+    if not n_c or t_s <= 0:
+        return
+    rows = []
+    for rd, rname in READERS:
+        v, r = res.get(("dlfs1", rd)), fps("floor", rd)
+        if rd not in readers or not v or not r:
+            continue
+        n_f = v["files"]
+        rest = max(0.0, n_f - n_c * math.log(n_c))
+        t = t_s + rest / r
+        top = v["bytes"] / t / 1e6
+        got = v["bytes"] / v["secs"] / 1e6
+        vw = res.get(("view", rd))
+        vgot = vw["bytes"] / vw["secs"] / 1e6 if vw else None
+        rows.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            rname, fmt(r), fmt(t_s, 2), fmt(rest), fmt(t, 2),
+            pct(top, cap_mb), pct(got, cap_mb),
+            pct(vgot, cap_mb) if vgot else "-"))
+    if not rows:
+        return
+    w("Epoch 1 under a global shuffle, model ceiling from this run: the "
+      "PFS streams dlfs epoch 1's %s chunk reads in first-use order in "
+      "T_s = their bytes / the cap; a reader in a random order of N_f "
+      "files has met about N_c ln N_c of them when the last chunk "
+      "arrives, and serves the others after T_s at R files/s at best, "
+      "R = nullfs cold (a FUSE server with no storage). Ceiling = file "
+      "bytes / (T_s + (N_f - N_c ln N_c) / R), against the cap. A "
+      "chunk-local order (`shuffle=chunked`) is not bound by it." % fmt(n_c))
+    w("")
+    w("| reader | R files/s | T_s s | files after T_s | T min s "
+      "| ceiling, % of cap | dlfs epoch 1, % of cap "
+      "| dlfs view order, % of cap |")
+    w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for x in rows:
+        w(x)
+    w("")
 
 
 def main():
@@ -224,7 +277,8 @@ def main():
       "(1.1x the containers, at most a quarter of RAM), a cold warm-up pass, then the measured "
       "passes with nothing dropped (kernel squashfs the same way); floor: "
       "`nullfs TREE.tsv MNT` (`find TREE -type f -printf '%%P\\t%%s\\n'`), "
-      "its bdi's `read_ahead_kb` set to 1024, cold, then hot as above; find: "
+      "its bdi's `read_ahead_kb` set to 1024, cold, then hot as above; "
+      "floor_io: `nullfs TREE.tsv MNT LOCAL/R.backing`, cold; find: "
       "`find MNT -printf '%%s\\n'` on a fresh mount, caches dropped, best "
       "of %s."
       % ((", " + meta["dlfs_opts"]) if meta.get("dlfs_opts") else "",
@@ -271,7 +325,7 @@ def main():
              "dlfs1_alt": "plain", "dlfs2": "local", "view": "plain",
              "view_all": "plain", "nocache": "plain",
              "nocache_view": "plain", "nocache_chunked": "plain",
-             "floor": "local"}
+             "floor": "local", "floor_io": "local"}
     bname = {"plain": "plain tree on the PFS",
              "local": "plain tree on local disk",
              "sqfs_hot": "kernel squashfs, hot", "-": "-"}
@@ -528,18 +582,28 @@ def main():
           "server), so a FUSE server that answers from user space can "
           "hardly beat it here. Cold: "
           "caches dropped before the pass, like dlfs epoch 2; hot: "
-          "mounted once, a C warm-up, nothing dropped.")
+          "mounted once, a C warm-up, nothing dropped. With local I/O "
+          "(floor_io): the same server also reads each file's bytes from "
+          "one file on local disk, one O_DIRECT pread per read request, "
+          "as a FUSE server with a local disk cache must at least do "
+          "(dlfs epoch 2 does that too, plus its index, tiers and "
+          "checksums).")
         w("")
         w("| comparison | C | Python |")
         w("| --- | ---: | ---: |")
         for a, b, what in (
                 ("floor", "local", "nullfs cold vs the plain tree on local disk"),
                 ("dlfs2", "floor", "dlfs epoch 2 vs nullfs cold"),
+                ("floor_io", "local", "nullfs with local I/O, cold, vs the "
+                 "plain tree on local disk"),
+                ("dlfs2", "floor_io", "dlfs epoch 2 vs nullfs with local "
+                 "I/O, cold"),
                 ("floor_hot", "sqfs_hot", "nullfs hot vs kernel squashfs hot"),
                 ("hot", "floor_hot", "dlfs hot vs nullfs hot")):
             w("| %s | %s | %s |" % (what, ratio(fps(a, "c"), fps(b, "c")),
                                     ratio(fps(a, "py"), fps(b, "py"))))
         w("")
+        ceiling(w, res, reads, fps, cap_mb, bps, readers)
 
     # ---------------------------------------------------------- find
     if finds:
