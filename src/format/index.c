@@ -252,6 +252,29 @@ void dlfs_index_close(struct dlfs_index *ix)
 	pthread_mutex_destroy(&ix->rd_lock);
 }
 
+/*
+ * Begin t's transaction and open its dirents cursor, inside a guard.
+ * mdb_txn_begin reads the meta pages, and the first use of a named
+ * database reads the main database's root page to find its record: on a
+ * damaged or truncated index either can fault. The record is loaded by
+ * mdb_stat on a cursor of LMDB's own stack first, so that a fault cannot
+ * strand the cursor mdb_cursor_open would have allocated; that call then
+ * touches no page.
+ */
+static int txn_begin_in(void *v)
+{
+	struct dlfs_txn *t = v;
+	MDB_stat st;
+	int rc = mdb_txn_begin(t->ix->env, NULL, MDB_RDONLY, &t->txn);
+	if (!rc)
+		rc = mdb_stat(t->txn, t->ix->dbi_dirents, &st);
+	if (!rc)
+		rc = mdb_cursor_open(t->txn, t->ix->dbi_dirents, &t->dirents);
+	return rc ? dlfs_err_set(t->err, dlfs_mdb_errno(rc), "%s/index: %s",
+				 t->ix->path, mdb_strerror(rc))
+		  : 0;
+}
+
 int dlfs_index_txn_begin(struct dlfs_index *ix, struct dlfs_txn **out,
 			 struct dlfs_err *err)
 {
@@ -271,16 +294,14 @@ int dlfs_index_txn_begin(struct dlfs_index *ix, struct dlfs_txn **out,
 				    "meta pages: truncated",
 				    ix->path, (long long)st.st_size);
 	}
-	int rc = mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &t->txn);
-	if (!rc)
-		rc = mdb_cursor_open(t->txn, ix->dbi_dirents, &t->dirents);
-	if (rc) {
+	t->err = err;
+	int ret = dlfs_guard_run(ix->path, err, txn_begin_in, t);
+	t->err = NULL;
+	if (ret) {
 		if (t->txn)
 			mdb_txn_abort(t->txn);
 		free(t);
-		return dlfs_err_set(err, dlfs_mdb_errno(rc),
-				    "%s/index: %s", ix->path,
-				    mdb_strerror(rc));
+		return ret;
 	}
 	*out = t;
 	return 0;

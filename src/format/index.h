@@ -58,6 +58,7 @@ struct dlfs_txn {
 	struct dlfs_index *ix;
 	MDB_txn *txn;
 	MDB_cursor *dirents; /* reused by readdir */
+	struct dlfs_err *err; /* only while it begins */
 };
 
 /*

@@ -15,6 +15,10 @@ mount_setup
 
 mkdir -p "$T/src/d"
 for i in $(seq 1 200); do echo "file $i" >"$T/src/d/f$i"; done
+for j in $(seq 1 40); do
+	mkdir "$T/src/s$j"
+	for i in $(seq 1 20); do echo "s$j $i" >"$T/src/s$j/g$i"; done
+done
 DS="$T/ds.dlfs"
 pack "$T/src" -o "$DS" -q
 expect_ok "pack"
@@ -41,4 +45,28 @@ note "the index whole again: the same lookups work, without a remount"
 cp "$T/index.good" "$DS/index"
 [ "$(tmo cat "$MNT/d/f77")" = "file 77" ] || fail "read of d/f77 after the index was restored"
 [ "$(tmo cat "$MNT/d/f150")" = "file 150" ] || fail "read of d/f150 after the index was restored"
+dlfs_umount "$MNT"
+
+# Cut past the meta pages (issue 23, item 1): a worker thread's first
+# transaction then reads the main database's root page, past the end. Many
+# readers at once make libfuse start fresh worker threads after the cut,
+# and each of their first transactions must fail, not kill the daemon.
+note "the index cut past its meta pages, read by fresh worker threads"
+# One idle thread kept: the others end, and new ones begin transactions.
+dlfs_mount "$DS" "$MNT" -o max_idle_threads=1
+ls "$MNT" >/dev/null || fail "ls of the root before the cut"
+truncate -s 8192 "$DS/index"
+pids=()
+for j in $(seq 1 40); do
+	( for i in 1 2 3; do ls "$MNT/s$j" >/dev/null 2>&1; cat "$MNT/s$j/g$i" >/dev/null 2>&1; done; exit 0 ) &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do
+	wait_exit "$p" 120
+	[ "$WAIT_RC" != timeout ] || fail "a reader of the cut index hung for 120 s"
+done
+kill -0 "$DLFS_PID" 2>/dev/null || fail "the daemon died on the index cut to 8192 bytes (log: $(tail -3 "$DLFS_LOG"))"
+expect_errno "Input/output error" "a lookup in the index cut to 8192 bytes" stat "$MNT/s40/g20"
+cp "$T/index.good" "$DS/index"
+[ "$(tmo cat "$MNT/s7/g3")" = "s7 3" ] || fail "read of s7/g3 after the index was restored"
 dlfs_umount "$MNT"
