@@ -398,18 +398,22 @@ int main(int argc, char **argv)
 			    (unsigned)(argc - optind), out, &o, &err);
 	if (ui.drew)
 		fputs("\r\033[K", stderr);
-	if (joined)
-		pack_comm_fini(&comm);
-	if (ret) {
-		if (rank != 0)
-			; /* every rank has the message: rank 0 prints it */
-		else if (ret == -ECANCELED && cancelled)
+	/* Every rank has the message and rank 0 prints it, before leaving
+	 * the job: a launcher may kill the job as soon as any rank exits
+	 * non-zero, and pack_comm_fini lets no rank leave before all have
+	 * come to it. */
+	if (ret && rank == 0) {
+		if (ret == -ECANCELED && cancelled)
 			fprintf(stderr, PROG ": interrupted; %s not created\n",
 				out);
 		else
 			fprintf(stderr, PROG ": %s\n", err.msg);
-		return 1;
+		fflush(stderr);
 	}
+	if (joined)
+		pack_comm_fini(&comm);
+	if (ret)
+		return 1;
 	if (!ui.quiet)
 		summary(out, now() - ui.start);
 	return 0;

@@ -103,5 +103,9 @@ int pack_comm_init(int *argc, char ***argv, struct dlfs_pack_comm *c,
 void pack_comm_fini(struct dlfs_pack_comm *c)
 {
 	(void)c;
+	/* MPI_Finalize need not synchronise: the barrier makes sure no
+	 * rank exits (and has its launcher end the job) before every rank
+	 * has said what it had to say. */
+	MPI_Barrier(MPI_COMM_WORLD);
 	MPI_Finalize();
 }
