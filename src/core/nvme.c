@@ -14,6 +14,7 @@
 #include <sys/file.h>
 #include <syslog.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "dlfs/format.h"
@@ -953,6 +954,26 @@ out:
 	return ret;
 }
 
+/*
+ * The default capacity: the whole dataset, within 90% of the room the
+ * cache disk has for this tier, which is its free space plus what the
+ * tier already holds there. Free space alone would make a remount of a
+ * full tier shrink it to nothing and evict the very chunks it was kept
+ * for.
+ */
+static int default_capacity(struct dlfs_nvme *n, struct dlfs_err *err)
+{
+	uint64_t total = 0;
+	for (uint32_t c = 0; c < n->n_containers; c++)
+		total += dlfs_roundup(n->cont[c].data_size, 4096);
+	struct statvfs sv;
+	if (fstatvfs(n->dirfd, &sv) < 0)
+		return dlfs_err_sys(err, -errno, "cache_dir %s", n->path);
+	uint64_t room = (uint64_t)sv.f_bavail * sv.f_frsize / 10 * 9 + n->used;
+	n->capacity = total < room ? total : room;
+	return 0;
+}
+
 static int setup(struct dlfs_nvme *n, const struct dlfs_nvme_conf *conf,
 		 struct dlfs_err *err)
 {
@@ -1008,6 +1029,8 @@ static int setup(struct dlfs_nvme *n, const struct dlfs_nvme_conf *conf,
 				n->present++;
 				n->used += alloc_of(clen(n, c, k));
 			}
+	if (!n->capacity && (ret = default_capacity(n, err)))
+		return ret;
 	/* A smaller cache_size than last time: shrink now, any policy. */
 	while (n->used > n->capacity) {
 		uint64_t g = clock_victim(n);

@@ -50,7 +50,10 @@ enum dlfs_nvme_policy { DLFS_NVME_KEEP, DLFS_NVME_LRU };
 
 struct dlfs_nvme_conf {
 	const char *dir;        /* the cache directory (created if missing) */
-	uint64_t capacity;      /* bytes; chunks count rounded up to 4 KiB */
+	/* Bytes; chunks count rounded up to 4 KiB. 0: the whole dataset,
+	 * within 90% of the cache disk's free space plus what this tier
+	 * already holds there (dlfs_nvme_usage says what it came to). */
+	uint64_t capacity;
 	enum dlfs_nvme_policy policy;
 	const char *dataset_id_hex;
 	uint64_t chunk_size;

@@ -36,28 +36,9 @@ static int open_nvme(struct dlfs_reader *r, struct dlfs_err *err)
 {
 	const struct dlfs_info *info = dlfs_ds_info(r->ds);
 	uint32_t nc = (uint32_t)info->super.n_containers;
-	uint64_t total = 0;
-	/* On disk a chunk takes its length rounded up to 4 KiB; only the
-	 * last chunk of a container can be short. */
-	for (uint32_t c = 0; c < nc; c++)
-		total += dlfs_roundup(dlfs_ds_container(r->ds, c)->data_size,
-				      4096);
-	uint64_t cap = r->conf.cache_size;
-	if (!cap) {
-		/* Default: the whole dataset, within 90% of the free space. */
-		struct statvfs sv;
-		cap = total;
-		if (statvfs(r->cache_dir, &sv) == 0) {
-			uint64_t room = (uint64_t)sv.f_bavail * sv.f_frsize /
-					10 * 9;
-			if (cap > room)
-				cap = room;
-		}
-		r->conf.cache_size = cap;
-	}
 	struct dlfs_nvme_conf c = {
 		.dir = r->cache_dir,
-		.capacity = cap,
+		.capacity = r->conf.cache_size, /* 0: the tier's default */
 		.policy = r->conf.cache_policy == DLFS_POLICY_LRU
 				  ? DLFS_NVME_LRU
 				  : DLFS_NVME_KEEP,
@@ -70,7 +51,12 @@ static int open_nvme(struct dlfs_reader *r, struct dlfs_err *err)
 	};
 	if (!nc)
 		return 0;
-	return dlfs_nvme_open(&c, &r->nvme, err);
+	int ret = dlfs_nvme_open(&c, &r->nvme, err);
+	if (!ret && !r->conf.cache_size) {
+		uint64_t used;
+		dlfs_nvme_usage(r->nvme, &used, &r->conf.cache_size);
+	}
+	return ret;
 }
 
 int dlfs_reader_open(struct dlfs_ds *ds, const struct dlfs_reader_conf *conf,

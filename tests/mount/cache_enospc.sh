@@ -13,7 +13,9 @@
 #    bad;
 #  - a remount on the same full tmpfs reads everything correctly with
 #    nvme.corrupt = 0 (no partly written chunk was recorded as cached) and
-#    nvme.hits > 0 (what did fit is used).
+#    nvme.hits > 0 (what did fit is used);
+#  - a remount without cache_size keeps what the full tier holds (the
+#    default capacity counts it as room) and hits it.
 # The tmpfs is unmounted at exit, after the dlfs mounts, also on failure.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -67,6 +69,27 @@ snap "$MNT" "$T/s2.json"
 sassert "$T/s2.json" -- 'nvme.corrupt == 0' 'nvme.hits > 0' \
 	'errors.checksum == 0' 'errors.container == 0' 'errors.io == 0' ||
 	fail "remount on the full cache disk: what the map records must be whole chunks"
+wait_settled "$MNT"
+snap "$MNT" "$T/s3.json"
+HELD=$(sget "$T/s3.json" tiers.nvme.used_bytes)
+check_log "$DLFS_LOG" "$CACHE_RE"
+dlfs_umount "$MNT"
+check_log "$DLFS_LOG" "$CACHE_RE"
+
+# Without cache_size, the default capacity is the dataset within 90% of
+# the room on the cache disk, and that room includes what this tier holds
+# there already (issue 23, item 3): a full tier is not evicted by its own
+# remount, and its chunks are hits.
+note "remount on the full tmpfs without cache_size ($HELD bytes held)"
+[ "$HELD" -gt 0 ] || fail "test setup: the tier held nothing before the remount"
+dlfs_mount "$DS" "$MNT" -o "cache_dir=$NV,ram_cache=256K"
+snap "$MNT" "$T/s4.json"
+sassert "$T/s4.json" -- "nvme.used_bytes == $HELD" "nvme.capacity_bytes >= $HELD" ||
+	fail "a remount without cache_size evicted what the full tier held (dlfs(1): the default counts it)"
+readtree "$MNT" "$SRC" --seed 5 >/dev/null
+snap "$MNT" "$T/s5.json"
+sassert "$T/s5.json" -- 'nvme.hits > 0' 'nvme.corrupt == 0' 'errors.checksum == 0' 'errors.io == 0' ||
+	fail "a remount without cache_size: the chunks the tier held must be hits"
 wait_settled "$MNT"
 check_log "$DLFS_LOG" "$CACHE_RE"
 dlfs_umount "$MNT"
