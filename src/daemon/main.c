@@ -123,6 +123,32 @@ static int serve(struct fuse_session *se, const struct fuse_cmdline_opts *cmd,
 	return ret;
 }
 
+/*
+ * dlfs(1) promises that SIGINT, SIGTERM and SIGHUP unmount. A job started
+ * with '&' from a script inherits SIGINT ignored, and libfuse leaves an
+ * ignored signal alone: give the three their default first, so that
+ * fuse_set_signal_handlers takes them whatever was inherited.
+ * @return 0, or 1 with a message.
+ */
+static int unignore_signals(void)
+{
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction sa;
+		if (sigaction(sigs[i], NULL, &sa) < 0)
+			goto fail;
+		if (sa.sa_handler != SIG_IGN)
+			continue;
+		sa.sa_handler = SIG_DFL;
+		if (sigaction(sigs[i], &sa, NULL) < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	fprintf(stderr, "dlfs: sigaction: %s\n", strerror(errno));
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -188,7 +214,7 @@ int main(int argc, char **argv)
 		ret = 2; /* libfuse said which option it did not know */
 		goto out;
 	}
-	if (fuse_set_signal_handlers(se) != 0)
+	if (unignore_signals() || fuse_set_signal_handlers(se) != 0)
 		goto out;
 	if (fuse_session_mount(se, cmd.mountpoint) != 0) {
 		fprintf(stderr, "dlfs: cannot mount on %s\n", cmd.mountpoint);

@@ -9,7 +9,8 @@
 #    with a PATH holding a `dlfs` symlink (what mount -t fuse.dlfs runs);
 #  - the same from an fstab line `DATASET MNT fuse.dlfs ram_cache=32M,nofail
 #    0 0` (or `DLFS#DATASET MNT fuse ...`), with mount -T FSTAB MNT;
-#  - SIGTERM, and SIGINT, to a `dlfs -f` daemon: exit status 0 and MNT no
+#  - SIGTERM, and SIGINT, to a `dlfs -f` daemon started with '&' from this
+#    script (so with SIGINT ignored on entry): exit status 0 and MNT no
 #    longer in /proc/mounts;
 #  - without -f, five times: dlfs returns 0, and the very next command
 #    (ls MNT, cat MNT/.dlfs/info) works; fusermount3 -u then ends the daemon.
@@ -127,8 +128,10 @@ helper_mount "fstab line '$(cat "$T/fstab")'" $((32 << 20)) mount -T "$T/fstab" 
 for sig in TERM INT; do
 	note "SIG$sig to dlfs -f"
 	LOG="$T/dlfs-sig$sig.log"
-	# Background jobs of a script ignore SIGINT; give the daemon the default.
-	env --default-signal=INT "$DLFS" "$DS" "$MNT" -f </dev/null >"$LOG" 2>&1 &
+	# Started with '&' from this script, so with SIGINT ignored, as a
+	# user's job script starts it (issue 23, item 4): dlfs must take
+	# SIGINT all the same.
+	"$DLFS" "$DS" "$MNT" -f </dev/null >"$LOG" 2>&1 &
 	PID=$!
 	track_mount "$MNT" "$PID" "$LOG"
 	wait_mounted "$MNT" "$PID" "$LOG"
