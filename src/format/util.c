@@ -3,6 +3,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -165,4 +167,52 @@ int dlfs_parse_order(const char *s, enum dlfs_order *order, uint64_t *seed)
 	} else
 		return -EINVAL;
 	return 0;
+}
+
+int dlfs_open_long(const char *path, int flags, int mode)
+{
+	size_t len = strlen(path);
+	if (len < PATH_MAX) {
+		int fd = open(path, flags, mode);
+		return fd < 0 ? -errno : fd;
+	}
+	char *buf = strdup(path);
+	if (!buf)
+		return -ENOMEM;
+	int dir = AT_FDCWD, ret;
+	char *p = buf;
+	for (;;) {
+		size_t left = strlen(p);
+		if (left < PATH_MAX) {
+			ret = openat(dir, p, flags, mode);
+			if (ret < 0)
+				ret = -errno;
+			break;
+		}
+		/* The longest piece that fits and ends at a '/'. Names are
+		 * at most NAME_MAX, so there is one. */
+		char *cut = p + PATH_MAX - 1;
+		while (cut > p && *cut != '/')
+			cut--;
+		if (cut == p) {
+			ret = -ENAMETOOLONG;
+			break;
+		}
+		*cut = '\0';
+		int next = openat(dir, p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (next < 0) {
+			ret = -errno;
+			break;
+		}
+		if (dir != AT_FDCWD)
+			close(dir);
+		dir = next;
+		p = cut + 1;
+		while (*p == '/')
+			p++;
+	}
+	if (dir != AT_FDCWD)
+		close(dir);
+	free(buf);
+	return ret;
 }

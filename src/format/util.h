@@ -31,6 +31,15 @@ ssize_t dlfs_read_full(int fd, void *buf, size_t len);
  */
 void dlfs_precache_extents(int fd);
 
+/*
+ * open(2) of a path of any length: one openat from AT_FDCWD when it fits
+ * in PATH_MAX (the common case, one system call), else directory by
+ * directory in pieces that do, each relative to the last. flags apply to
+ * the last piece; the directories before it are opened O_PATH. @return a
+ * file descriptor, or a negative errno.
+ */
+int dlfs_open_long(const char *path, int flags, int mode);
+
 /* Write 2*n lowercase hex digits and a NUL into out. */
 void dlfs_hex(const uint8_t *in, size_t n, char *out);
 

@@ -168,9 +168,9 @@ static int read_file(struct pipe *p, struct pk_entry *e, char **pathbuf,
 		}
 		snprintf(*pathbuf, *pathcap, "%s/%s", s->path, d->path);
 		where = *pathbuf;
-		fd = open(where, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		fd = dlfs_open_long(where, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
 		if (fd < 0)
-			return dlfs_err_sys(err, -errno, "%s", where);
+			return dlfs_err_sys(err, fd, "%s", where);
 		own = 1;
 	} else {
 		/* Archive members are in the spool; ingested files in theirs. */

@@ -1,6 +1,9 @@
 /* Record codecs, key byte order, option parsers, path order. */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "dlfs/err.h"
 #include "dlfs/format.h"
 #include "dlfs/pack.h"
 #include "pack_priv.h"
@@ -174,8 +177,46 @@ static void test_pathcmp(void)
 	CHECK(pk_pathcmp("\xff", 1, "a", 1) > 0);
 }
 
+/*
+ * A message longer than DLFS_ERR_MSG_MAX loses its middle, never its end:
+ * a 5,000-byte path keeps its errno text (issue 23, item 5), also after a
+ * prefix is put before it.
+ */
+static void test_err_long(void)
+{
+	size_t n = 5000;
+	char *path = malloc(n + 1);
+	CHECK(path != NULL);
+	if (!path)
+		return;
+	for (size_t i = 0; i < n; i++)
+		path[i] = i % 50 == 49 ? '/' : 'a' + (char)(i / 50 % 26);
+	path[n] = '\0';
+	struct dlfs_err err = {0};
+	CHECK(dlfs_err_sys(&err, -ENOENT, "%s/last-name", path) == -ENOENT);
+	size_t len = strlen(err.msg);
+	CHECK(len == DLFS_ERR_MSG_MAX - 1);
+	const char *tail = "/last-name: No such file or directory";
+	CHECK(len > strlen(tail) &&
+	      !strcmp(err.msg + len - strlen(tail), tail));
+	CHECK(!strncmp(err.msg, path, 100));
+	CHECK(strstr(err.msg, "...") != NULL);
+	dlfs_err_prefix(&err, "walking %s", "src");
+	len = strlen(err.msg);
+	CHECK(!strncmp(err.msg, "walking src: aaaa", 17));
+	CHECK(len > strlen(tail) &&
+	      !strcmp(err.msg + len - strlen(tail), tail));
+	/* Short messages are whole. */
+	CHECK(dlfs_err_set(&err, EINVAL, "short %d", 7) == -EINVAL);
+	CHECK(!strcmp(err.msg, "short 7"));
+	CHECK(dlfs_err_sys(&err, -ENOENT, "p") == -ENOENT);
+	CHECK(!strcmp(err.msg, "p: No such file or directory"));
+	free(path);
+}
+
 int main(void)
 {
+	test_err_long();
 	test_super();
 	test_inode();
 	test_container_records();
