@@ -23,7 +23,7 @@
 
 /* ---- classifying sources ---- */
 
-static int has_hdf5_signature(int fd, uint64_t size)
+int pk_hdf5_signature(int fd, uint64_t size)
 {
 	/* At 0, or after a user block: 512, 1024, 2048, ... bytes. */
 	for (uint64_t at = 0; at + 8 <= size; at = at ? at * 2 : 512) {
@@ -53,6 +53,14 @@ static int ends_with(const char *s, const char *suffix)
 static const char *const h5_ext[] = {".h5", ".hdf5", ".hdf", ".he5", ".nc",
 				     ".nc4", NULL};
 static const char *const lmdb_ext[] = {".lmdb", ".mdb", NULL};
+
+int pk_hdf5_name(const char *name)
+{
+	for (const char *const *e = h5_ext; *e; e++)
+		if (ends_with(name, *e))
+			return 1;
+	return 0;
+}
 
 /* The last component of path, without trailing slashes, malloc'd. */
 static char *base_name(const char *path)
@@ -140,7 +148,7 @@ static int classify_one(struct pk_source *s, const struct dlfs_pack_opts *o,
 	fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return dlfs_err_sys(err, -errno, "%s", s->path);
-	int h5 = has_hdf5_signature(fd, (uint64_t)st.st_size);
+	int h5 = pk_hdf5_signature(fd, (uint64_t)st.st_size);
 	int mdb = !h5 && has_lmdb_magic(fd);
 	s->size = (uint64_t)st.st_size;
 	s->kind = PK_SRC_ARCHIVE;

@@ -44,6 +44,14 @@ int pk_classify(struct pk_source *src, unsigned n,
 		const struct dlfs_pack_opts *o, struct dlfs_err *err);
 void pk_sources_free(struct pk_source *src, unsigned n);
 
+/* Does fd (size bytes) hold HDF5's signature, at 0 or after a user block
+ * of 512, 1024, ... bytes? */
+int pk_hdf5_signature(int fd, uint64_t size);
+
+/* Does name end in an extension HDF5 files are given (.h5, .hdf5, .nc4,
+ * ...)? */
+int pk_hdf5_name(const char *name);
+
 /* The number of ingest sources among src. */
 unsigned pk_ingest_count(const struct pk_source *src, unsigned n);
 

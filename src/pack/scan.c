@@ -227,12 +227,16 @@ static void warn(const struct dlfs_pack_opts *o, const char *fmt, ...)
 {
 	if (!o->warn)
 		return;
-	char msg[1024];
+	/* Whole, however long the path: its reason is at the end. */
+	char *msg = NULL;
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	int n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	o->warn(o->cb_arg, msg);
+	o->warn(o->cb_arg, n < 0 ? "warning: (out of memory for a warning)"
+				 : msg);
+	if (n >= 0)
+		free(msg);
 }
 
 static const char *special_kind(mode_t m)
@@ -258,7 +262,30 @@ struct walk {
 	char *buf; /* root "/" relative path, grown as needed */
 	size_t cap;
 	struct dlfs_err *err;
+	/* With split_hdf5: the HDF5 files met, packed whole. */
+	uint64_t h5_whole;
+	char *h5_first;
 };
+
+/*
+ * --split-hdf5 splits the HDF5 files given as sources; those met inside a
+ * directory source are packed whole, as the files they are. Say so: a user
+ * who gave the option expected them split. The name is the cheap test, so
+ * only files named like HDF5 cost an open.
+ */
+static void note_hdf5(struct walk *w, int dfd, const char *name,
+		      const struct stat *st, const char *full)
+{
+	if (!w->o->split_hdf5 || !S_ISREG(st->st_mode) || !pk_hdf5_name(name))
+		return;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return; /* the pack itself will say why it cannot read it */
+	int h5 = pk_hdf5_signature(fd, (uint64_t)st->st_size);
+	close(fd);
+	if (h5 && !w->h5_whole++)
+		w->h5_first = strdup(full);
+}
 
 static int walk_path(struct walk *w, const char *rel, size_t rlen,
 		     const char **full)
@@ -292,12 +319,14 @@ static int walk_dir(struct walk *w, const char *rel, size_t rlen)
 	int ret = walk_path(w, rel, rlen, &full);
 	if (ret)
 		return dlfs_err_set(w->err, ret, "out of memory");
-	int dfd = open(full, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	int dfd = dlfs_open_long(full,
+				 O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
+				 0);
 	if (dfd < 0) {
-		ret = -errno;
+		ret = dfd;
 		if (w->o->skip_errors) {
 			warn(w->o, "warning: skipping %s: %s", full,
-			     strerror(errno));
+			     strerror(-ret));
 			return 0;
 		}
 		return dlfs_err_sys(w->err, ret, "%s", full);
@@ -400,6 +429,7 @@ static int walk_dir(struct walk *w, const char *rel, size_t rlen)
 		}
 		struct pk_entry *e;
 		walk_path(w, sub, slen, &full);
+		note_hdf5(w, dfd, names[i], &st, full);
 		ret = put_entry(w->t, sub, slen, st.st_mode, w->src, full, &e,
 				w->err);
 		if (ret || !e)
@@ -452,6 +482,17 @@ static int scan_dir(struct pk_tree *t, uint32_t src, const char *root,
 	}
 	struct walk w = {.t = t, .o = o, .src = src, .root = root, .err = err};
 	int ret = walk_dir(&w, "", 0);
+	if (!ret && w.h5_whole)
+		warn(o,
+		     "warning: %s holds %llu HDF5 file%s (%s%s), packed "
+		     "whole: --split-hdf5 splits the HDF5 files given as "
+		     "sources, not those inside a directory source; to split "
+		     "them, give them as sources and leave them out of the "
+		     "directory",
+		     root, (unsigned long long)w.h5_whole,
+		     w.h5_whole > 1 ? "s" : "", w.h5_whole > 1 ? "first: " : "",
+		     w.h5_first ? w.h5_first : "?");
+	free(w.h5_first);
 	free(w.buf);
 	return ret;
 }

@@ -123,13 +123,20 @@ mkdir "$T/src-a" && cp "$SRC/climate_a.h5" "$T/src-a/"
 [ "$(ls "$T/x-named/climate_a/12")" = "images.npy
 labels.npy" ] || fail "--split-hdf5=images,labels: sample 12 holds $(ls "$T/x-named/climate_a/12")"
 
-note "inside a directory source, an HDF5 file stays whole"
-mkdir "$T/dir" && cp "$SRC/climate_a.h5" "$T/dir/"
+note "inside a directory source, an HDF5 file stays whole, with a warning"
+mkdir -p "$T/dir/sub" && cp "$SRC/climate_a.h5" "$T/dir/" && cp "$SRC/climate_b.h5" "$T/dir/sub/"
+echo "not hdf5" >"$T/dir/sub/fake.h5"
 pack --split-hdf5 "$T/dir" -o "$T/ds/whole.dlfs" -q
 expect_ok "pack a directory with --split-hdf5"
+err_has "dlfs-pack: warning: $T/dir holds 2 HDF5 files (first: $T/dir/climate_a.h5), packed whole: --split-hdf5 splits the HDF5 files given as sources, not those inside a directory source" \
+	"the warning about HDF5 files packed whole (issue 23, item 6)"
+[ "$(grep -c warning "$T/err")" = 1 ] || { _show; fail "expected one warning for the directory"; }
 inspect cat "$T/ds/whole.dlfs" climate_a.h5
 expect_ok "cat climate_a.h5"
 cmp "$T/out" "$SRC/climate_a.h5" || fail "an HDF5 file in a directory source changed"
+pack "$T/dir" -o "$T/ds/whole2.dlfs" -q
+expect_ok "pack a directory without --split-hdf5"
+! grep -q warning "$T/err" || { _show; fail "a warning about HDF5 files without --split-hdf5"; }
 
 note "--order shuffle keeps the tree"
 pack --split-hdf5 --order shuffle:5 "$SRC"/climate_*.h5 -o "$T/ds/shuf.dlfs" -q
