@@ -1,9 +1,10 @@
 #!/bin/bash
 # mpi_join: a rank that dies before it joins (here killed before
 # MPI_Init, under mpirun --enable-recovery, which keeps the job going)
-# leaves the other ranks waiting in MPI for ever (issue 11, item 17).
-# With -o join_timeout=5 the live rank gives up after 5 s: one line that
-# says why, exit status 1, nothing left mounted.
+# leaves the other ranks waiting in MPI for ever (issue 11, item 17;
+# issue 23, item 7). With -o join_timeout=5 each of the two live ranks
+# gives up after 5 s: one line that says why, exit status 1, nothing left
+# mounted.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 mount_setup
@@ -16,21 +17,31 @@ echo data >"$T/src/f"
 DS="$T/ds.dlfs"
 pack "$T/src" -o "$DS" -q
 expect_ok "pack"
-MNT="$T/mnt0"
-mkdir "$MNT"
-track_mount "$MNT"
-
-# Rank 0 runs dlfs and records its exit status; rank 1 dies at once.
+# Ranks 0 and 1 run dlfs, each with its own mountpoint, and record their
+# exit status; rank 2 dies at once. Every live rank must give up.
+for r in 0 1; do
+	mkdir "$T/mnt$r"
+	track_mount "$T/mnt$r"
+done
+cat >"$T/rank.sh" <<'RANK'
+#!/bin/sh
+# rank.sh DLFS DS DIR: this rank's daemon, its log and exit status in DIR.
+r=$OMPI_COMM_WORLD_RANK
+"$1" "$2" "$3/mnt$r" -f -o join_timeout=5 >"$3/rank$r.log" 2>&1
+echo $? >"$3/rank$r.rc"
+RANK
+chmod +x "$T/rank.sh"
 st=0
 timeout -k 10 90 mpirun --allow-run-as-root --oversubscribe --bind-to none \
 	--enable-recovery \
-	-np 1 sh -c '"$1" "$2" "$3" -f -o join_timeout=5 >"$4" 2>&1; echo $? >"$5"' \
-	sh "$DLFS" "$DS" "$MNT" "$T/rank0.log" "$T/rank0.rc" \
+	-np 2 "$T/rank.sh" "$DLFS" "$DS" "$T" \
 	: -np 1 sh -c 'kill -KILL $$' </dev/null >"$T/mpirun.log" 2>&1 || st=$?
-[ "$st" != 124 ] && [ "$st" != 137 ] ||
-	fail "the job hung for 90 s: the live rank never gave up (log: $(cat "$T/rank0.log"))"
-[ -f "$T/rank0.rc" ] || fail "rank 0 did not exit (mpirun status $st): $(tail -5 "$T/mpirun.log")"
-[ "$(cat "$T/rank0.rc")" = 1 ] || fail "rank 0 exited with $(cat "$T/rank0.rc"), want 1: $(cat "$T/rank0.log")"
-grep -q "MPI: not every rank joined the job within 5 s" "$T/rank0.log" ||
-	fail "rank 0 did not say why it gave up: $(cat "$T/rank0.log")"
-! is_mounted "$MNT" || fail "$MNT is still mounted after rank 0 gave up"
+for r in 0 1; do
+	[ "$st" != 124 ] && [ "$st" != 137 ] ||
+		fail "the job hung for 90 s: the live ranks never gave up (rank $r log: $(cat "$T/rank$r.log" 2>/dev/null))"
+	[ -f "$T/rank$r.rc" ] || fail "rank $r did not exit (mpirun status $st): $(tail -5 "$T/mpirun.log")"
+	[ "$(cat "$T/rank$r.rc")" = 1 ] || fail "rank $r exited with $(cat "$T/rank$r.rc"), want 1: $(cat "$T/rank$r.log")"
+	grep -q "MPI: not every rank joined the job within 5 s" "$T/rank$r.log" ||
+		fail "rank $r did not say why it gave up: $(cat "$T/rank$r.log")"
+	! is_mounted "$T/mnt$r" || fail "$T/mnt$r is still mounted after rank $r gave up"
+done
