@@ -324,15 +324,19 @@ static int cmd_verify(struct dlfs_ds *ds, struct dlfs_err *err)
 	int ret = dlfs_verify(ds, on_bad, NULL, &r, err);
 	if (ret)
 		return ret;
-	int bad = r.bad_files || r.bad_chunks || r.bad_containers;
+	int bad = r.bad_files || r.bad_chunks || r.bad_containers ||
+		  r.bad_index;
 	printf("verified: %llu files, %llu chunks, %llu containers, %llu "
 	       "bytes: ",
 	       (unsigned long long)r.files, (unsigned long long)r.chunks,
 	       (unsigned long long)r.containers, (unsigned long long)r.bytes);
 	if (!bad)
-		printf("OK\n");
+		printf("OK%s\n", r.sealed ? "" : " (no index seal: packed "
+						  "before index.sum)");
 	else
-		printf("%llu damaged files\n", (unsigned long long)r.bad_files);
+		printf("%llu damaged files%s\n",
+		       (unsigned long long)r.bad_files,
+		       r.bad_index ? "; the index is damaged" : "");
 	if (r.bad_chunks || r.bad_containers)
 		fprintf(stderr,
 			PROG ": verify: %llu damaged chunks, %llu damaged "

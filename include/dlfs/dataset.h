@@ -58,6 +58,59 @@ struct dlfs_info {
  * damaged), or another -errno.
  */
 int dlfs_ds_open(const char *path, struct dlfs_ds **out, struct dlfs_err *err);
+
+/*
+ * Like dlfs_ds_open, with the index mapped from index_path (a verified
+ * local copy of path's index) instead of path/index. The containers are
+ * still path's. A copy whose superblock names another dataset than
+ * expect_id (DLFS_ID_SIZE bytes; NULL: not checked) is refused with
+ * -EUCLEAN.
+ */
+int dlfs_ds_open_index(const char *path, const char *index_path,
+		       const uint8_t *expect_id, struct dlfs_ds **out,
+		       struct dlfs_err *err);
+
+/* A dataset's index seal (index.sum), decoded and checked. */
+struct dlfs_seal {
+	uint8_t id[DLFS_ID_SIZE];
+	char id_hex[2 * DLFS_ID_SIZE + 1];
+	uint64_t size;    /* of the index file */
+	uint8_t sum[16];  /* its XXH3-128, canonical */
+};
+
+/*
+ * Read and check path/index.sum. @return 0, -ENOENT (no seal: a dataset
+ * packed before seals existed), -EUCLEAN (a damaged or foreign seal,
+ * err says which), -EPROTONOSUPPORT (an unknown major version), or
+ * another -errno with err naming the file.
+ */
+int dlfs_seal_read(const char *path, struct dlfs_seal *s,
+		   struct dlfs_err *err);
+
+/*
+ * Hash the index file at index_path (read whole, sequentially) into s,
+ * for the dataset id. @return 0 or -errno with err naming the file.
+ */
+int dlfs_seal_make(const char *index_path, const uint8_t *id,
+		   struct dlfs_seal *s, struct dlfs_err *err);
+
+/* Write s as dir/index.sum, fsynced. @return 0 or -errno. */
+int dlfs_seal_write(const char *dir, const struct dlfs_seal *s,
+		    struct dlfs_err *err);
+
+/* The seal's 64-bit identity, for ranks to compare. */
+uint64_t dlfs_seal_fold(const struct dlfs_seal *s);
+
+/*
+ * An incremental XXH3-128 of bytes given in order, for checking an index
+ * copy against its seal as it is written. Owned by its user; not
+ * thread-safe.
+ */
+struct dlfs_seal_hash;
+int dlfs_seal_hash_new(struct dlfs_seal_hash **h);
+void dlfs_seal_hash_add(struct dlfs_seal_hash *h, const void *p, size_t n);
+/* Do the bytes added match s (count and sum)? Frees h. @return 1 or 0. */
+int dlfs_seal_hash_end(struct dlfs_seal_hash *h, const struct dlfs_seal *s);
 void dlfs_ds_close(struct dlfs_ds *ds);
 
 const struct dlfs_info *dlfs_ds_info(const struct dlfs_ds *ds);

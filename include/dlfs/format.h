@@ -4,6 +4,7 @@
  *
  * A dataset is a directory NAME.dlfs/ holding:
  *   index         one LMDB environment in a single file (MDB_NOSUBDIR);
+ *   index.sum     the index's seal (dlfs_seal_rec; older datasets lack it);
  *   NNNNNN.dlc    containers: header, file bytes, trailer, footer.
  *
  * Every integer on disk is little-endian, except LMDB keys, which are
@@ -194,6 +195,28 @@ struct dlfs_container_footer {
 _Static_assert(sizeof(struct dlfs_container_footer) == DLFS_FOOTER_SIZE,
 	       "dlfs_container_footer layout");
 
+/*
+ * The index seal: the file "index.sum" beside the index, written by
+ * dlfs-pack once the index is complete. It lets a node check a local copy
+ * of the index, made from the PFS or received from a peer, before any
+ * use, and names the dataset without a read of the index itself. Datasets
+ * packed before it existed have none, and still mount (dlfs(1)).
+ */
+#define DLFS_SEAL_NAME "index.sum"
+#define DLFS_SEAL_MAGIC "DLFSISUM"
+struct dlfs_seal_rec {
+	uint8_t magic[8];
+	uint32_t format_major;
+	uint32_t format_minor;
+	uint8_t dataset_id[DLFS_ID_SIZE];
+	uint64_t index_size;     /* bytes of the index file */
+	uint8_t index_xxh128[16]; /* XXH3-128 of them, canonical (big-endian) */
+	uint64_t seal_xxh3;      /* XXH3-64 of the bytes above */
+};
+#define DLFS_SEAL_REC_SIZE 64
+_Static_assert(sizeof(struct dlfs_seal_rec) == DLFS_SEAL_REC_SIZE,
+	       "dlfs_seal_rec layout");
+
 /* Encoders write exactly the record's size in bytes; decoders read it. */
 void dlfs_super_encode(const struct dlfs_super_rec *r, uint8_t *out);
 void dlfs_super_decode(const uint8_t *in, struct dlfs_super_rec *r);
@@ -209,6 +232,8 @@ void dlfs_header_encode(struct dlfs_container_header *r, uint8_t *out);
 void dlfs_header_decode(const uint8_t *in, struct dlfs_container_header *r);
 void dlfs_footer_encode(struct dlfs_container_footer *r, uint8_t *out);
 void dlfs_footer_decode(const uint8_t *in, struct dlfs_container_footer *r);
+void dlfs_seal_encode(struct dlfs_seal_rec *r, uint8_t *out);
+void dlfs_seal_decode(const uint8_t *in, struct dlfs_seal_rec *r);
 void dlfs_trailer_rec_encode(const struct dlfs_trailer_rec *r, uint8_t *out);
 void dlfs_trailer_rec_decode(const uint8_t *in, struct dlfs_trailer_rec *r);
 

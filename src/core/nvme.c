@@ -795,8 +795,12 @@ static int wipe(struct dlfs_nvme *n, int all, struct dlfs_err *err)
 	int ret = 0;
 	while ((e = readdir(d))) {
 		size_t l = strlen(e->d_name);
+		/* All: also the index's local copy and its stamp (ixcopy.h),
+		 * which an untrusted directory may have had planted too. */
 		if (!((l > 6 && !strcmp(e->d_name + l - 6, ".cache")) ||
-		      (all && !strcmp(e->d_name, "map"))))
+		      (all && (!strcmp(e->d_name, "map") ||
+			       !strcmp(e->d_name, "index") ||
+			       !strcmp(e->d_name, "index.ok")))))
 			continue;
 		if (!unlinkat(n->dirfd, e->d_name, 0) || errno == ENOENT)
 			continue;

@@ -161,6 +161,13 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	    "  \"stage\": {\"mode\": \"%s\", \"chunks\": %llu, \"done\": "
 	    "%d},\n",
 	    t->stage ? t->stage : "none", U(fs->swept), fs->swept_all);
+	put(&o,
+	    "  \"index\": {\"source\": \"%s\", \"where\": \"%s\", "
+	    "\"sealed\": %d, \"bytes\": %llu, \"pfs_bytes\": %llu, "
+	    "\"seconds\": %.3f},\n",
+	    t->index_source ? t->index_source : "pfs",
+	    t->index_where ? t->index_where : "pfs", t->index_sealed,
+	    U(t->index_bytes), U(t->index_pfs_bytes), t->index_seconds);
 	if (t->epoch == UINT64_MAX)
 		put(&o, "  \"epoch\": null,\n");
 	else

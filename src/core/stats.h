@@ -79,6 +79,11 @@ struct dlfs_tier_snap {
 	unsigned rank, ranks;
 	struct dlfs_peer_snap peer;
 	const char *stage;
+	/* Where the index came from (the daemon's ixsrc.h); NULL: unknown. */
+	const char *index_source, *index_where;
+	int index_sealed;
+	uint64_t index_bytes, index_pfs_bytes;
+	double index_seconds;
 };
 
 /*

@@ -140,6 +140,48 @@ static int peer_get(void *arg, uint64_t g, void *buf, size_t cap,
 	return dlfs_peer_get(arg, g, buf, cap, len);
 }
 
+/* The peer layer's settings from the options; the dataset's part is the
+ * caller's. */
+static void peer_conf(struct dlfs_fs *fs, struct dlfs_peer_conf *pc)
+{
+	*pc = (struct dlfs_peer_conf){
+		.force = fs->opts->mpi,
+		.seed = fs->opts->seed,
+		.seed_given = fs->opts->seed_given,
+		.timeout_ms = fs->opts->peer_timeout_ms,
+		.join_timeout_ms = fs->opts->join_timeout_s * 1000,
+		.servers = 2,
+		.serve = serve_chunk,
+		.ctx_new = serve_ctx_new,
+		.ctx_free = serve_ctx_free,
+		.arg = fs,
+		.log = dlfs_fs_log,
+	};
+}
+
+void dlfs_fs_attach_peer(struct dlfs_fs *fs, struct dlfs_peer *peer)
+{
+	fs->peer = peer;
+	if (!peer)
+		return;
+	const struct dlfs_info *info = dlfs_ds_info(fs->ds);
+	dlfs_peer_set_layout(peer, dlfs_ds_n_chunks(fs->ds),
+			     info->super.chunk_size);
+	uint64_t lo, hi;
+	dlfs_peer_home_range(dlfs_peer_rank(peer), dlfs_peer_size(peer),
+			     dlfs_ds_n_chunks(fs->ds), &lo, &hi);
+	fs->peer_ops = (struct dlfs_fetch_peer){
+		.rank = dlfs_peer_rank(peer),
+		.home = peer_home,
+		.get = peer_get,
+		.arg = peer,
+	};
+	dlfs_reader_set_peer(fs->reader, &fs->peer_ops, lo, hi);
+	dlfs_logf(dlfs_fs_log, fs, LOG_INFO, "rank %u of %u, seed %llu",
+		  dlfs_peer_rank(peer), dlfs_peer_size(peer),
+		  (unsigned long long)dlfs_peer_seed(peer));
+}
+
 int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err)
 {
 	const struct dlfs_info *info = dlfs_ds_info(fs->ds);
@@ -155,40 +197,44 @@ int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err)
 		uint64_t v[3] = {sum, cr->footer_xxh3, cr->data_size};
 		sum = XXH3_64bits(v, sizeof(v));
 	}
-	struct dlfs_peer_conf pc = {
-		.force = fs->opts->mpi,
-		.dataset_id_hex = info->dataset_id_hex,
-		.index_sum = sum,
-		.seed = fs->opts->seed,
-		.seed_given = fs->opts->seed_given,
-		.n_chunks = dlfs_ds_n_chunks(fs->ds),
-		.chunk_size = info->super.chunk_size,
-		.timeout_ms = fs->opts->peer_timeout_ms,
-		.join_timeout_ms = fs->opts->join_timeout_s * 1000,
-		.servers = 2,
-		.serve = serve_chunk,
-		.ctx_new = serve_ctx_new,
-		.ctx_free = serve_ctx_free,
-		.arg = fs,
-		.log = dlfs_fs_log,
-	};
-	int ret = dlfs_peer_open(&pc, &fs->peer, err);
-	if (ret || !fs->peer)
+	struct dlfs_peer_conf pc;
+	peer_conf(fs, &pc);
+	pc.dataset_id_hex = info->dataset_id_hex;
+	pc.index_sum = sum;
+	pc.n_chunks = dlfs_ds_n_chunks(fs->ds);
+	pc.chunk_size = info->super.chunk_size;
+	struct dlfs_peer *peer;
+	int ret = dlfs_peer_open(&pc, &peer, err);
+	if (!ret)
+		dlfs_fs_attach_peer(fs, peer);
+	return ret;
+}
+
+int dlfs_fs_join_index(struct dlfs_fs *fs, const struct dlfs_seal *seal,
+		       struct dlfs_peer **peer, struct dlfs_ixsrc *ix,
+		       struct dlfs_ds **ds, struct dlfs_err *err)
+{
+	struct dlfs_peer_conf pc;
+	struct dlfs_ixsrc_share *sh;
+	*peer = NULL;
+	*ds = NULL;
+	peer_conf(fs, &pc);
+	int ret = dlfs_ixsrc_share_begin(fs->opts->dataset,
+					 fs->opts->rd.cache_dir, seal, &pc,
+					 &sh, dlfs_fs_log, fs, err);
+	if (ret)
 		return ret;
-	uint64_t lo, hi;
-	dlfs_peer_home_range(dlfs_peer_rank(fs->peer), dlfs_peer_size(fs->peer),
-			     dlfs_ds_n_chunks(fs->ds), &lo, &hi);
-	fs->peer_ops = (struct dlfs_fetch_peer){
-		.rank = dlfs_peer_rank(fs->peer),
-		.home = peer_home,
-		.get = peer_get,
-		.arg = fs->peer,
-	};
-	dlfs_reader_set_peer(fs->reader, &fs->peer_ops, lo, hi);
-	dlfs_logf(dlfs_fs_log, fs, LOG_INFO, "rank %u of %u, seed %llu",
-		  dlfs_peer_rank(fs->peer), dlfs_peer_size(fs->peer),
-		  (unsigned long long)dlfs_peer_seed(fs->peer));
-	return 0;
+	ret = dlfs_peer_open(&pc, peer, err);
+	if (ret) {
+		dlfs_ixsrc_share_abort(sh);
+		return ret;
+	}
+	ret = dlfs_ixsrc_share_end(sh, *peer, ix, ds, err);
+	if (ret) {
+		dlfs_peer_close(*peer);
+		*peer = NULL;
+	}
+	return ret;
 }
 
 /* /.dlfs/stats: the reader's tiers, the peers, the epoch. */
@@ -213,6 +259,12 @@ static int render_stats(void *arg, char **json, size_t *len)
 			p.served_bytes};
 	}
 	ts.stage = dlfs_fill_mode_name(fs->opts->rd.fill);
+	ts.index_source = fs->ix.source;
+	ts.index_where = fs->ix.where;
+	ts.index_sealed = fs->ix.sealed;
+	ts.index_bytes = fs->ix.bytes;
+	ts.index_pfs_bytes = fs->ix.pfs_bytes;
+	ts.index_seconds = fs->ix.seconds;
 	size_t need = dlfs_stats_json(&fs->reader->stats, &ts, NULL, 0);
 	char *b = malloc(need + 1);
 	if (!b)

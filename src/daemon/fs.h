@@ -7,7 +7,9 @@
  * Order of life: dlfs_fs_init (before mounting: a bad cache_dir stops the
  * mount), dlfs_fs_join (after mounting, before any thread: MPI), then the
  * fork into the background, dlfs_fs_start (threads), the session loop,
- * dlfs_fs_destroy.
+ * dlfs_fs_destroy. Under MPI with a sealed dataset the dataset is opened
+ * only once joined: dlfs_fs_join_index (after mounting), dlfs_fs_init,
+ * dlfs_fs_attach_peer, then as above.
  *
  * Thread-safety: after dlfs_fs_start every call is safe from any thread;
  * each FUSE worker has its own read context (dlfs_fs_ctx).
@@ -20,6 +22,7 @@
 #include <sys/types.h>
 
 #include "ctl.h"
+#include "ixsrc.h"
 #include "opts.h"
 #include "peer.h"
 #include "read.h"
@@ -41,6 +44,7 @@ struct dlfs_fs {
 	int foreground;           /* log to stderr; else syslog */
 	const char *mountpoint;
 	_Atomic int kernel_ra_set; /* the mount's read-ahead was set */
+	struct dlfs_ixsrc ix;     /* where the index came from */
 };
 
 /* @return 0 or -errno with err set. */
@@ -54,6 +58,18 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
  * nothing. @return 0 or -errno.
  */
 int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err);
+/*
+ * Under MPI, a sealed dataset: join the job and share the index while
+ * joining (ixsrc.h), then open the dataset from this node's copy. Needs
+ * only fs->opts and fs->foreground (the log) set: fs is initialised
+ * later, with *ds; then dlfs_fs_attach_peer. Call after mounting and
+ * before any thread. @return 0 with *peer, *ix and *ds, or -errno.
+ */
+int dlfs_fs_join_index(struct dlfs_fs *fs, const struct dlfs_seal *seal,
+		       struct dlfs_peer **peer, struct dlfs_ixsrc *ix,
+		       struct dlfs_ds **ds, struct dlfs_err *err);
+/* Give an initialised fs the peers it joined (NULL: alone). */
+void dlfs_fs_attach_peer(struct dlfs_fs *fs, struct dlfs_peer *peer);
 /* Start the threads (after the fork, if any). @return 0 or -errno. */
 int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err);
 void dlfs_fs_destroy(struct dlfs_fs *fs);

@@ -15,6 +15,7 @@
 
 #include "fatal.h"
 #include "fuse_ll.h"
+#include "ixsrc.h"
 #include "mountpoint.h"
 #include "opts.h"
 
@@ -44,10 +45,8 @@ static void usage(const char *prog)
 
 /* Check what can be checked before mounting. @return 0, or the exit
  * status after saying what is wrong. */
-static int check_before(const struct dlfs_opts *o, const char *mountpoint,
-			struct dlfs_ds **ds)
+static int check_mountpoint(const char *mountpoint)
 {
-	struct dlfs_err err = {0};
 	struct stat st;
 	if (stat(mountpoint, &st) < 0) {
 		fprintf(stderr, "dlfs: mountpoint %s: %s\n", mountpoint,
@@ -59,14 +58,21 @@ static int check_before(const struct dlfs_opts *o, const char *mountpoint,
 			mountpoint);
 		return 1;
 	}
-	if (dlfs_ds_open(o->dataset, ds, &err) ||
-	    dlfs_ctl_name_check(*ds, o->ctl_dir, &err)) {
+	return 0;
+}
+
+/* What is checked of an opened dataset before it is served. @return 0,
+ * 1 or 2 (the exit status), with a message. */
+static int check_ds(const struct dlfs_opts *o, struct dlfs_ds *ds)
+{
+	struct dlfs_err err = {0};
+	if (dlfs_ctl_name_check(ds, o->ctl_dir, &err)) {
 		fprintf(stderr, "dlfs: %s\n", err.msg);
 		return 1;
 	}
-	dlfs_ds_set_chunk_io(*ds, o->rd.pfs_direct ? DLFS_CHUNK_IO_DIRECT
-						   : DLFS_CHUNK_IO_RANDOM);
-	const struct dlfs_info *info = dlfs_ds_info(*ds);
+	dlfs_ds_set_chunk_io(ds, o->rd.pfs_direct ? DLFS_CHUNK_IO_DIRECT
+						  : DLFS_CHUNK_IO_RANDOM);
+	const struct dlfs_info *info = dlfs_ds_info(ds);
 	if (o->rd.ram_cache < 2 * info->super.chunk_size) {
 		fprintf(stderr,
 			"dlfs: -o ram_cache=%llu: must hold at least two chunks "
@@ -80,10 +86,33 @@ static int check_before(const struct dlfs_opts *o, const char *mountpoint,
 	for (uint32_t c = 0; c < info->super.n_containers; c++) {
 		int fd;
 		struct dlfs_err e = {0};
-		if (dlfs_ds_container_fd(*ds, c, &fd, &e))
+		if (dlfs_ds_container_fd(ds, c, &fd, &e))
 			fprintf(stderr, "dlfs: warning: %s\n", e.msg);
 	}
 	return 0;
+}
+
+/* Before mounting, alone: warnings go to the terminal. */
+static void log_stderr(void *arg, int prio, const char *msg)
+{
+	(void)arg;
+	(void)prio;
+	fprintf(stderr, "dlfs: %s\n", msg);
+}
+
+static int check_before(const struct dlfs_opts *o, const char *mountpoint,
+			struct dlfs_ds **ds, struct dlfs_ixsrc *ix)
+{
+	struct dlfs_err err = {0};
+	int ret = check_mountpoint(mountpoint);
+	if (ret)
+		return ret;
+	if (dlfs_ixsrc_open(o->dataset, o->rd.cache_dir, ix, ds, log_stderr,
+			    NULL, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		return 1;
+	}
+	return check_ds(o, *ds);
 }
 
 /* Read-only, permissions from the stored modes, and the mount named
@@ -158,7 +187,10 @@ int main(int argc, char **argv)
 	struct dlfs_ds *ds = NULL;
 	struct fuse_session *se = NULL;
 	struct dlfs_fs fs;
+	struct dlfs_ixsrc ix = {0};
 	int fs_ready = 0, ret;
+
+	memset(&fs, 0, sizeof(fs));
 
 	ret = dlfs_opts_parse(&args, &o);
 	if (ret == 2)
@@ -197,14 +229,29 @@ int main(int argc, char **argv)
 		ret = 2;
 		goto out;
 	}
-	if ((ret = check_before(&o, cmd.mountpoint, &ds)))
+	/* Under MPI a sealed dataset's index comes while joining, after
+	 * the mount (ixsrc.h): only the mountpoint is checked before. */
+	int mpi = o.mpi || dlfs_peer_launched();
+	struct dlfs_seal seal;
+	int share = mpi && dlfs_seal_read(o.dataset, &seal, NULL) == 0;
+	if ((ret = share ? check_mountpoint(cmd.mountpoint)
+			 : check_before(&o, cmd.mountpoint, &ds, &ix)))
 		goto out;
 	ret = 1;
-	if (dlfs_fs_init(&fs, ds, &o, cmd.mountpoint, cmd.foreground, &err)) {
-		fprintf(stderr, "dlfs: %s\n", err.msg);
-		goto out;
+	if (share) {
+		memset(&fs, 0, sizeof(fs));
+		fs.opts = &o;
+		fs.foreground = 1;
+	} else {
+		if (dlfs_fs_init(&fs, ds, &o, cmd.mountpoint, cmd.foreground,
+				 &err)) {
+			fprintf(stderr, "dlfs: %s\n", err.msg);
+			goto out;
+		}
+		fs_ready = 1;
+		fs.ix = ix;
+		ix.path = NULL;
 	}
-	fs_ready = 1;
 	if (mount_args(&args, o.dataset)) {
 		fprintf(stderr, "dlfs: out of memory\n");
 		goto out;
@@ -222,9 +269,29 @@ int main(int argc, char **argv)
 	}
 	/* Under an MPI launcher the launcher owns this process: stay in the
 	 * foreground, and never fork once MPI is initialised. */
-	if (o.mpi || dlfs_peer_launched())
+	if (mpi)
 		cmd.foreground = fs.foreground = 1;
-	if (dlfs_fs_join(&fs, &err)) {
+	if (share) {
+		struct dlfs_peer *peer;
+		if (dlfs_fs_join_index(&fs, &seal, &peer, &ix, &ds, &err)) {
+			fprintf(stderr, "dlfs: %s\n", err.msg);
+			goto out_unmount;
+		}
+		int bad = check_ds(&o, ds);
+		if (!bad && dlfs_fs_init(&fs, ds, &o, cmd.mountpoint, 1, &err)) {
+			fprintf(stderr, "dlfs: %s\n", err.msg);
+			bad = 1;
+		}
+		if (bad) {
+			dlfs_peer_close(peer);
+			ret = bad;
+			goto out_unmount;
+		}
+		fs_ready = 1;
+		fs.ix = ix;
+		ix.path = NULL;
+		dlfs_fs_attach_peer(&fs, peer);
+	} else if (dlfs_fs_join(&fs, &err)) {
 		fprintf(stderr, "dlfs: %s\n", err.msg);
 		goto out_unmount;
 	}
@@ -252,6 +319,8 @@ out:
 	if (fs_ready)
 		dlfs_fs_destroy(&fs);
 	dlfs_ds_close(ds);
+	dlfs_ixsrc_free(&ix);
+	dlfs_ixsrc_free(&fs.ix);
 	free(cmd.mountpoint);
 	dlfs_opts_free(&o);
 	fuse_opt_free_args(&args);

@@ -14,6 +14,13 @@
 
 int dlfs_ds_open(const char *path, struct dlfs_ds **out, struct dlfs_err *err)
 {
+	return dlfs_ds_open_index(path, NULL, NULL, out, err);
+}
+
+int dlfs_ds_open_index(const char *path, const char *index_path,
+		       const uint8_t *expect_id, struct dlfs_ds **out,
+		       struct dlfs_err *err)
+{
 	int ret;
 	struct stat st;
 	struct dlfs_ds *ds = NULL;
@@ -29,9 +36,18 @@ int dlfs_ds_open(const char *path, struct dlfs_ds **out, struct dlfs_err *err)
 		free(ds);
 		return dlfs_err_set(err, -ENOMEM, "%s: out of memory", path);
 	}
-	ret = dlfs_index_open(&ds->ix, ds->path, err);
+	ret = dlfs_index_open(&ds->ix, ds->path, index_path, err);
 	if (ret)
 		goto fail;
+	if (expect_id &&
+	    memcmp(ds->ix.info.super.dataset_id, expect_id, DLFS_ID_SIZE)) {
+		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+				   "%s: the index names dataset %s, not the "
+				   "one its seal names",
+				   index_path ? index_path : path,
+				   ds->ix.info.dataset_id_hex);
+		goto fail;
+	}
 	ds->containers = calloc(ds->ix.info.super.n_containers + 1,
 				sizeof(*ds->containers));
 	if (!ds->containers) {

@@ -207,6 +207,31 @@ void dlfs_header_decode(const uint8_t *in, struct dlfs_container_header *r)
 	r->header_xxh3 = r64(&c);
 }
 
+void dlfs_seal_encode(struct dlfs_seal_rec *r, uint8_t *out)
+{
+	struct cur c = {.w = out};
+	wby(&c, r->magic, 8);
+	w32(&c, r->format_major);
+	w32(&c, r->format_minor);
+	wby(&c, r->dataset_id, DLFS_ID_SIZE);
+	w64(&c, r->index_size);
+	wby(&c, r->index_xxh128, 16);
+	r->seal_xxh3 = XXH3_64bits(out, (size_t)(c.w - out));
+	w64(&c, r->seal_xxh3);
+}
+
+void dlfs_seal_decode(const uint8_t *in, struct dlfs_seal_rec *r)
+{
+	struct cur c = {.r = in};
+	rby(&c, r->magic, 8);
+	r->format_major = r32(&c);
+	r->format_minor = r32(&c);
+	rby(&c, r->dataset_id, DLFS_ID_SIZE);
+	r->index_size = r64(&c);
+	rby(&c, r->index_xxh128, 16);
+	r->seal_xxh3 = r64(&c);
+}
+
 void dlfs_footer_encode(struct dlfs_container_footer *r, uint8_t *out)
 {
 	struct cur c = {.w = out};

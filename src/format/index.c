@@ -170,7 +170,7 @@ static int load_containers(struct dlfs_index *ix, MDB_txn *t)
 }
 
 int dlfs_index_open(struct dlfs_index *ix, const char *dir,
-		    struct dlfs_err *err)
+		    const char *index_path, struct dlfs_err *err)
 {
 	struct stat st;
 	char *ipath = NULL;
@@ -180,7 +180,8 @@ int dlfs_index_open(struct dlfs_index *ix, const char *dir,
 	memset(ix, 0, sizeof(*ix));
 	ix->path = dir;
 	pthread_mutex_init(&ix->rd_lock, NULL);
-	if (asprintf(&ipath, "%s/%s", dir, DLFS_INDEX_NAME) < 0)
+	if (index_path ? !(ipath = strdup(index_path))
+		       : asprintf(&ipath, "%s/%s", dir, DLFS_INDEX_NAME) < 0)
 		return dlfs_err_set(err, -ENOMEM, "%s: out of memory", dir);
 	if (stat(ipath, &st) < 0) {
 		ret = dlfs_err_sys(err, -errno, "%s: not a dlfs dataset: %s",

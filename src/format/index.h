@@ -62,12 +62,13 @@ struct dlfs_txn {
 };
 
 /*
- * Open the index of the dataset directory dir (which ix->path borrows):
+ * Open the index of the dataset directory dir (which ix->path borrows),
+ * from index_path when not NULL (a local copy), else dir/index:
  * map it, check its version and superblock, load and check the container
  * table. @return 0, or as dlfs_ds_open.
  */
 int dlfs_index_open(struct dlfs_index *ix, const char *dir,
-		    struct dlfs_err *err);
+		    const char *index_path, struct dlfs_err *err);
 /* Release what dlfs_index_open took; safe on a zeroed struct. */
 void dlfs_index_close(struct dlfs_index *ix);
 

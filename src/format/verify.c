@@ -460,6 +460,44 @@ out:
 	return ret;
 }
 
+/* The index against its seal: the bytes every node's copy is checked
+ * against. Damage is reported, not returned. */
+static int verify_seal(struct verify *v, struct dlfs_err *err)
+{
+	struct dlfs_seal s, now;
+	struct dlfs_err e = {0};
+	int ret = dlfs_seal_read(v->ds->path, &s, &e);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret) {
+		v->rep->bad_index = 1;
+		report(v, DLFS_SEAL_NAME, e.msg);
+		return 0;
+	}
+	v->rep->sealed = 1;
+	char *ip = NULL;
+	if (asprintf(&ip, "%s/%s", v->ds->path, DLFS_INDEX_NAME) < 0)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	ret = dlfs_seal_make(ip, v->ds->ix.info.super.dataset_id, &now, err);
+	free(ip);
+	if (ret)
+		return ret;
+	if (memcmp(s.id, now.id, DLFS_ID_SIZE) || s.size != now.size ||
+	    memcmp(s.sum, now.sum, 16)) {
+		v->rep->bad_index = 1;
+		report(v, DLFS_INDEX_NAME,
+		       s.size != now.size
+			       ? "its size is not the one its seal (index.sum) "
+				 "gives"
+			       : memcmp(s.id, now.id, DLFS_ID_SIZE)
+					 ? "its seal (index.sum) names another "
+					   "dataset"
+					 : "its checksum is not the one its seal "
+					   "(index.sum) gives: damaged");
+	}
+	return 0;
+}
+
 int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
 		struct dlfs_verify_report *rep, struct dlfs_err *err)
 {
@@ -476,6 +514,7 @@ int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
+	ret = verify_seal(&v, err);
 	for (uint32_t c = 0; c < ds->ix.info.super.n_containers && !ret; c++)
 		ret = verify_container(&v, c, buf, hs, err);
 	if (!ret)

@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <xxhash.h>
 
+#include "dlfs/dataset.h"
 #include "dist.h"
 #include "ingest.h"
 #include "pack_priv.h"
@@ -689,6 +690,13 @@ static int finish(struct job *j, const char *out, const uint8_t *id,
 		o->progress(o->cb_arg, &pr);
 	int ret = pk_index_write(j->ipath, &j->lay, o, id, &j->p.sums, &j->ct,
 				 err);
+	/* The seal: nodes check their copies of the index against it. The
+	 * index was just written, so this reads it from the page cache. */
+	struct dlfs_seal seal;
+	if (!ret)
+		ret = dlfs_seal_make(j->ipath, id, &seal, err);
+	if (!ret)
+		ret = dlfs_seal_write(j->tmp, &seal, err);
 	if (!ret && o->cancel && *o->cancel)
 		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
 	if (ret)

@@ -60,6 +60,29 @@ struct dlfs_peer_conf {
 	dlfs_peer_ctx_free_fn ctx_free;
 	void *arg;
 	dlfs_log_fn log; /* may be NULL */
+	/*
+	 * Sharing the index while joining (share_size > 0; every rank
+	 * gives the same size): the ranks that need it (share_need) get
+	 * share_size bytes, in order, through share_write; one rank reads
+	 * them through share_read: the lowest that does not need them
+	 * (it has them locally), else rank 0. Each rank reads nothing if
+	 * no rank needs them. n_chunks and chunk_size may then be 0 until
+	 * dlfs_peer_set_layout.
+	 */
+	uint64_t share_size;
+	int share_need;
+	int (*share_read)(void *arg, uint64_t off, void *buf, size_t len);
+	int (*share_write)(void *arg, const void *buf, size_t len);
+	void *share_arg;
+};
+
+/* What sharing the index did on this rank (dlfs_peer_share_result). */
+struct dlfs_peer_share_result {
+	int result;         /* 0, or the -errno that spoiled this copy */
+	int root;           /* this rank read the bytes for the others */
+	unsigned receivers; /* ranks that needed them */
+	uint64_t bytes;     /* moved */
+	double seconds;
 };
 
 struct dlfs_peer_stats {
@@ -85,6 +108,15 @@ int dlfs_peer_launched(void);
  */
 int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
 		   struct dlfs_err *err);
+
+/* What sharing the index did here (zeros when nothing was shared). */
+void dlfs_peer_share_result(const struct dlfs_peer *p,
+			    struct dlfs_peer_share_result *r);
+
+/* The chunk layout, when it was not known at dlfs_peer_open (the index
+ * came through sharing). Before dlfs_peer_start. */
+void dlfs_peer_set_layout(struct dlfs_peer *p, uint64_t n_chunks,
+			  size_t chunk_size);
 
 /* Start serving peers (the server threads). @return 0 or -errno. */
 int dlfs_peer_start(struct dlfs_peer *p, struct dlfs_err *err);

@@ -34,6 +34,7 @@
 #define DEAD_MS 10000 /* a peer that timed out is skipped this long */
 #define LEAVE_MIN_MS 10000 /* longest wait for the other ranks to leave */
 #define JOIN_DEFAULT_MS 120000 /* longest wait for every rank to join */
+#define SHARE_PIECE (8u << 20) /* the index is broadcast in these */
 
 enum slot_state { S_FREE, S_QUEUED, S_SENT, S_COPYING, S_DONE, S_ABANDONED };
 
@@ -87,6 +88,7 @@ struct dlfs_peer {
 	double *dead_until; /* per rank */
 
 	struct dlfs_peer_stats st;
+	struct dlfs_peer_share_result share;
 };
 
 static double now_s(void)
@@ -119,6 +121,21 @@ uint64_t dlfs_peer_seed(const struct dlfs_peer *p)
 	return p ? p->seed : 0;
 }
 
+void dlfs_peer_share_result(const struct dlfs_peer *p,
+			    struct dlfs_peer_share_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	if (p)
+		*r = p->share;
+}
+
+void dlfs_peer_set_layout(struct dlfs_peer *p, uint64_t n_chunks,
+			  size_t chunk_size)
+{
+	p->conf.n_chunks = n_chunks;
+	p->conf.chunk_size = chunk_size;
+}
+
 /* ---- start: runs on the MPI thread ---- */
 
 struct hello {
@@ -126,6 +143,104 @@ struct hello {
 	uint8_t seed_given, pad[6];
 	uint64_t index_sum, seed, n_chunks;
 };
+
+/*
+ * Share the index (peer.h, share_*): one rank reads it, in pieces, and
+ * broadcasts each to the ranks that need it, over a communicator of just
+ * those and itself, so a rank that has it costs nothing. Each piece
+ * carries the reader's status first, so a failed read stops every rank at
+ * the same piece. A receiver that fails to write goes on receiving (it
+ * must stay in step) and reports its failure afterwards. @return 0, or
+ * -errno for a failure of MPI itself (p->init_msg says it); a bad copy is
+ * p->share.result, for the caller to fall back on.
+ */
+static int share(struct dlfs_peer *p)
+{
+	struct dlfs_peer_share_result *r = &p->share;
+	int need = !!p->conf.share_need, n = (int)p->size;
+	int *needs = calloc((size_t)n, sizeof(int));
+	uint8_t *buf = NULL;
+	MPI_Comm sub = MPI_COMM_NULL;
+	int ret = 0;
+	double t0 = now_s();
+	if (!needs) {
+		snprintf(p->init_msg, sizeof(p->init_msg), "out of memory");
+		return -ENOMEM;
+	}
+	if (MPI_Allgather(&need, 1, MPI_INT, needs, 1, MPI_INT,
+			  MPI_COMM_WORLD) != MPI_SUCCESS) {
+		snprintf(p->init_msg, sizeof(p->init_msg),
+			 "MPI_Allgather of who needs the index failed");
+		ret = -EIO;
+		goto out;
+	}
+	int root = -1;
+	for (int i = 0; i < n; i++) {
+		r->receivers += (unsigned)needs[i];
+		if (!needs[i] && root < 0)
+			root = i;
+	}
+	if (!r->receivers)
+		goto out;
+	if (root < 0)
+		root = 0;
+	r->root = (int)p->rank == root;
+	int in = need || r->root;
+	/* The root first in the new communicator: rank 0 there. */
+	if (MPI_Comm_split(MPI_COMM_WORLD, in ? 0 : MPI_UNDEFINED,
+			   r->root ? 0 : (int)p->rank + 1,
+			   &sub) != MPI_SUCCESS) {
+		snprintf(p->init_msg, sizeof(p->init_msg),
+			 "MPI_Comm_split for sharing the index failed");
+		ret = -EIO;
+		goto out;
+	}
+	if (!in)
+		goto out;
+	size_t piece = SHARE_PIECE;
+	if (!(buf = malloc(HDR + piece))) {
+		/* Every rank must take part: a rank without memory still
+		 * needs a buffer, so this is fatal for the join. */
+		snprintf(p->init_msg, sizeof(p->init_msg), "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	uint64_t size = p->conf.share_size;
+	for (uint64_t off = 0; off < size;) {
+		size_t len = size - off < piece ? (size_t)(size - off) : piece;
+		int st = 0;
+		if (r->root)
+			st = p->conf.share_read(p->conf.share_arg, off,
+						buf + HDR, len);
+		dlfs_put_le32(buf, (uint32_t)-st);
+		if (MPI_Bcast(buf, (int)(HDR + len), MPI_BYTE, 0, sub) !=
+		    MPI_SUCCESS) {
+			snprintf(p->init_msg, sizeof(p->init_msg),
+				 "MPI_Bcast of the index at offset %llu failed",
+				 (unsigned long long)off);
+			ret = -EIO;
+			goto out;
+		}
+		st = -(int)dlfs_get_le32(buf);
+		if (st) {
+			if (!r->result)
+				r->result = st;
+			break;
+		}
+		if (need && !r->result)
+			r->result = p->conf.share_write(p->conf.share_arg,
+							buf + HDR, len);
+		off += len;
+		r->bytes += len;
+	}
+out:
+	if (sub != MPI_COMM_NULL)
+		MPI_Comm_free(&sub);
+	r->seconds = now_s() - t0;
+	free(buf);
+	free(needs);
+	return ret;
+}
 
 /* Initialise MPI and check the ranks agree. @return 0 or -errno, with
  * p->init_msg saying why. */
@@ -187,6 +302,8 @@ static int join(struct dlfs_peer *p)
 	p->seed = all[0].seed; /* rank 0 draws the seed for everyone */
 out:
 	free(all);
+	if (!ret && p->conf.share_size)
+		ret = share(p);
 	return ret;
 }
 

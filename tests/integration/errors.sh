@@ -113,7 +113,7 @@ expect_ok "--force (many containers)"
 rm "$T/src/r1"
 pack "$T/src" -o "$O/ds.dlfs" -q --force --chunk-size 4K --container-size 64K
 expect_ok "--force (one container)"
-[ "$(ls "$O/ds.dlfs" | tr '\n' ' ')" = "000000.dlc index " ] ||
+[ "$(ls "$O/ds.dlfs" | tr '\n' ' ')" = "000000.dlc index index.sum " ] ||
 	fail "--force left stale files in OUT: $(ls "$O/ds.dlfs" | tr '\n' ' ')"
 inspect verify "$O/ds.dlfs"
 expect_ok "verify after --force"

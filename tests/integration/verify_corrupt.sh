@@ -261,6 +261,25 @@ inspect info "$DS"
 expect_rc 1 "info with no index"
 err_has "$DS/index" "missing index: named"
 restore
+
+# The index against its seal (index.sum, issue 24): its last byte changed
+# is named as the index's damage, whatever else it breaks.
+printf 'X' | dd of="$DS/index" bs=1 seek=$((ISZ - 1)) conv=notrunc status=none
+inspect verify "$DS"
+expect_rc 1 "verify of an index that does not match its seal"
+err_has "dlfs-inspect: verify: index: its checksum is not the one its seal (index.sum) gives: damaged" \
+	"verify names the index that does not match its seal"
+grep -q "; the index is damaged\$" "$T/out" || { _show; fail "verify's summary does not say the index is damaged"; }
+restore
+printf 'junk' >"$DS/index.sum"
+inspect verify "$DS"
+expect_rc 1 "verify with a damaged seal"
+err_has "index.sum: " "verify names the damaged seal"
+rm "$DS/index.sum"
+inspect verify "$DS"
+expect_ok "verify of a dataset without a seal (packed before index.sum)"
+grep -q ": OK (no index seal" "$T/out" || { _show; fail "verify does not say the dataset has no seal"; }
+restore
 inspect verify "$DS"
 expect_ok "verify of the restored dataset (the test's own damage is undone)"
 exit 0

@@ -15,8 +15,9 @@
 #  - a second daemon on the same dataset and cache_dir, while the first
 #    runs: mounts, reads correctly, nvme.enabled 0, and logs one line
 #    about it (at most two);
-#  - after unmount: the lock is free; DIR/<id> holds exactly lock, map
-#    and NNNNNN.cache for every container, each 0600; map is 64 bytes +
+#  - after unmount: the lock is free; DIR/<id> holds exactly lock, map,
+#    NNNNNN.cache for every container, and the index's copy (index,
+#    index.ok), each 0600; map is 64 bytes +
 #    one per chunk; every file's bytes lie at its offset in its
 #    container's .cache file (the documented layout);
 #  - remount, same cache_dir: every file reads correctly with
@@ -119,7 +120,7 @@ st=0
 flock -n -E 99 "$NV/$ID/lock" true || st=$?
 [ "$st" = 0 ] || fail "$NV/$ID/lock still locked after the daemon exited (flock -n status $st)"
 NAMES=$(check_private "$NV" "$ID")
-WANT="$("$PYTHON" -c 'import sys; n = int(sys.argv[1]); print(" ".join(["%06d.cache" % i for i in range(n)] + ["lock", "map"]))' "$NCONT")"
+WANT="$("$PYTHON" -c 'import sys; n = int(sys.argv[1]); print(" ".join(["%06d.cache" % i for i in range(n)] + ["index", "index.ok", "lock", "map"]))' "$NCONT")"
 [ "$NAMES" = "$WANT" ] || fail "$NV/$ID holds '$NAMES', expected '$WANT'"
 MAPSZ=$(stat -c %s "$NV/$ID/map")
 [ "$MAPSZ" = $((64 + CHUNKS)) ] || fail "$NV/$ID/map is $MAPSZ bytes, expected 64 + $CHUNKS (one byte per chunk)"
