@@ -348,7 +348,8 @@ static int cmd_verify(struct dlfs_ds *ds, struct dlfs_err *err)
 
 /*
  * Print our own stats JSON flattened, one "a.b.c: value" line per scalar.
- * It reads only what the daemon writes: objects, numbers, plain strings.
+ * It reads only what the daemon writes: objects, numbers, plain strings,
+ * and lists of numbers (one line each).
  */
 static int print_flat(const char *j)
 {
@@ -379,6 +380,12 @@ static int print_flat(const char *j)
 			const char *v = p;
 			if (*v == '"') {
 				const char *ve = strchr(v + 1, '"');
+				if (!ve)
+					return -1;
+				p = ve + 1;
+			} else if (*v == '[') {
+				/* A list of numbers: one line, as written. */
+				const char *ve = strchr(v, ']');
 				if (!ve)
 					return -1;
 				p = ve + 1;

@@ -152,11 +152,14 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	    "\"requests\": %llu, \"hits\": %llu, \"bytes\": %llu, "
 	    "\"timeouts\": %llu, \"errors\": %llu, \"latency_us_avg\": %llu, "
 	    "\"latency_us_max\": %llu, \"served\": %llu, \"served_bytes\": "
-	    "%llu},\n",
+	    "%llu, \"latency_us_hist\": [",
 	    t->peer_enabled, t->rank, t->ranks, U(ps->requests), U(ps->hits),
 	    U(ps->bytes), U(ps->timeouts), U(ps->errors),
 	    U(ps->hits ? ps->latency_us_sum / ps->hits : 0),
 	    U(ps->latency_us_max), U(ps->served), U(ps->served_bytes));
+	for (int b = 0; b < DLFS_LAT_BUCKETS; b++)
+		put(&o, "%s%llu", b ? ", " : "", U(ps->lat_hist[b]));
+	put(&o, "]},\n");
 	put(&o,
 	    "  \"stage\": {\"mode\": \"%s\", \"chunks\": %llu, \"done\": "
 	    "%d},\n",

@@ -56,11 +56,14 @@ static inline void dlfs_stats_add(_Atomic uint64_t *c, uint64_t v)
 /* Count one read of len bytes from a container. */
 void dlfs_stats_pfs_read(struct dlfs_stats *s, uint64_t len);
 
-/* The MPI peers' counters, as the daemon copies them in. */
+/* The MPI peers' counters, as the daemon copies them in. lat_hist[b]
+ * counts answers within 16 << b microseconds (the last: all longer). */
+#define DLFS_LAT_BUCKETS 20
 struct dlfs_peer_snap {
 	uint64_t requests, hits, bytes, timeouts, errors;
 	uint64_t latency_us_sum, latency_us_max;
 	uint64_t served, served_bytes;
+	uint64_t lat_hist[DLFS_LAT_BUCKETS];
 };
 
 /* A snapshot of the tiers' own counters, rendered with the stats. */

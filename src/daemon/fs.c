@@ -256,7 +256,11 @@ static int render_stats(void *arg, char **json, size_t *len)
 		ts.peer = (struct dlfs_peer_snap){
 			p.requests, p.hits, p.bytes, p.timeouts, p.errors,
 			p.latency_us_sum, p.latency_us_max, p.served,
-			p.served_bytes};
+			p.served_bytes, {0}};
+		_Static_assert(DLFS_LAT_BUCKETS == DLFS_PEER_LAT_BUCKETS,
+			       "one latency histogram");
+		memcpy(ts.peer.lat_hist, p.latency_hist,
+		       sizeof(ts.peer.lat_hist));
 	}
 	ts.stage = dlfs_fill_mode_name(fs->opts->rd.fill);
 	ts.index_source = fs->ix.source;

@@ -85,9 +85,14 @@ struct dlfs_peer_share_result {
 	double seconds;
 };
 
+/* Latencies of answered requests by power of two: bucket b counts those
+ * of at most 16 << b microseconds; the last, all longer ones. */
+#define DLFS_PEER_LAT_BUCKETS 20
+
 struct dlfs_peer_stats {
 	uint64_t requests, hits, bytes, timeouts, errors;
 	uint64_t latency_us_sum, latency_us_max;
+	uint64_t latency_hist[DLFS_PEER_LAT_BUCKETS];
 	uint64_t served, served_bytes;
 };
 

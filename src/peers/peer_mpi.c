@@ -26,13 +26,17 @@
 #include "dlfs/format.h"
 
 #define TAG_REQ 1
+#define TAG_BYE 2 /* "this rank is leaving": empty */
 #define TAG_REPLY 1000
 #define SLOTS 32
 #define HDR 16
 #define BACKOFF_MIN_US 50
 #define BACKOFF_MAX_US 2000
 #define DEAD_MS 10000 /* a peer that timed out is skipped this long */
-#define LEAVE_MIN_MS 10000 /* longest wait for the other ranks to leave */
+/* Longest wait for the other ranks to leave after the last one that did:
+ * ranks unmounted one after another (a script, a busy node) keep it going,
+ * a dead rank, which never says bye, ends it. */
+#define LEAVE_MIN_MS 10000
 #define JOIN_DEFAULT_MS 120000 /* longest wait for every rank to join */
 #define SHARE_PIECE (8u << 20) /* the index is broadcast in these */
 
@@ -89,6 +93,11 @@ struct dlfs_peer {
 
 	struct dlfs_peer_stats st;
 	struct dlfs_peer_share_result share;
+
+	/* Leaving: byes received (and when the last came), byes sent. */
+	MPI_Request bye_in, *bye_out;
+	unsigned byes;
+	double last_bye;
 };
 
 static double now_s(void)
@@ -439,6 +448,34 @@ static int serving(struct dlfs_peer *p)
 	return work;
 }
 
+/* Count the byes of ranks that left. Caller holds mu. @return work. */
+static int byes(struct dlfs_peer *p)
+{
+	int flag = 0;
+	if (p->bye_in == MPI_REQUEST_NULL ||
+	    MPI_Test(&p->bye_in, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+	    !flag)
+		return 0;
+	p->byes++;
+	p->last_bye = now_s();
+	if (p->byes + 1 < p->size &&
+	    MPI_Irecv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, TAG_BYE,
+		      MPI_COMM_WORLD, &p->bye_in) != MPI_SUCCESS)
+		p->bye_in = MPI_REQUEST_NULL;
+	return 1;
+}
+
+/* Tell every other rank this one is leaving. Caller holds mu. */
+static void say_bye(struct dlfs_peer *p)
+{
+	p->bye_out = calloc(p->size, sizeof(*p->bye_out));
+	for (unsigned r = 0; p->bye_out && r < p->size; r++)
+		if (r == p->rank ||
+		    MPI_Isend(NULL, 0, MPI_BYTE, (int)r, TAG_BYE,
+			      MPI_COMM_WORLD, &p->bye_out[r]) != MPI_SUCCESS)
+			p->bye_out[r] = MPI_REQUEST_NULL;
+}
+
 static void *mpi_main(void *arg)
 {
 	struct dlfs_peer *p = arg;
@@ -449,12 +486,18 @@ static void *mpi_main(void *arg)
 	pthread_cond_broadcast(&p->cv);
 	unsigned backoff = BACKOFF_MIN_US;
 	MPI_Request barrier = MPI_REQUEST_NULL;
+	p->bye_in = MPI_REQUEST_NULL;
+	if (!ret && p->size > 1 &&
+	    MPI_Irecv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, TAG_BYE,
+		      MPI_COMM_WORLD, &p->bye_in) != MPI_SUCCESS)
+		p->bye_in = MPI_REQUEST_NULL;
 	int in_barrier = 0;
 	double left_at = 0;
 	while (!ret) {
-		int work = requests(p) + serving(p);
+		int work = requests(p) + serving(p) + byes(p);
 		if (p->leaving && !in_barrier) {
 			/* Keep serving until every rank is leaving too. */
+			say_bye(p);
 			if (MPI_Ibarrier(MPI_COMM_WORLD, &barrier) != MPI_SUCCESS)
 				break;
 			in_barrier = 1;
@@ -470,7 +513,9 @@ static void *mpi_main(void *arg)
 			unsigned limit = 2 * p->conf.timeout_ms > LEAVE_MIN_MS
 						 ? 2 * p->conf.timeout_ms
 						 : LEAVE_MIN_MS;
-			if (now_s() - left_at > limit / 1000.0) {
+			double since = p->last_bye > left_at ? p->last_bye
+							     : left_at;
+			if (now_s() - since > limit / 1000.0) {
 				p->abandon = 1;
 				break;
 			}
@@ -493,6 +538,16 @@ static void *mpi_main(void *arg)
 							       : backoff * 2;
 		}
 	}
+	/* Byes not received now never will be; those sent go on alone. */
+	if (p->bye_in != MPI_REQUEST_NULL) {
+		MPI_Cancel(&p->bye_in);
+		MPI_Request_free(&p->bye_in);
+	}
+	for (unsigned r = 0; p->bye_out && r < p->size; r++)
+		if (p->bye_out[r] != MPI_REQUEST_NULL)
+			MPI_Request_free(&p->bye_out[r]);
+	free(p->bye_out);
+	p->bye_out = NULL;
 	/* Nobody will answer from now on. */
 	for (unsigned i = 0; i < SLOTS; i++) {
 		struct slot *s = &p->slots[i];
@@ -781,6 +836,10 @@ int dlfs_peer_get(struct dlfs_peer *p, uint64_t g, void *buf, size_t cap,
 		p->st.latency_us_sum += (uint64_t)us;
 		if ((uint64_t)us > p->st.latency_us_max)
 			p->st.latency_us_max = (uint64_t)us;
+		unsigned b = 0;
+		while (b < DLFS_PEER_LAT_BUCKETS - 1 && us > (16u << b))
+			b++;
+		p->st.latency_hist[b]++;
 	} else {
 		p->st.errors++;
 	}

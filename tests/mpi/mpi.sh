@@ -10,7 +10,8 @@
 # (c) PFS traffic: each rank reads its samples/ share of epoch 3 (bytes
 #     equal to the files of its list, in order); tiers.pfs.bytes summed over
 #     the ranks equals the containers' data bytes, within one chunk per
-#     rank; peers served each other (peer.hits > 0 somewhere).
+#     rank; peers served each other (peer.hits > 0 somewhere), and each
+#     rank's peer.latency_us_hist counts every answer (sums to its hits).
 # (d) plain tree, fresh job: each rank reads every file by its plain path in
 #     its own random order; PFS bytes summed stay <= 1.1x the data (not 4x).
 # (e) chunked shuffle without any cache dir: PFS reads are whole chunks
@@ -31,11 +32,9 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 mount_setup
-[ "${DLFS_MPI_BUILT:-1}" = 1 ] ||
-	skip "dlfs was built without MPI (package libopenmpi-dev; tools/check sets the build up again once it is installed)"
-command -v mpirun >/dev/null || skip "mpirun not found (package openmpi-bin)"
+. "$(dirname "$0")/mpilib.sh"
+mpi_require
 NP=4
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 
 SRC="$T/src"
 "$PYTHON" - "$SRC" <<'PY'
@@ -67,8 +66,6 @@ print(data, n)
 PY
 )"
 CS=65536
-
-. "$(dirname "$0")/mpilib.sh"
 
 # ------------------------------------------------------------ (a) and (c)
 note "(a) partition, epochs 0-2"
@@ -109,6 +106,13 @@ note "(c) PFS bytes summed $PFS, data $DATA, peer hits $HITS"
 [ "$PFS" -ge "$DATA" ] && [ "$PFS" -le $((DATA + NP * CS)) ] ||
 	soft_fail "(c) PFS bytes summed over the ranks $PFS, expected the data $DATA (+ at most one chunk per rank)"
 [ "$HITS" -gt 0 ] || soft_fail "(c) no chunk came from a peer"
+for ((r = 0; r < NP; r++)); do
+	"$PYTHON" - "$T/a-mnt$r/.dlfs/stats" <<'PY' || soft_fail "(c) rank $r: peer.latency_us_hist does not count every answer"
+import json, sys
+p = json.load(open(sys.argv[1]))["peer"]
+sys.exit(0 if len(p["latency_us_hist"]) == 20 and sum(p["latency_us_hist"]) == p["hits"] else 1)
+PY
+done
 for ((r = 0; r < NP; r++)); do check_log "$T/a-log$r"; done
 job_stop a
 for ((r = 0; r < NP; r++)); do check_log "$T/a-log$r" 'fusermount3: failed to unmount'; done
@@ -189,28 +193,7 @@ job_stop e
 # ------------------------------------------------------------------- (g)
 note "(g) stage=all, then SIGTERM to the job"
 job_start g "cache_dir=NV,stage=all"
-"$PYTHON" - "$T" "$DS" "$CS" <<'PY' || soft_fail "(g) staging did not fill every tier from one PFS read of each chunk"
-import json, os, struct, sys, time
-t, ds, cs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-chunks = data = 0
-for f in os.listdir(ds):
-    if f.endswith(".dlc"):
-        size = struct.unpack_from("<QQQ", open(os.path.join(ds, f), "rb").read(64), 40)[2]
-        chunks += (size + cs - 1) // cs
-        data += size
-end = time.time() + 60
-while True:
-    st = [json.load(open("%s/g-mnt%d/.dlfs/stats" % (t, r))) for r in range(4)]
-    full = all(s["stage"]["done"] and s["tiers"]["nvme"]["chunks"] == chunks for s in st)
-    if full or time.time() > end:
-        break
-    time.sleep(0.2)
-pfs = sum(s["tiers"]["pfs"]["bytes"] for s in st)
-print("  nvme chunks %r of %d; PFS bytes summed %d, data %d" %
-      ([s["tiers"]["nvme"]["chunks"] for s in st], chunks, pfs, data), file=sys.stderr)
-# Each chunk read once, within one chunk per rank (as in (c)).
-sys.exit(0 if full and data <= pfs <= data + 4 * cs else 1)
-PY
+stage_check g || soft_fail "(g) staging did not fill every tier from one PFS read of each chunk"
 # As scancel does: SIGTERM to every task of the job at once.
 pkill -TERM -f -- "$T/g-mnt[0-9] -f" || soft_fail "(g) no rank to send SIGTERM to"
 wait_exit "$JOB_PID" 60

@@ -15,11 +15,9 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 mount_setup
-[ "${DLFS_MPI_BUILT:-1}" = 1 ] ||
-	skip "dlfs was built without MPI (package libopenmpi-dev; tools/check sets the build up again once it is installed)"
-command -v mpirun >/dev/null || skip "mpirun not found (package openmpi-bin)"
+. "$(dirname "$0")/mpilib.sh"
+mpi_require
 NP=4
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 
 SRC="$T/src"
 "$PYTHON" - "$SRC" <<'PY'
@@ -36,8 +34,6 @@ pack "$SRC" -o "$DS" --chunk-size 64K -q
 expect_ok "pack"
 [ -f "$DS/index.sum" ] || fail "dlfs-pack wrote no index.sum"
 IXB=$(stat -c %s "$DS/index")
-. "$(dirname "$0")/mpilib.sh"
-
 # sources TAG: the ranks' index sources, sorted, one line.
 sources() {
 	local r
@@ -61,15 +57,23 @@ read_all() { # TAG: every rank reads the tree right
 	done
 }
 
+# shared_once TAG: one rank copied the index from the PFS, the others
+# received it; the PFS gave 1.0-1.1x the index; no rank maps the PFS's;
+# every rank reads the tree right. Stops the job.
+shared_once() {
+	local pfs
+	[ "$(sources "$1")" = "copied received received received " ] || fail "($1) sources: $(sources "$1")"
+	pfs=$(stat_sum "$1" index.pfs_bytes 0 1 2 3)
+	[ "$pfs" -le $((IXB * 11 / 10)) ] || fail "($1) the ranks read $pfs index bytes from the PFS, the index has $IXB (at most 1.1x)"
+	[ "$pfs" -ge "$IXB" ] || fail "($1) $pfs index bytes from the PFS, fewer than the index ($IXB): not counted"
+	no_pfs_map "$1"
+	read_all "$1"
+	job_stop "$1"
+}
+
 note "(a) empty cache dirs: one copy from the PFS, three received"
 job_start a "cache_dir=NV"
-[ "$(sources a)" = "copied received received received " ] || fail "(a) sources: $(sources a)"
-pfs=$(stat_sum a index.pfs_bytes 0 1 2 3)
-[ "$pfs" -le $((IXB * 11 / 10)) ] || fail "(a) the ranks read $pfs index bytes from the PFS, the index has $IXB (at most 1.1x)"
-[ "$pfs" -ge "$IXB" ] || fail "(a) $pfs index bytes from the PFS, fewer than the index ($IXB): not counted"
-no_pfs_map a
-read_all a
-job_stop a
+shared_once a
 for r in 0 1 2 3; do check_log "$T/a-log$r"; done
 
 note "(b) the same cache dirs again: no index bytes from the PFS"
@@ -97,12 +101,7 @@ check_log "$T/c-log2" "local copy failed its check"
 
 note "(d) no cache dir: copies in memory"
 job_start d "ram_cache=1M"
-[ "$(sources d)" = "copied received received received " ] || fail "(d) sources: $(sources d)"
-pfs=$(stat_sum d index.pfs_bytes 0 1 2 3)
-[ "$pfs" -le $((IXB * 11 / 10)) ] || fail "(d) $pfs index bytes from the PFS for an index of $IXB"
-no_pfs_map d
-read_all d
-job_stop d
+shared_once d
 
 note "(e) an unsealed dataset: the PFS's index, as before"
 rm "$DS/index.sum"
