@@ -795,7 +795,7 @@ static int wipe(struct dlfs_nvme *n, int all, struct dlfs_err *err)
 	int ret = 0;
 	while ((e = readdir(d))) {
 		size_t l = strlen(e->d_name);
-		/* All: also the index's local copy and its stamp (ixcopy.h),
+		/* All: also the index's local copy and its stamp (dlfs/ixcopy.h),
 		 * which an untrusted directory may have had planted too. */
 		if (!((l > 6 && !strcmp(e->d_name + l - 6, ".cache")) ||
 		      (all && (!strcmp(e->d_name, "map") ||

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ixcopy.h"
+#include "dlfs/ixcopy.h"
 
 struct dlfs_ixsrc_share {
 	const char *dataset;
