@@ -94,6 +94,10 @@ int dlfs_seal_read(const char *path, struct dlfs_seal *s,
 int dlfs_seal_make(const char *index_path, const uint8_t *id,
 		   struct dlfs_seal *s, struct dlfs_err *err);
 
+/* The same for an open file, read whole from offset 0. @return 0 or
+ * -errno. */
+int dlfs_seal_of_fd(int fd, const uint8_t *id, struct dlfs_seal *s);
+
 /* Write s as dir/index.sum, fsynced. @return 0 or -errno. */
 int dlfs_seal_write(const char *dir, const struct dlfs_seal *s,
 		    struct dlfs_err *err);

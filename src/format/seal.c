@@ -113,26 +113,19 @@ out:
 	return ret;
 }
 
-int dlfs_seal_make(const char *index_path, const uint8_t *id,
-		   struct dlfs_seal *s, struct dlfs_err *err)
+int dlfs_seal_of_fd(int fd, const uint8_t *id, struct dlfs_seal *s)
 {
 	struct dlfs_seal_hash *h = NULL;
 	uint8_t *buf = malloc(READ_PIECE);
-	int ret = 0, fd = -1;
+	int ret = 0;
 	if (!buf || dlfs_seal_hash_new(&h)) {
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		ret = -ENOMEM;
 		goto out;
 	}
-	fd = open(index_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = dlfs_err_sys(err, -errno, "%s", index_path);
-		goto out;
-	}
-	for (uint64_t off = 0;; ) {
+	for (uint64_t off = 0;;) {
 		ssize_t n = dlfs_pread_full(fd, buf, READ_PIECE, off);
 		if (n < 0) {
-			ret = dlfs_err_sys(err, (int)n, "%s: read at offset %llu",
-					   index_path, (unsigned long long)off);
+			ret = (int)n;
 			goto out;
 		}
 		dlfs_seal_hash_add(h, buf, (size_t)n);
@@ -149,9 +142,20 @@ out:
 		XXH3_freeState(h->st);
 		free(h);
 	}
-	if (fd >= 0)
-		close(fd);
 	free(buf);
+	return ret;
+}
+
+int dlfs_seal_make(const char *index_path, const uint8_t *id,
+		   struct dlfs_seal *s, struct dlfs_err *err)
+{
+	int fd = open(index_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return dlfs_err_sys(err, -errno, "%s", index_path);
+	int ret = dlfs_seal_of_fd(fd, id, s);
+	close(fd);
+	if (ret)
+		dlfs_err_sys(err, ret, "%s", index_path);
 	return ret;
 }
 
