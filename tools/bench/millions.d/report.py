@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""The "## millions" section of RESULTS.md from one run of
+tools/bench/millions (not part of dlfs).
+
+  report.py META.tsv RESULTS.jsonl > section.md
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchlib import load, fmt, ratio, verdict  # noqa: E402
+
+MB = 1e6
+MIB = 1 << 20
+
+
+def main():
+    meta, rows = load(sys.argv[1], sys.argv[2])
+    n = int(meta["files"])
+    by = {}
+    for r in rows:
+        key = (r["kind"], r.get("tool") or r.get("how") or r.get("epoch"), r.get("reader"))
+        by[key] = r
+    out = []
+    w = out.append
+    w("## millions")
+    w("")
+    w("dlfs at %s files of 0.5-2 KiB in %s directories, against kernel "
+      "squashfs of the same tree (tar2sqfs from squashfs-tools-ng, mounted "
+      "by the kernel), on local disk, in one run (issue 24). Every "
+      "measurement after packing starts from a dropped page cache." % (
+          fmt(n), fmt(int(meta["dirs"]))))
+    w("")
+    w("- Run: %s, %s, revision %s." % (meta["date"], meta["machine"], meta["revision"]))
+    w("- Reproduce: `%s` (as root)." % meta["command"])
+    w("")
+    pd, ps = by.get(("pack", "dlfs", None)), by.get(("pack", "squashfs", None))
+    w("| what | dlfs | squashfs | dlfs vs squashfs |")
+    w("|---|---:|---:|---:|")
+    if pd:
+        w("| pack, s (%s tar shards) | %.1f | %s | %s |" % (
+            meta["shards"], pd["secs"], "%.1f" % ps["secs"] if ps else "n/a",
+            ratio(ps["secs"], pd["secs"]) + " faster" if ps else "n/a"))
+        w("| pack peak RSS | %s MiB | %s | %s |" % (
+            fmt(pd["rss_kb"] / 1024), "%s MiB" % fmt(ps["rss_kb"] / 1024) if ps else "n/a",
+            ratio(pd["rss_kb"], ps["rss_kb"]) if ps else "n/a"))
+        w("| index (dlfs) / image (squashfs) | %s MB index, %.1f B a file | %s MB image | |" % (
+            fmt(pd["index_bytes"] / MB, 1), pd["index_bytes"] / n,
+            fmt(ps["bytes"] / MB) if ps else "n/a"))
+    fd, fs = by.get(("find", "dlfs", None)), by.get(("find", "squashfs", None))
+    if fd:
+        w("| cold `find -printf %%s`, s | %.1f | %s | %s |" % (
+            fd["secs"], "%.1f" % fs["secs"] if fs else "n/a",
+            ratio(fd["secs"], fs["secs"]) if fs else "n/a"))
+    for rd in ("c", "python"):
+        d, s = by.get(("reads", "dlfs", rd)), by.get(("reads", "squashfs", rd))
+        if d:
+            w("| %s random cold reads, %s reader, files/s | %s | %s | %s |" % (
+                fmt(int(meta["reads"])), "C" if rd == "c" else "Python",
+                fmt(d["files"] / d["secs"]),
+                fmt(s["files"] / s["secs"]) if s else "n/a",
+                ratio(d["files"] / d["secs"], s["files"] / s["secs"]) if s else "n/a"))
+    w("")
+    w("The daemon, mounted without and with `cache_dir`:")
+    w("")
+    w("| step | time | daemon RSS | of which anonymous / file |")
+    w("|---|---:|---:|---:|")
+    for how, label in (("plain", "mount (the PFS's index mapped)"),
+                       ("cache_dir_first", "mount with cache_dir, first (the index copied)"),
+                       ("cache_dir_again", "mount with cache_dir, again (the copy used)")):
+        m = by.get(("mount", how, None))
+        if m:
+            w("| %s | %s ms | %s MiB | %s / %s MiB |" % (
+                label, fmt(m["secs"] * 1000), fmt(m["rss_kb"] / 1024, 1),
+                fmt(m["anon_kb"] / 1024, 1), fmt(m["file_kb"] / 1024, 1)))
+    for e in (1, 2):
+        l = by.get(("list", e, None))
+        if l:
+            w("| `.dlfs/epochs/%d/files` (%s lines), after the mount | %.2f s | %s MiB | %s / %s MiB |" % (
+                e, fmt(l["lines"]), l["secs"], fmt(l["rss_kb"] / 1024),
+                fmt(l["anon_kb"] / 1024), fmt(l["file_kb"] / 1024)))
+    if fd:
+        w("| cold find, after a fresh mount | %.1f s | %s MiB | %s / %s MiB |" % (
+            fd["secs"], fmt(fd["rss_kb"] / 1024), fmt(fd["anon_kb"] / 1024),
+            fmt(fd["file_kb"] / 1024)))
+    w("")
+    w("### Goals (issue 24), in this run")
+    w("")
+    w("| goal | result | verdict |")
+    w("|---|---|---|")
+    m = by.get(("mount", "plain", None))
+    if m:
+        w("| mount < 100 ms and < 10 MiB | %s ms, %s MiB | %s |" % (
+            fmt(m["secs"] * 1000), fmt(m["rss_kb"] / 1024, 1),
+            verdict(m["secs"] < 0.1 and m["rss_kb"] < 10 * 1024)))
+    l1, l2 = by.get(("list", 1, None)), by.get(("list", 2, None))
+    if l1 and l2:
+        worst = max(l1["secs"], l2["secs"])
+        mem = max(l1["rss_kb"], l2["rss_kb"]) / 1024
+        w("| each epoch list < 2 s and < 200 MiB of daemon memory | %.2f s, %s MiB | %s |" % (
+            worst, fmt(mem), verdict(worst < 2 and mem < 200)))
+        w("| epoch 2's list no slower than epoch 1's | %.2f s vs %.2f s | %s |" % (
+            l2["secs"], l1["secs"], verdict(l2["secs"] <= l1["secs"] * 1.1)))
+    if fd and fs:
+        w("| cold find ≤ kernel squashfs | %s | %s |" % (
+            ratio(fd["secs"], fs["secs"]), verdict(fd["secs"] <= fs["secs"])))
+    if pd and ps:
+        w("| pack ≥ 2× tar2sqfs | %s | %s |" % (
+            ratio(ps["secs"], pd["secs"]), verdict(ps["secs"] >= 2 * pd["secs"])))
+        w("| pack peak RSS ≤ the index | %s MiB vs %s MiB | %s |" % (
+            fmt(pd["rss_kb"] / 1024), fmt(pd["index_bytes"] / MIB),
+            verdict(pd["rss_kb"] * 1024 <= pd["index_bytes"])))
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
