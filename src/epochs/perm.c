@@ -1,6 +1,9 @@
 /* Keyed bijections: see perm.h. */
 #include "perm.h"
 
+/* The whole of XXH3 inlined: a permutation is ten 8-byte hashes a pass,
+ * and a call into the library for each costs more than the hash. */
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 void dlfs_perm_init(struct dlfs_perm *p, uint64_t n, uint64_t seed,
