@@ -241,14 +241,13 @@ int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		base_attr(c, ino, st, 1);
 		return 0;
 	case V_FILES: {
-		struct dlfs_views_list l;
-		if ((ret = dlfs_views_files(c->views, txn, e, &l, NULL)))
+		uint64_t size;
+		if ((ret = dlfs_views_files_size(c->views, txn, e, &size, NULL)))
 			return ret;
 		uint32_t rd;
 		ret = dlfs_views_read_mode(c->views, txn, 0, 0444, &rd, NULL);
 		base_attr(c, ino, st, 0);
-		st->st_size = (off_t)l.len;
-		dlfs_views_put_files(c->views, &l);
+		st->st_size = (off_t)size;
 		if (ret)
 			return ret;
 		st->st_mode = S_IFREG | rd;
@@ -448,14 +447,9 @@ int dlfs_ctl_read(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 								      : -ENOENT;
 	uint64_t e = vepoch(ino);
 	switch (vkind(ino)) {
-	case V_FILES: {
-		struct dlfs_views_list l;
-		if ((ret = dlfs_views_files(c->views, txn, e, &l, NULL)))
-			return ret;
-		*got = copy_range(l.data, l.len, off, size, buf);
-		dlfs_views_put_files(c->views, &l);
-		return 0;
-	}
+	case V_FILES:
+		return dlfs_views_files_read(c->views, txn, e, off, buf, size,
+					     got, NULL);
 	case V_SAMPLE:
 		/* The first piece of a sample moves the reader on. */
 		return dlfs_views_sample(c->views, txn, e, ino & V_POS_MASK,

@@ -1,21 +1,44 @@
 /* Inode paths: see paths.h. */
 #include "paths.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct ent {
-	const char *name;
-	uint32_t len;
-	uint32_t parent; /* a directory: inodes 1 .. n_dirs */
+#include "dlfs/format.h"
+
+#define NB DLFS_PATHS_BLOCK
+#define NONE UINT32_MAX
+#define SLAB (UINT32_C(1) << 20)
+/* Room a block of NB names may need: the first whole, each other one a
+ * 3-byte header and at most a whole name. */
+#define BLOCK_ROOM (NB * (3 + DLFS_NAME_MAX))
+
+/* Names in walk order, front-coded: see paths.h. A block starts with
+ * [len][name]; each other entry is [lcp][lcs][mid][mid bytes], the name
+ * being the previous one's first lcp bytes, mid, then its last lcs bytes.
+ * A block lies inside one slab; block[b] is (slab << 32) | offset. */
+struct names {
+	uint8_t **slabs;
+	size_t n_slabs, cap_slabs;
+	uint32_t used; /* bytes of the last slab */
+	uint64_t *block;
+	size_t cap_blocks;
+	uint64_t n;
+	uint8_t prev[DLFS_NAME_MAX];
+	size_t prev_len;
 };
 
 struct dlfs_paths {
-	uint64_t n_dirs, first_file, n_inodes;
-	struct ent *dirs;  /* [ino - 1], ino <= n_dirs */
-	struct ent *files; /* [ino - first_file] */
-	uint8_t *search;   /* [ino - 1]: SEARCH_* classes, see search_of */
-	unsigned all;      /* classes that may search every file's parent */
+	uint64_t n_dirs, first_file, n_inodes, n_files;
+	struct names names;
+	uint32_t *dir_ord;    /* [d - 1]: the ordinal of d's name */
+	uint32_t *dir_parent; /* [d - 1] */
+	uint32_t *dstart;     /* [d - 1]: the ordinal of d's first entry */
+	uint32_t *ford;       /* [ino - first_file]: the file's name */
+	uint8_t *search;      /* [d - 1]: SEARCH_* classes, see search_of */
+	unsigned all;         /* classes that may search every file's parent */
+	int64_t all_len;
 };
 
 /* search[d]: the S_IX* bits of every directory from the root to d, ANDed;
@@ -23,28 +46,160 @@ struct dlfs_paths {
 #define UNKNOWN 0x80
 #define CYCLE 0x20 /* neither is an S_IX* bit (0111 is 0x49) */
 
-static struct ent *slot(struct dlfs_paths *p, uint64_t ino)
+static int grow(void **a, size_t *cap, size_t need, size_t size)
 {
-	if (ino >= 1 && ino <= p->n_dirs)
-		return &p->dirs[ino - 1];
-	if (ino >= p->first_file && ino <= p->n_inodes)
-		return &p->files[ino - p->first_file];
-	return NULL; /* a symlink, or out of range */
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 64;
+	while (n < need)
+		n *= 2;
+	void *na = realloc(*a, n * size);
+	if (!na)
+		return -ENOMEM;
+	*a = na;
+	*cap = n;
+	return 0;
+}
+
+static int names_add(struct names *s, const uint8_t *name, size_t len)
+{
+	uint8_t *q;
+	if (s->n % NB == 0) {
+		if (!s->n_slabs || SLAB - s->used < BLOCK_ROOM + 1) {
+			if (grow((void **)&s->slabs, &s->cap_slabs,
+				 s->n_slabs + 1, sizeof(*s->slabs)))
+				return -ENOMEM;
+			if (!(s->slabs[s->n_slabs] = malloc(SLAB)))
+				return -ENOMEM;
+			s->n_slabs++;
+			s->used = 0;
+		}
+		if (grow((void **)&s->block, &s->cap_blocks, s->n / NB + 1,
+			 sizeof(*s->block)))
+			return -ENOMEM;
+		s->block[s->n / NB] =
+			((uint64_t)(s->n_slabs - 1) << 32) | s->used;
+		q = s->slabs[s->n_slabs - 1] + s->used;
+		*q++ = (uint8_t)len;
+		memcpy(q, name, len);
+		s->used += (uint32_t)(1 + len);
+	} else {
+		size_t most = len < s->prev_len ? len : s->prev_len;
+		size_t lcp = 0, lcs = 0;
+		while (lcp < most && name[lcp] == s->prev[lcp])
+			lcp++;
+		while (lcs < most - lcp &&
+		       name[len - 1 - lcs] == s->prev[s->prev_len - 1 - lcs])
+			lcs++;
+		size_t mid = len - lcp - lcs;
+		q = s->slabs[s->n_slabs - 1] + s->used;
+		q[0] = (uint8_t)lcp;
+		q[1] = (uint8_t)lcs;
+		q[2] = (uint8_t)mid;
+		memcpy(q + 3, name + lcp, mid);
+		s->used += (uint32_t)(3 + mid);
+	}
+	memcpy(s->prev, name, len);
+	s->prev_len = len;
+	s->n++;
+	return 0;
+}
+
+/* Name k into out (DLFS_NAME_MAX bytes). @return its length. */
+static size_t names_get(const struct names *s, uint64_t k, uint8_t *out)
+{
+	uint64_t b = s->block[k / NB];
+	const uint8_t *q = s->slabs[b >> 32] + (uint32_t)b;
+	size_t len = *q++;
+	memcpy(out, q, len);
+	q += len;
+	uint8_t tail[DLFS_NAME_MAX];
+	for (unsigned i = (unsigned)(k % NB); i; i--) {
+		size_t lcp = q[0], lcs = q[1], mid = q[2];
+		memcpy(tail, out + len - lcs, lcs);
+		memcpy(out + lcp, q + 3, mid);
+		memcpy(out + lcp + mid, tail, lcs);
+		q += 3 + mid;
+		len = lcp + mid + lcs;
+	}
+	return len;
+}
+
+static void names_free(struct names *s)
+{
+	for (size_t i = 0; i < s->n_slabs; i++)
+		free(s->slabs[i]);
+	free(s->slabs);
+	free(s->block);
+}
+
+/* The directory whose entries hold ordinal ord: the last d whose first
+ * entry is at or before it (an empty directory shares its start with the
+ * next one, which is the one that holds ord). */
+static uint32_t parent_of(const struct dlfs_paths *p, uint32_t ord)
+{
+	uint64_t lo = 0, hi = p->n_dirs;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (p->dstart[mid] <= ord)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (uint32_t)(lo + 1);
+}
+
+/* The ordinal of ino's name and its parent. @return 0 or -ENOENT. */
+static int locate(const struct dlfs_paths *p, uint64_t ino, uint32_t *ord,
+		  uint64_t *parent)
+{
+	if (ino >= 2 && ino <= p->n_dirs) {
+		*ord = p->dir_ord[ino - 1];
+		*parent = p->dir_parent[ino - 1];
+	} else if (ino >= p->first_file && ino <= p->n_inodes) {
+		*ord = p->ford[ino - p->first_file];
+		if (*ord != NONE)
+			*parent = parent_of(p, *ord);
+	} else {
+		return -ENOENT; /* the root, a symlink, or out of range */
+	}
+	return *ord == NONE ? -ENOENT : 0;
 }
 
 struct walk {
 	struct dlfs_paths *p;
 	uint64_t dir;
+	uint64_t *files, *name_sum; /* [d - 1]: for all_len */
+	int ret;
 };
 
 static int add(void *arg, const struct dlfs_dirent *d)
 {
 	struct walk *w = arg;
-	struct ent *e = slot(w->p, d->ino);
-	if (e) {
-		e->name = d->name;
-		e->len = (uint32_t)d->name_len;
-		e->parent = (uint32_t)w->dir;
+	struct dlfs_paths *p = w->p;
+	if (d->name_len < 1 || d->name_len > DLFS_NAME_MAX) {
+		w->ret = -EUCLEAN;
+		return 1;
+	}
+	if (p->names.n >= NONE) {
+		w->ret = -EOVERFLOW;
+		return 1;
+	}
+	uint32_t ord = (uint32_t)p->names.n;
+	if (names_add(&p->names, (const uint8_t *)d->name, d->name_len)) {
+		w->ret = -ENOMEM;
+		return 1;
+	}
+	if (d->ino >= 2 && d->ino <= p->n_dirs &&
+	    p->dir_ord[d->ino - 1] == NONE) {
+		p->dir_ord[d->ino - 1] = ord;
+		p->dir_parent[d->ino - 1] = (uint32_t)w->dir;
+	} else if (d->ino >= p->first_file && d->ino <= p->n_inodes &&
+		   p->ford[d->ino - p->first_file] == NONE) {
+		/* A file with several names keeps its first. */
+		p->ford[d->ino - p->first_file] = ord;
+		w->files[w->dir - 1]++;
+		w->name_sum[w->dir - 1] += d->name_len + 1;
 	}
 	return 0;
 }
@@ -84,11 +239,12 @@ static void inherit_search(struct dlfs_paths *p, uint64_t d, uint32_t *chain)
 		}
 		p->search[at - 1] |= CYCLE;
 		chain[n++] = (uint32_t)at;
-		uint64_t up = p->dirs[at - 1].parent;
 		if (at == 1) {
 			acc = 0111;
 			break;
 		}
+		uint64_t up = p->dir_ord[at - 1] == NONE ? 0
+							 : p->dir_parent[at - 1];
 		if (up < 1 || up > p->n_dirs) {
 			acc = 0;
 			break;
@@ -102,48 +258,99 @@ static void inherit_search(struct dlfs_paths *p, uint64_t d, uint32_t *chain)
 	}
 }
 
+/* The bytes of the list of every file's path, from the walk's sums. */
+static int64_t sum_all(const struct dlfs_paths *p, const struct walk *w)
+{
+	int64_t total = 0;
+	for (uint64_t f = 0; f < p->n_files; f++)
+		if (p->ford[f] == NONE)
+			return -ENOENT;
+	for (uint64_t d = 1; d <= p->n_dirs; d++) {
+		if (!w->files[d - 1])
+			continue;
+		int64_t dl = 0;
+		if (d != 1 && (dl = dlfs_paths_len(p, d)) < 0)
+			return -ENOENT;
+		/* "dir/" before each name; the root's files have none. */
+		total += (int64_t)w->files[d - 1] * (d == 1 ? 0 : dl + 1) +
+			 (int64_t)w->name_sum[d - 1];
+	}
+	return total;
+}
+
+static int build(struct dlfs_txn *txn, struct dlfs_paths *p, struct walk *w,
+		 struct dlfs_err *err)
+{
+	for (uint64_t d = 1; d <= p->n_dirs; d++) {
+		p->dstart[d - 1] = (uint32_t)p->names.n;
+		w->dir = d;
+		int ret = dlfs_readdir(txn, d, 0, add, w, err);
+		if (!ret && w->ret)
+			ret = w->ret == -ENOMEM
+				      ? dlfs_err_set(err, -ENOMEM,
+						     "out of memory")
+				      : dlfs_err_set(err, w->ret,
+						     "directory %llu: %s",
+						     (unsigned long long)d,
+						     w->ret == -EOVERFLOW
+							     ? "too many entries"
+							     : "a damaged name");
+		if (!ret)
+			ret = own_search(txn, p, d, err);
+		if (ret)
+			return ret;
+	}
+	uint32_t *chain = malloc((p->n_dirs ? p->n_dirs : 1) * sizeof(*chain));
+	if (!chain)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (uint64_t d = 1; d <= p->n_dirs; d++)
+		inherit_search(p, d, chain);
+	free(chain);
+	p->all = 0111;
+	for (uint64_t f = 0; f < p->n_files; f++)
+		if (p->ford[f] != NONE)
+			p->all &= p->search[parent_of(p, p->ford[f]) - 1];
+	p->all_len = sum_all(p, w);
+	return 0;
+}
+
 int dlfs_paths_build(struct dlfs_txn *txn, const struct dlfs_info *info,
 		     struct dlfs_paths **out, struct dlfs_err *err)
 {
 	const struct dlfs_super_rec *s = &info->super;
 	*out = NULL;
-	if (s->n_dirs > UINT32_MAX)
-		return dlfs_err_set(err, -EOVERFLOW, "too many directories");
+	if (s->n_dirs >= NONE || s->n_files >= NONE)
+		return dlfs_err_set(err, -EOVERFLOW, "too many inodes");
 	struct dlfs_paths *p = calloc(1, sizeof(*p));
 	if (!p)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	p->n_dirs = s->n_dirs;
 	p->first_file = s->first_file_ino;
 	p->n_inodes = s->n_inodes;
-	p->dirs = calloc(s->n_dirs ? s->n_dirs : 1, sizeof(*p->dirs));
-	p->files = calloc(s->n_files ? s->n_files : 1, sizeof(*p->files));
-	p->search = malloc(s->n_dirs ? s->n_dirs : 1);
-	if (!p->dirs || !p->files || !p->search) {
+	p->n_files = s->n_files;
+	size_t nd = s->n_dirs ? s->n_dirs : 1, nf = s->n_files ? s->n_files : 1;
+	p->dir_ord = malloc(nd * sizeof(*p->dir_ord));
+	p->dir_parent = calloc(nd, sizeof(*p->dir_parent));
+	p->dstart = calloc(nd, sizeof(*p->dstart));
+	p->ford = malloc(nf * sizeof(*p->ford));
+	p->search = malloc(nd);
+	struct walk w = {p, 0, calloc(nd, sizeof(uint64_t)),
+			 calloc(nd, sizeof(uint64_t)), 0};
+	int ret;
+	if (!p->dir_ord || !p->dir_parent || !p->dstart || !p->ford ||
+	    !p->search || !w.files || !w.name_sum) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+	} else {
+		memset(p->dir_ord, 0xff, nd * sizeof(*p->dir_ord));
+		memset(p->ford, 0xff, nf * sizeof(*p->ford));
+		ret = build(txn, p, &w, err);
+	}
+	free(w.files);
+	free(w.name_sum);
+	if (ret) {
 		dlfs_paths_free(p);
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
+		return ret;
 	}
-	for (uint64_t d = 1; d <= s->n_dirs; d++) {
-		struct walk w = {p, d};
-		int ret = dlfs_readdir(txn, d, 0, add, &w, err);
-		if (!ret)
-			ret = own_search(txn, p, d, err);
-		if (ret) {
-			dlfs_paths_free(p);
-			return ret;
-		}
-	}
-	uint32_t *chain = malloc((s->n_dirs ? s->n_dirs : 1) * sizeof(*chain));
-	if (!chain) {
-		dlfs_paths_free(p);
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	}
-	for (uint64_t d = 1; d <= s->n_dirs; d++)
-		inherit_search(p, d, chain);
-	free(chain);
-	p->all = 0111;
-	for (uint64_t f = 0; f < s->n_files; f++)
-		if (p->files[f].name)
-			p->all &= p->search[p->files[f].parent - 1];
 	*out = p;
 	return 0;
 }
@@ -152,53 +359,136 @@ void dlfs_paths_free(struct dlfs_paths *p)
 {
 	if (!p)
 		return;
-	free(p->dirs);
-	free(p->files);
+	names_free(&p->names);
+	free(p->dir_ord);
+	free(p->dir_parent);
+	free(p->dstart);
+	free(p->ford);
 	free(p->search);
 	free(p);
 }
 
-const char *dlfs_paths_name(const struct dlfs_paths *p, uint64_t ino,
-			    size_t *len)
+int dlfs_paths_name(const struct dlfs_paths *p, uint64_t ino, char *buf)
 {
-	const struct ent *e = slot((struct dlfs_paths *)p, ino);
-	if (!e || !e->name)
-		return NULL;
-	*len = e->len;
-	return e->name;
+	uint32_t ord;
+	uint64_t parent;
+	if (locate(p, ino, &ord, &parent))
+		return -ENOENT;
+	size_t n = names_get(&p->names, ord, (uint8_t *)buf);
+	buf[n] = '\0';
+	return (int)n;
 }
 
 int dlfs_paths_get(const struct dlfs_paths *p, uint64_t ino, char *buf,
 		   size_t len)
 {
 	/* Fill from the end, then move the path to the front. */
+	uint8_t name[DLFS_NAME_MAX];
 	size_t at = len;
 	if (!len)
 		return -ENAMETOOLONG;
 	buf[--at] = '\0';
 	for (int depth = 0; ino != 1; depth++) {
-		const struct ent *e = slot((struct dlfs_paths *)p, ino);
-		if (!e || !e->name || depth > 4096)
+		uint32_t ord;
+		if (depth > 4096 || locate(p, ino, &ord, &ino))
 			return -ENOENT;
-		if (at < e->len + (at < len - 1 ? 1u : 0u))
+		size_t n = names_get(&p->names, ord, name);
+		if (at < n + (at < len - 1 ? 1u : 0u))
 			return -ENAMETOOLONG;
 		if (at < len - 1)
 			buf[--at] = '/';
-		at -= e->len;
-		memcpy(buf + at, e->name, e->len);
-		ino = e->parent;
+		at -= n;
+		memcpy(buf + at, name, n);
 	}
 	size_t n = len - 1 - at;
 	memmove(buf, buf + at, n + 1);
 	return (int)n;
 }
 
+/*
+ * Rendering a list is a walk of random files over tables far bigger than
+ * the CPU's caches: each path is three dependent loads (the file's
+ * ordinal, its block, the block's bytes), each a miss. Done a batch at a
+ * time, stage by stage with prefetches, the misses of a batch overlap
+ * instead of following one another.
+ */
+#define BATCH 32
+
+int dlfs_paths_lines(const struct dlfs_paths *p, const uint64_t *ino,
+		     size_t n, char *buf, size_t cap, size_t *len)
+{
+	size_t at = 0;
+	for (size_t i0 = 0; i0 < n; i0 += BATCH) {
+		size_t m = n - i0 < BATCH ? n - i0 : BATCH;
+		const uint64_t *in = ino + i0;
+		for (size_t i = 0; i < m; i++)
+			if (in[i] >= p->first_file && in[i] <= p->n_inodes)
+				__builtin_prefetch(&p->ford[in[i] - p->first_file]);
+		for (size_t i = 0; i < m; i++)
+			if (in[i] >= p->first_file && in[i] <= p->n_inodes) {
+				uint32_t o = p->ford[in[i] - p->first_file];
+				if (o != NONE)
+					__builtin_prefetch(&p->names.block[o / NB]);
+			}
+		for (size_t i = 0; i < m; i++)
+			if (in[i] >= p->first_file && in[i] <= p->n_inodes) {
+				uint32_t o = p->ford[in[i] - p->first_file];
+				if (o == NONE)
+					continue;
+				uint64_t b = p->names.block[o / NB];
+				const uint8_t *q =
+					p->names.slabs[b >> 32] + (uint32_t)b;
+				__builtin_prefetch(q);
+				__builtin_prefetch(q + 64);
+			}
+		for (size_t i = 0; i < m; i++) {
+			int k = dlfs_paths_get(p, in[i], buf + at, cap - at);
+			if (k < 0)
+				return k;
+			buf[at + (size_t)k] = '\n';
+			at += (size_t)k + 1;
+		}
+	}
+	*len = at;
+	return 0;
+}
+
+int64_t dlfs_paths_len(const struct dlfs_paths *p, uint64_t ino)
+{
+	uint8_t name[DLFS_NAME_MAX];
+	int64_t total = 0;
+	for (int depth = 0; ino != 1; depth++) {
+		uint32_t ord;
+		if (depth > 4096 || locate(p, ino, &ord, &ino))
+			return -ENOENT;
+		total += (int64_t)names_get(&p->names, ord, name) +
+			 (depth ? 1 : 0);
+	}
+	return total;
+}
+
+int64_t dlfs_paths_all_len(const struct dlfs_paths *p)
+{
+	return p->all_len;
+}
+
 unsigned dlfs_paths_search(const struct dlfs_paths *p, uint64_t ino)
 {
 	if (ino == 0)
 		return p->all;
-	const struct ent *e = slot((struct dlfs_paths *)p, ino);
-	if (!e || !e->name || e->parent < 1 || e->parent > p->n_dirs)
+	uint32_t ord;
+	uint64_t parent;
+	if (locate(p, ino, &ord, &parent) || parent < 1 ||
+	    parent > p->n_dirs)
 		return 0;
-	return p->search[e->parent - 1];
+	return p->search[parent - 1];
+}
+
+size_t dlfs_paths_bytes(const struct dlfs_paths *p)
+{
+	size_t nd = p->n_dirs ? p->n_dirs : 1;
+	return sizeof(*p) + p->names.n_slabs * (size_t)SLAB +
+	       p->names.cap_slabs * sizeof(uint8_t *) +
+	       p->names.cap_blocks * sizeof(uint64_t) + nd * 13 +
+	       (p->n_files ? p->n_files : 1) * sizeof(uint32_t);
 }

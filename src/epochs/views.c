@@ -11,16 +11,26 @@
 #include "paths.h"
 
 #define ORDERS 4 /* epochs whose orders are kept */
-#define LISTS 2  /* epochs whose rendered lists are kept */
+#define LISTS 2  /* epochs whose list sizes and piece offsets are kept */
+#define PIECE 8192 /* paths a piece of a list renders at once */
+#define PIECES 4   /* rendered pieces kept */
 /* More than any path of an index can need (dlfs_paths_get: 4,097 levels
  * of DLFS_NAME_MAX bytes): growing past it would be a bug, not a path. */
 #define PATH_ROOM_MAX (UINT64_C(4) << 20)
 
+/* A list is rendered PIECE paths at a time, when read: its pieces'
+ * offsets are known up to known (off[0 .. known] are set). */
 struct list {
 	uint64_t epoch; /* UINT64_MAX: empty */
+	uint64_t size, n, pieces, known;
+	uint64_t *off; /* pieces + 1 */
+};
+
+struct piece {
+	struct list *list; /* NULL: empty */
+	uint64_t k, tick;
 	char *data;
-	size_t len;
-	unsigned refs; /* a slot is reused only when nobody holds it */
+	size_t len, cap;
 };
 
 struct dlfs_views {
@@ -36,6 +46,9 @@ struct dlfs_views {
 	uint64_t n_chunks;
 	struct list lists[LISTS];
 	unsigned list_hand;
+	struct piece piece[PIECES];
+	uint64_t piece_tick;
+	uint64_t piece_ino[PIECE]; /* the files of the piece being rendered */
 	/* The planner (plan_next), which follows the reader. */
 	uint64_t plan_epoch;        /* UINT64_MAX: nothing planned */
 	uint64_t plan_pos;          /* next share position to look at */
@@ -80,7 +93,9 @@ void dlfs_views_free(struct dlfs_views *v)
 	for (int i = 0; i < ORDERS; i++)
 		dlfs_epoch_free(v->orders[i]);
 	for (int i = 0; i < LISTS; i++)
-		free(v->lists[i].data);
+		free(v->lists[i].off);
+	for (int i = 0; i < PIECES; i++)
+		free(v->piece[i].data);
 	dlfs_paths_free(v->paths);
 	free(v->chunk_first);
 	free(v->emitted);
@@ -365,16 +380,16 @@ static unsigned digits(uint64_t n)
 
 /* The extension of file ino: its name from the last '.', or "". */
 static void extension(const struct dlfs_paths *p, uint64_t ino,
-		      const char **ext, size_t *len)
+		      char name[DLFS_NAME_MAX + 1], const char **ext,
+		      size_t *len)
 {
-	size_t nlen;
-	const char *name = dlfs_paths_name(p, ino, &nlen);
+	int nlen = dlfs_paths_name(p, ino, name);
 	*ext = "";
 	*len = 0;
-	for (size_t i = name ? nlen : 0; i-- > 1;)
+	for (size_t i = nlen > 0 ? (size_t)nlen : 0; i-- > 1;)
 		if (name[i] == '.') {
 			*ext = name + i;
-			*len = nlen - i;
+			*len = (size_t)nlen - i;
 			return;
 		}
 }
@@ -384,6 +399,7 @@ int dlfs_views_sample_name(struct dlfs_views *v, struct dlfs_txn *txn,
 			   struct dlfs_err *err)
 {
 	struct dlfs_epoch *o;
+	char name[DLFS_NAME_MAX + 1];
 	const char *ext;
 	size_t elen;
 	pthread_mutex_lock(&v->mu);
@@ -395,7 +411,7 @@ int dlfs_views_sample_name(struct dlfs_views *v, struct dlfs_txn *txn,
 	if (!ret) {
 		uint64_t f = dlfs_epoch_at(o, dlfs_epoch_share_start(o) + j);
 		uint64_t last = dlfs_epoch_share_len(o);
-		extension(v->paths, v->first_file + f, &ext, &elen);
+		extension(v->paths, v->first_file + f, name, &ext, &elen);
 		int n = snprintf(buf, len, "%0*llu%.*s",
 				 (int)digits(last ? last - 1 : 0),
 				 (unsigned long long)j, (int)elen, ext);
@@ -430,111 +446,213 @@ int dlfs_views_parse_name(struct dlfs_views *v, struct dlfs_txn *txn,
 }
 
 /*
- * Render the list of epoch e into a new buffer (caller holds mu). Each
- * path is written in place at the end of the buffer, which grows until it
- * fits: a path has no length limit but the index's (4,096 levels of 255
- * bytes), and one long path must not fail the whole list.
+ * The list of epoch e (caller holds mu): its size, and where its pieces
+ * start as far as they are known. A share of every file has the size of
+ * the walk's sum, and its pieces are found as they are rendered; a share
+ * of a part takes one pass over it to measure.
  */
-static int render(struct dlfs_views *v, struct dlfs_epoch *o, char **out,
-		  size_t *outlen)
+static int list_of(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
+		   struct list **out, struct dlfs_err *err)
 {
-	size_t cap = 1 << 16, len = 0;
-	char *b = malloc(cap);
-	if (!b)
-		return -ENOMEM;
-	uint64_t start = dlfs_epoch_share_start(o);
-	for (uint64_t j = 0; j < dlfs_epoch_share_len(o); j++) {
-		uint64_t f = dlfs_epoch_at(o, start + j);
-		int n;
-		/* Room for the path and its NUL, which the newline replaces. */
-		while ((n = dlfs_paths_get(v->paths, v->first_file + f,
-					   b + len, cap - len)) ==
-		       -ENAMETOOLONG) {
-			if (cap - len > PATH_ROOM_MAX) {
-				free(b);
-				return -ENAMETOOLONG;
-			}
-			char *nb = realloc(b, cap * 2);
-			if (!nb) {
-				free(b);
-				return -ENOMEM;
-			}
-			b = nb;
-			cap *= 2;
+	for (int i = 0; i < LISTS; i++)
+		if (v->lists[i].epoch == e) {
+			*out = &v->lists[i];
+			return 0;
 		}
-		if (n < 0) {
-			free(b);
-			return n;
+	struct dlfs_epoch *o;
+	int ret = order_of(v, txn, e, &o, err);
+	if (!ret)
+		ret = paths_of(v, txn, err);
+	if (ret)
+		return ret;
+	uint64_t n = dlfs_epoch_share_len(o), start = dlfs_epoch_share_start(o);
+	uint64_t pieces = (n + PIECE - 1) / PIECE;
+	uint64_t *off = calloc(pieces + 1, sizeof(*off));
+	if (!off)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	uint64_t known = 0;
+	int64_t all = dlfs_paths_all_len(v->paths);
+	if (n == v->n_files && all >= 0) {
+		/* Every file: the size is known, the pieces are not yet. */
+		off[pieces] = (uint64_t)all;
+	} else {
+		for (uint64_t j = 0; j < n; j++) {
+			uint64_t f = dlfs_epoch_at(o, start + j);
+			int64_t len = dlfs_paths_len(v->paths,
+						     v->first_file + f);
+			if (len < 0) {
+				free(off);
+				return dlfs_err_set(
+					err, -EIO,
+					"epoch %llu: file %llu has no path",
+					(unsigned long long)e,
+					(unsigned long long)(v->first_file + f));
+			}
+			off[j / PIECE + 1] += (uint64_t)len + 1;
 		}
-		b[len + (size_t)n] = '\n';
-		len += (size_t)n + 1;
+		for (uint64_t k = 0; k < pieces; k++)
+			off[k + 1] += off[k];
+		known = pieces;
 	}
-	*out = b;
-	*outlen = len;
+	struct list *l = &v->lists[v->list_hand++ % LISTS];
+	free(l->off);
+	*l = (struct list){.epoch = e, .size = off[pieces], .n = n,
+			   .pieces = pieces, .off = off, .known = known};
+	/* Pieces of the list this slot held are stale now. */
+	for (int i = 0; i < PIECES; i++)
+		if (v->piece[i].list == l)
+			v->piece[i].list = NULL;
+	*out = l;
 	return 0;
 }
 
-int dlfs_views_files(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
-		     struct dlfs_views_list *out, struct dlfs_err *err)
+/*
+ * Render piece k of list l into a piece slot (caller holds mu), or find
+ * it there. The buffer grows until the piece fits: a path has no length
+ * limit but the index's, and one long path must not fail the list.
+ */
+static int piece_of(struct dlfs_views *v, struct dlfs_txn *txn, struct list *l,
+		    uint64_t k, struct piece **out, struct dlfs_err *err)
 {
-	struct dlfs_epoch *o;
-	int ret = 0, changed = 0;
-	memset(out, 0, sizeof(*out));
-	pthread_mutex_lock(&v->mu);
-	struct list *l = NULL;
-	for (int i = 0; i < LISTS; i++)
-		if (v->lists[i].epoch == e)
-			l = &v->lists[i];
-	if (!l) {
-		ret = order_of(v, txn, e, &o, err);
-		if (!ret)
-			ret = paths_of(v, txn, err);
-		char *data = NULL;
-		size_t len = 0;
-		if (!ret && (ret = render(v, o, &data, &len)))
-			dlfs_err_set(err, ret, "epoch %llu: cannot list it",
-				     (unsigned long long)e);
-		if (!ret) {
-			/* Reuse a slot nobody holds. */
-			for (int t = 0; t < LISTS && !l; t++) {
-				struct list *c =
-					&v->lists[v->list_hand++ % LISTS];
-				if (!c->refs)
-					l = c;
-			}
-			if (!l) {
-				free(data);
-				ret = dlfs_err_set(err, -EBUSY,
-						   "epoch lists all in use");
-			} else {
-				free(l->data);
-				l->epoch = e;
-				l->data = data;
-				l->len = len;
-			}
+	struct piece *p = NULL;
+	for (int i = 0; i < PIECES; i++)
+		if (v->piece[i].list == l && v->piece[i].k == k) {
+			p = &v->piece[i];
+			p->tick = ++v->piece_tick;
+			*out = p;
+			return 0;
 		}
+	struct dlfs_epoch *o;
+	int ret = order_of(v, txn, l->epoch, &o, err);
+	if (ret)
+		return ret;
+	for (int i = 0; i < PIECES; i++)
+		if (!p || v->piece[i].tick < p->tick)
+			p = &v->piece[i];
+	p->list = NULL;
+	p->len = 0;
+	uint64_t start = dlfs_epoch_share_start(o) + k * PIECE;
+	uint64_t end = (k + 1) * PIECE < l->n ? (k + 1) * PIECE : l->n;
+	for (uint64_t j = 0; j < end - k * PIECE; j++)
+		v->piece_ino[j] = v->first_file + dlfs_epoch_at(o, start + j);
+	for (;;) {
+		int n = p->cap ? dlfs_paths_lines(v->paths, v->piece_ino,
+						  end - k * PIECE, p->data,
+						  p->cap, &p->len)
+			       : -ENAMETOOLONG;
+		if (n == -ENOENT)
+			return dlfs_err_set(err, -EIO,
+					    "epoch %llu: a file of piece %llu "
+					    "has no path",
+					    (unsigned long long)l->epoch,
+					    (unsigned long long)k);
+		if (!n)
+			break;
+		/* Every path of the piece may be as long as an index allows
+		 * (4,096 levels of 255 bytes): growing past that is a bug. */
+		size_t cap = p->cap ? p->cap * 2 : PIECE * 64;
+		if (p->cap > PIECE * PATH_ROOM_MAX)
+			return dlfs_err_set(err, -ENAMETOOLONG,
+					    "epoch %llu: piece %llu is longer "
+					    "than an index allows",
+					    (unsigned long long)l->epoch,
+					    (unsigned long long)k);
+		char *nb = realloc(p->data, cap);
+		if (!nb)
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+		p->data = nb;
+		p->cap = cap;
 	}
-	if (!ret) {
-		l->refs++;
-		out->data = l->data;
-		out->len = l->len;
-		out->ref = l;
-		changed = set_current(v, e);
+	if (k == l->known) {
+		l->off[k + 1] = l->off[k] + p->len;
+		l->known++;
+		if (l->known == l->pieces && l->off[k + 1] != l->size)
+			return dlfs_err_set(err, -EIO,
+					    "epoch %llu: the list is %llu "
+					    "bytes, not the %llu measured",
+					    (unsigned long long)l->epoch,
+					    (unsigned long long)l->off[k + 1],
+					    (unsigned long long)l->size);
+	} else if (k < l->known && l->off[k + 1] - l->off[k] != p->len) {
+		return dlfs_err_set(err, -EIO,
+				    "epoch %llu: piece %llu changed its size",
+				    (unsigned long long)l->epoch,
+				    (unsigned long long)k);
 	}
+	p->list = l;
+	p->k = k;
+	p->tick = ++v->piece_tick;
+	*out = p;
+	return 0;
+}
+
+/* Take the list of e and make e current (caller holds mu). */
+static int list_use(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
+		    struct list **l, int *changed, struct dlfs_err *err)
+{
+	int ret = list_of(v, txn, e, l, err);
+	if (ret)
+		return dlfs_err_set(err, ret, "epoch %llu: cannot list it",
+				    (unsigned long long)e);
+	*changed = set_current(v, e);
+	return 0;
+}
+
+int dlfs_views_files_size(struct dlfs_views *v, struct dlfs_txn *txn,
+			  uint64_t e, uint64_t *size, struct dlfs_err *err)
+{
+	struct list *l;
+	int changed = 0;
+	pthread_mutex_lock(&v->mu);
+	int ret = list_use(v, txn, e, &l, &changed, err);
+	if (!ret)
+		*size = l->size;
 	pthread_mutex_unlock(&v->mu);
 	if (changed && v->conf.reader)
 		dlfs_reader_replan(v->conf.reader);
 	return ret;
 }
 
-void dlfs_views_put_files(struct dlfs_views *v, struct dlfs_views_list *l)
+int dlfs_views_files_read(struct dlfs_views *v, struct dlfs_txn *txn,
+			  uint64_t e, uint64_t off, char *buf, size_t size,
+			  size_t *got, struct dlfs_err *err)
 {
-	if (!l->ref)
-		return;
+	struct list *l;
+	int changed = 0;
+	*got = 0;
 	pthread_mutex_lock(&v->mu);
-	((struct list *)l->ref)->refs--;
+	int ret = list_use(v, txn, e, &l, &changed, err);
+	if (!ret && off < l->size && size) {
+		/* Find the pieces up to off, rendering those not yet known. */
+		struct piece *p;
+		while (!ret && l->known < l->pieces && l->off[l->known] <= off)
+			ret = piece_of(v, txn, l, l->known, &p, err);
+		uint64_t lo = 0, hi = l->known;
+		while (hi - lo > 1) {
+			uint64_t mid = lo + (hi - lo) / 2;
+			if (l->off[mid] <= off)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		for (uint64_t k = lo; !ret && k < l->pieces && *got < size;
+		     k++) {
+			if ((ret = piece_of(v, txn, l, k, &p, err)))
+				break;
+			uint64_t at = off + *got - l->off[k];
+			if (at >= p->len)
+				continue;
+			size_t n = p->len - at < size - *got
+					   ? (size_t)(p->len - at)
+					   : size - *got;
+			memcpy(buf + *got, p->data + at, n);
+			*got += n;
+		}
+	}
 	pthread_mutex_unlock(&v->mu);
-	memset(l, 0, sizeof(*l));
+	if (changed && v->conf.reader)
+		dlfs_reader_replan(v->conf.reader);
+	return ret;
 }
 
 void dlfs_views_note_read(void *arg, struct dlfs_txn *txn, uint64_t ino)

@@ -7,14 +7,13 @@
  * (dlfs_views_plan_next), following the reader (dlfs_views_note_read).
  *
  * The module keeps what the views need, built on first use: the orders
- * of the most recent epochs, the inode-to-path table, the rendered lists
- * of the last epochs, and (for the chunked mode) the first file of every
- * chunk. Nothing of it exists until a view is first used.
+ * of the most recent epochs, the inode-to-path table, the sizes of the
+ * last epochs' lists and the last rendered pieces of them, and (for the
+ * chunked mode) the first file of every chunk. Nothing of it exists until
+ * a view is first used.
  *
  * Thread-safety: every call is safe from any thread; one mutex guards the
- * caches, and rendering a list happens under it (at most once per epoch).
- * The returned list stays valid while the caller holds a reference
- * (dlfs_views_files / dlfs_views_put_files).
+ * caches, and rendering a piece of a list happens under it.
  */
 #ifndef DLFS_VIEWS_H
 #define DLFS_VIEWS_H
@@ -84,17 +83,19 @@ int dlfs_views_parse_name(struct dlfs_views *v, struct dlfs_txn *txn,
 			  struct dlfs_err *err);
 
 /*
- * The rendered list of epoch e: one path a line. Holds a reference the
- * caller drops with dlfs_views_put_files. Marks e as the current epoch.
+ * The list of epoch e, one path a line: its size in bytes, and bytes
+ * [off, off + size) of it into buf (*got of them; fewer only at its end).
+ * Both make e the current epoch. The list is never whole in memory: it is
+ * rendered 8,192 paths at a time as it is read, and the last few pieces
+ * are kept. Its size takes one pass over the share, unless the share is
+ * every file (the walk's sum); a read far ahead renders the pieces before
+ * it, to find where it lies.
  */
-struct dlfs_views_list {
-	const char *data;
-	size_t len;
-	void *ref; /* private */
-};
-int dlfs_views_files(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
-		     struct dlfs_views_list *out, struct dlfs_err *err);
-void dlfs_views_put_files(struct dlfs_views *v, struct dlfs_views_list *l);
+int dlfs_views_files_size(struct dlfs_views *v, struct dlfs_txn *txn,
+			  uint64_t e, uint64_t *size, struct dlfs_err *err);
+int dlfs_views_files_read(struct dlfs_views *v, struct dlfs_txn *txn,
+			  uint64_t e, uint64_t off, char *buf, size_t size,
+			  size_t *got, struct dlfs_err *err);
 
 /*
  * A read of file ino at offset 0 is starting (any path): if it is in the

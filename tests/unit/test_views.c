@@ -172,15 +172,25 @@ static void mark_given(uint8_t *given, const struct plan *p)
 		given[p->g[i]] = 1;
 }
 
-/* Make e current through its file list, and check the list. */
+/* Make e current through its file list, and check the list: read whole
+ * in odd-sized reads, and again from a few offsets inside it. */
 static void open_list(struct dlfs_views *v, uint64_t e)
 {
-	struct dlfs_views_list l;
 	struct dlfs_err err = {0};
-	CHECK_EQ(dlfs_views_files(v, txn, e, &l, &err), 0);
+	uint64_t size = 0;
+	CHECK_EQ(dlfs_views_files_size(v, txn, e, &size, &err), 0);
 	CHECK_EQ(dlfs_views_current(v), e);
+	char *data = malloc(size + 1);
+	size_t have = 0, got;
+	do {
+		CHECK_EQ(dlfs_views_files_read(v, txn, e, have, data + have,
+					       4093, &got, &err),
+			 0);
+		have += got;
+	} while (got && have <= size);
+	CHECK_EQ(have, size);
 	uint64_t len = share_len(v, e), j = 0;
-	const char *p = l.data, *end = l.data + l.len;
+	const char *p = data, *end = data + have;
 	for (; p < end && j < len; j++) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		char want[1024];
@@ -196,7 +206,22 @@ static void open_list(struct dlfs_views *v, uint64_t e)
 	}
 	CHECK_EQ(j, len);
 	CHECK(p == end);
-	dlfs_views_put_files(v, &l);
+	/* Reads from the end backwards, across pieces: the same bytes. */
+	char piece[777];
+	for (uint64_t at = size; at > 0;) {
+		at = at > 50000 ? at - 50000 : 0;
+		CHECK_EQ(dlfs_views_files_read(v, txn, e, at, piece,
+					       sizeof(piece), &got, &err),
+			 0);
+		CHECK_EQ(got, size - at < sizeof(piece) ? size - at
+							 : sizeof(piece));
+		CHECK(!memcmp(piece, data + at, got));
+	}
+	CHECK_EQ(dlfs_views_files_read(v, txn, e, size, piece, sizeof(piece),
+				       &got, &err),
+		 0);
+	CHECK_EQ(got, 0);
+	free(data);
 }
 
 static void test_plan(enum dlfs_shuffle mode)
