@@ -186,6 +186,24 @@ uint64_t dlfs_epoch_at(const struct dlfs_epoch *o, uint64_t pos)
 	return 0;
 }
 
+void dlfs_epoch_at_many(const struct dlfs_epoch *o, uint64_t pos, size_t n,
+			uint64_t *out)
+{
+	if (o->mode == DLFS_SHUFFLE_GLOBAL) {
+		dlfs_perm_at_many(&o->perm, pos, n, out);
+		return;
+	}
+	if (o->mode == DLFS_SHUFFLE_LOCAL && pos >= o->start &&
+	    pos - o->start + n <= o->len) {
+		dlfs_perm_at_many(&o->perm, pos - o->start, n, out);
+		for (size_t i = 0; i < n; i++)
+			out[i] += o->start;
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		out[i] = dlfs_epoch_at(o, pos + i);
+}
+
 uint64_t dlfs_epoch_position(const struct dlfs_epoch *o, uint64_t f)
 {
 	switch (o->mode) {

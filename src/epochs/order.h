@@ -26,6 +26,7 @@
 #ifndef DLFS_ORDER_H
 #define DLFS_ORDER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "perm.h"
@@ -55,6 +56,10 @@ uint64_t dlfs_epoch_share_start(const struct dlfs_epoch *o);
 uint64_t dlfs_epoch_share_len(const struct dlfs_epoch *o);
 /* The file at global position pos (< n_files). */
 uint64_t dlfs_epoch_at(const struct dlfs_epoch *o, uint64_t pos);
+/* The files at global positions pos .. pos + n - 1 (< n_files) into out:
+ * as dlfs_epoch_at, faster a position for a run of them. */
+void dlfs_epoch_at_many(const struct dlfs_epoch *o, uint64_t pos, size_t n,
+			uint64_t *out);
 /* The global position of file f (< n_files). */
 uint64_t dlfs_epoch_position(const struct dlfs_epoch *o, uint64_t f);
 

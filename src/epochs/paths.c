@@ -11,8 +11,13 @@
 #define NONE UINT32_MAX
 #define SLAB (UINT32_C(1) << 20)
 /* Room a block of NB names may need: the first whole, each other one a
- * 3-byte header and at most a whole name. */
-#define BLOCK_ROOM (NB * (3 + DLFS_NAME_MAX))
+ * 3-byte header and at most a whole name; and the 16 bytes past its end
+ * that names_get may read (it copies short pieces 16 bytes at a time). */
+#define BLOCK_ROOM (NB * (3 + DLFS_NAME_MAX) + 16)
+/* A name as names_get decodes it: room for those 16-byte copies. */
+#define NAME_BUF (DLFS_NAME_MAX + 32)
+/* Ordinals per entry of the table that narrows parent_of's search. */
+#define RADIX_BITS 10
 
 /* Names in walk order, front-coded: see paths.h. A block starts with
  * [len][name]; each other entry is [lcp][lcs][mid][mid bytes], the name
@@ -35,6 +40,7 @@ struct dlfs_paths {
 	uint32_t *dir_ord;    /* [d - 1]: the ordinal of d's name */
 	uint32_t *dir_parent; /* [d - 1] */
 	uint32_t *dstart;     /* [d - 1]: the ordinal of d's first entry */
+	uint32_t *radix;      /* [ord >> RADIX_BITS]: parent_of(that) - 1 */
 	uint32_t *ford;       /* [ino - first_file]: the file's name */
 	uint8_t *search;      /* [d - 1]: SEARCH_* classes, see search_of */
 	unsigned all;         /* classes that may search every file's parent */
@@ -105,20 +111,30 @@ static int names_add(struct names *s, const uint8_t *name, size_t len)
 	return 0;
 }
 
-/* Name k into out (DLFS_NAME_MAX bytes). @return its length. */
+/* Copy n bytes, as one 16-byte move when n is at most 16 (both ends have
+ * room for it): names are short, and a call per piece costs more. */
+static inline void copy(uint8_t *d, const uint8_t *s, size_t n)
+{
+	if (n <= 16)
+		memcpy(d, s, 16);
+	else
+		memcpy(d, s, n);
+}
+
+/* Name k into out (NAME_BUF bytes). @return its length. */
 static size_t names_get(const struct names *s, uint64_t k, uint8_t *out)
 {
 	uint64_t b = s->block[k / NB];
 	const uint8_t *q = s->slabs[b >> 32] + (uint32_t)b;
 	size_t len = *q++;
-	memcpy(out, q, len);
+	copy(out, q, len);
 	q += len;
-	uint8_t tail[DLFS_NAME_MAX];
+	uint8_t tail[NAME_BUF];
 	for (unsigned i = (unsigned)(k % NB); i; i--) {
 		size_t lcp = q[0], lcs = q[1], mid = q[2];
-		memcpy(tail, out + len - lcs, lcs);
-		memcpy(out + lcp, q + 3, mid);
-		memcpy(out + lcp + mid, tail, lcs);
+		copy(tail, out + len - lcs, lcs);
+		copy(out + lcp, q + 3, mid);
+		copy(out + lcp + mid, tail, lcs);
 		q += 3 + mid;
 		len = lcp + mid + lcs;
 	}
@@ -136,9 +152,9 @@ static void names_free(struct names *s)
 /* The directory whose entries hold ordinal ord: the last d whose first
  * entry is at or before it (an empty directory shares its start with the
  * next one, which is the one that holds ord). */
-static uint32_t parent_of(const struct dlfs_paths *p, uint32_t ord)
+static uint32_t parent_in(const struct dlfs_paths *p, uint32_t ord,
+			  uint64_t lo, uint64_t hi)
 {
-	uint64_t lo = 0, hi = p->n_dirs;
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
 		if (p->dstart[mid] <= ord)
@@ -147,6 +163,14 @@ static uint32_t parent_of(const struct dlfs_paths *p, uint32_t ord)
 			hi = mid;
 	}
 	return (uint32_t)(lo + 1);
+}
+
+/* The same, searching only between the directories of the radix entries
+ * around ord. */
+static uint32_t parent_of(const struct dlfs_paths *p, uint32_t ord)
+{
+	uint32_t r = ord >> RADIX_BITS;
+	return parent_in(p, ord, p->radix[r], (uint64_t)p->radix[r + 1] + 1);
 }
 
 /* The ordinal of ino's name and its parent. @return 0 or -ENOENT. */
@@ -300,6 +324,16 @@ static int build(struct dlfs_txn *txn, struct dlfs_paths *p, struct walk *w,
 		if (ret)
 			return ret;
 	}
+	size_t nr = (p->names.n >> RADIX_BITS) + 2;
+	if (!(p->radix = malloc(nr * sizeof(*p->radix))))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (size_t r = 0; r < nr; r++) {
+		uint64_t ord = (uint64_t)r << RADIX_BITS;
+		p->radix[r] = ord >= p->names.n
+				      ? (uint32_t)(p->n_dirs ? p->n_dirs - 1 : 0)
+				      : parent_in(p, (uint32_t)ord, 0,
+						  p->n_dirs) - 1;
+	}
 	uint32_t *chain = malloc((p->n_dirs ? p->n_dirs : 1) * sizeof(*chain));
 	if (!chain)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
@@ -363,6 +397,7 @@ void dlfs_paths_free(struct dlfs_paths *p)
 	free(p->dir_ord);
 	free(p->dir_parent);
 	free(p->dstart);
+	free(p->radix);
 	free(p->ford);
 	free(p->search);
 	free(p);
@@ -374,7 +409,9 @@ int dlfs_paths_name(const struct dlfs_paths *p, uint64_t ino, char *buf)
 	uint64_t parent;
 	if (locate(p, ino, &ord, &parent))
 		return -ENOENT;
-	size_t n = names_get(&p->names, ord, (uint8_t *)buf);
+	uint8_t name[NAME_BUF];
+	size_t n = names_get(&p->names, ord, name);
+	memcpy(buf, name, n);
 	buf[n] = '\0';
 	return (int)n;
 }
@@ -383,7 +420,7 @@ int dlfs_paths_get(const struct dlfs_paths *p, uint64_t ino, char *buf,
 		   size_t len)
 {
 	/* Fill from the end, then move the path to the front. */
-	uint8_t name[DLFS_NAME_MAX];
+	uint8_t name[NAME_BUF];
 	size_t at = len;
 	if (!len)
 		return -ENAMETOOLONG;
@@ -455,7 +492,7 @@ int dlfs_paths_lines(const struct dlfs_paths *p, const uint64_t *ino,
 
 int64_t dlfs_paths_len(const struct dlfs_paths *p, uint64_t ino)
 {
-	uint8_t name[DLFS_NAME_MAX];
+	uint8_t name[NAME_BUF];
 	int64_t total = 0;
 	for (int depth = 0; ino != 1; depth++) {
 		uint32_t ord;
@@ -490,5 +527,6 @@ size_t dlfs_paths_bytes(const struct dlfs_paths *p)
 	return sizeof(*p) + p->names.n_slabs * (size_t)SLAB +
 	       p->names.cap_slabs * sizeof(uint8_t *) +
 	       p->names.cap_blocks * sizeof(uint64_t) + nd * 13 +
+	       ((p->names.n >> RADIX_BITS) + 2) * sizeof(uint32_t) +
 	       (p->n_files ? p->n_files : 1) * sizeof(uint32_t);
 }

@@ -15,6 +15,7 @@
 #ifndef DLFS_PERM_H
 #define DLFS_PERM_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define DLFS_PERM_ROUNDS 10
@@ -32,6 +33,11 @@ void dlfs_perm_init(struct dlfs_perm *p, uint64_t n, uint64_t seed,
 
 /* P(i) for i < n. */
 uint64_t dlfs_perm_at(const struct dlfs_perm *p, uint64_t i);
+
+/* P(first), P(first + 1), ... P(first + n - 1) into out (all < p->n):
+ * the same as dlfs_perm_at, several times faster a position. */
+void dlfs_perm_at_many(const struct dlfs_perm *p, uint64_t first, size_t n,
+		       uint64_t *out);
 
 /* The inverse: the i with P(i) == x, for x < n. */
 uint64_t dlfs_perm_index(const struct dlfs_perm *p, uint64_t x);

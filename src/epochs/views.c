@@ -33,6 +33,9 @@ struct piece {
 	size_t len, cap;
 };
 
+struct chunkmap;
+static void chunkmap_free(struct chunkmap *m);
+
 struct dlfs_views {
 	struct dlfs_views_conf conf;
 	const struct dlfs_info *info;
@@ -42,8 +45,8 @@ struct dlfs_views {
 	struct dlfs_epoch *orders[ORDERS];
 	unsigned order_hand;
 	struct dlfs_paths *paths;
-	uint64_t *chunk_first;   /* chunked: n_chunks + 1 */
-	uint64_t n_chunks;
+	struct chunkmap *cmap;   /* built once: by the planner, or chunked */
+	int cmap_failed;         /* the planner could not build it */
 	struct list lists[LISTS];
 	unsigned list_hand;
 	struct piece piece[PIECES];
@@ -97,7 +100,7 @@ void dlfs_views_free(struct dlfs_views *v)
 	for (int i = 0; i < PIECES; i++)
 		free(v->piece[i].data);
 	dlfs_paths_free(v->paths);
-	free(v->chunk_first);
+	chunkmap_free(v->cmap);
 	free(v->emitted);
 	free(v->uses);
 	pthread_mutex_destroy(&v->mu);
@@ -119,39 +122,134 @@ uint64_t dlfs_views_current(struct dlfs_views *v)
 	return atomic_load_explicit(&v->current, memory_order_relaxed);
 }
 
-/* For chunked mode: each chunk's first file (caller holds mu). */
-static int build_chunks(struct dlfs_views *v, struct dlfs_txn *txn,
-			struct dlfs_err *err)
+/*
+ * Where every file's bytes lie, in global chunks, without the index:
+ * files are in data order, so a file's first and last chunks grow with
+ * it, and two arrays over the chunks give them for every file. Built by
+ * one pass over the inodes, once a mount; immutable after.
+ */
+struct chunkmap {
+	uint64_t n_chunks;
+	uint64_t *first; /* n_chunks + 1: first file whose first chunk >= g */
+	uint64_t *last;  /* n_chunks + 1: first file whose last chunk >= g */
+	uint8_t *empty;  /* a bit a file: no bytes, so in no chunk */
+	int ordered;     /* 0: the index breaks data order (use dlfs_stat) */
+};
+
+static void chunkmap_free(struct chunkmap *m)
 {
-	int ret = 0;
-	if (v->chunk_first)
-		return 0;
-	/* Files are in data order: one pass gives each chunk's first. */
-	uint64_t n_chunks = dlfs_ds_n_chunks(v->conf.ds);
-	uint64_t *first = malloc((n_chunks + 1) * sizeof(*first));
-	if (!first)
+	if (!m)
+		return;
+	free(m->first);
+	free(m->last);
+	free(m->empty);
+	free(m);
+}
+
+static int chunkmap_build(struct dlfs_views *v, struct dlfs_txn *txn,
+			  struct chunkmap **out, struct dlfs_err *err)
+{
+	uint64_t n = dlfs_ds_n_chunks(v->conf.ds), g = 0, b = 0;
+	uint64_t prev0 = 0, prev1 = 0, k0, k1;
+	struct chunkmap *m = calloc(1, sizeof(*m));
+	if (m) {
+		m->first = malloc((n + 1) * sizeof(*m->first));
+		m->last = malloc((n + 1) * sizeof(*m->last));
+		m->empty = calloc(v->n_files / 8 + 1, 1);
+	}
+	if (!m || !m->first || !m->last || !m->empty) {
+		chunkmap_free(m);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	uint64_t g = 0;
+	}
+	m->n_chunks = n;
+	m->ordered = 1;
 	for (uint64_t f = 0; f < v->n_files; f++) {
 		struct dlfs_inode in;
-		ret = dlfs_stat(txn, v->first_file + f, &in, err);
+		int ret = dlfs_stat(txn, v->first_file + f, &in, err);
 		if (ret) {
-			free(first);
+			chunkmap_free(m);
 			return ret;
 		}
-		if (!in.size)
-			continue; /* belongs to no chunk */
-		uint64_t fg = dlfs_ds_container(v->conf.ds, in.container)
-				      ->first_chunk +
-			      dlfs_chunk_at(v->cs, in.offset);
-		while (g <= fg && g < n_chunks)
-			first[g++] = f;
+		if (!in.size) {
+			m->empty[f / 8] |= (uint8_t)(1u << (f % 8));
+			continue;
+		}
+		dlfs_file_chunks(v->cs, &in, 0, in.size, &k0, &k1);
+		uint64_t base = dlfs_ds_container(v->conf.ds, in.container)
+					->first_chunk;
+		k0 += base;
+		k1 += base;
+		if (k0 < prev0 || k1 < prev1)
+			m->ordered = 0;
+		prev0 = k0;
+		prev1 = k1;
+		while (g <= k0 && g < n)
+			m->first[g++] = f;
+		while (b <= k1 && b < n)
+			m->last[b++] = f;
 	}
-	while (g <= n_chunks)
-		first[g++] = v->n_files;
-	v->chunk_first = first;
-	v->n_chunks = n_chunks;
+	while (g <= n)
+		m->first[g++] = v->n_files;
+	while (b <= n)
+		m->last[b++] = v->n_files;
+	*out = m;
 	return 0;
+}
+
+/* The last g < n with a[g] <= x (a ascending), or n if a[0] > x. */
+static uint64_t last_at_most(const uint64_t *a, uint64_t n, uint64_t x)
+{
+	if (!n || a[0] > x)
+		return n;
+	uint64_t lo = 0, hi = n;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (a[mid] <= x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Global chunks [*g0, *g1) of file f from the map: 0 when they are
+ * known (empty for an empty file), -1 when the map cannot tell. */
+static int chunkmap_file(const struct chunkmap *m, uint64_t f, uint64_t *g0,
+			 uint64_t *g1)
+{
+	*g0 = *g1 = 0;
+	if (!m->ordered)
+		return -1;
+	if ((m->empty[f / 8] >> (f % 8)) & 1)
+		return 0;
+	uint64_t a = last_at_most(m->first, m->n_chunks, f);
+	uint64_t b = last_at_most(m->last, m->n_chunks, f);
+	if (a >= m->n_chunks || b >= m->n_chunks || b < a)
+		return -1;
+	*g0 = a;
+	*g1 = b + 1;
+	return 0;
+}
+
+/* The map, built once (caller holds mu). */
+static int chunkmap_of(struct dlfs_views *v, struct dlfs_txn *txn,
+		       struct dlfs_err *err)
+{
+	if (v->cmap)
+		return 0;
+	return chunkmap_build(v, txn, &v->cmap, err);
+}
+
+/* The conf of this rank's orders (caller holds mu). */
+static void order_conf(const struct dlfs_views *v, struct dlfs_epoch_conf *oc)
+{
+	*oc = (struct dlfs_epoch_conf){
+		.n_files = v->n_files, .mode = v->conf.mode,
+		.seed = v->conf.seed, .rank = v->conf.rank,
+		.size = v->conf.size, .window = v->conf.window,
+		.n_chunks = v->cmap ? v->cmap->n_chunks : 0,
+		.chunk_first = v->cmap ? v->cmap->first : NULL,
+	};
 }
 
 /* The order of epoch e (caller holds mu). */
@@ -165,14 +263,10 @@ static int order_of(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
 		}
 	int ret;
 	if (v->conf.mode == DLFS_SHUFFLE_CHUNKED &&
-	    (ret = build_chunks(v, txn, err)))
+	    (ret = chunkmap_of(v, txn, err)))
 		return ret;
-	struct dlfs_epoch_conf oc = {
-		.n_files = v->n_files, .mode = v->conf.mode,
-		.seed = v->conf.seed, .rank = v->conf.rank,
-		.size = v->conf.size, .window = v->conf.window,
-		.n_chunks = v->n_chunks, .chunk_first = v->chunk_first,
-	};
+	struct dlfs_epoch_conf oc;
+	order_conf(v, &oc);
 	struct dlfs_epoch *o;
 	ret = dlfs_epoch_new(&oc, e, &o);
 	if (ret)
@@ -215,12 +309,16 @@ static void reader_at(struct dlfs_views *v, uint64_t j)
 		v->reader_pos = j;
 }
 
-/* Global chunks [*g0, *g1) holding file f; empty for an empty file. */
+/* Global chunks [*g0, *g1) holding file f; empty for an empty file.
+ * From the map m when it can tell, else from the index. */
 static int file_chunks_of(struct dlfs_views *v, struct dlfs_txn *txn,
-			  uint64_t f, uint64_t *g0, uint64_t *g1)
+			  const struct chunkmap *m, uint64_t f, uint64_t *g0,
+			  uint64_t *g1)
 {
 	struct dlfs_inode in;
 	uint64_t k0, k1;
+	if (m && !chunkmap_file(m, f, g0, g1))
+		return 0;
 	*g0 = *g1 = 0;
 	int ret = dlfs_stat(txn, v->first_file + f, &in, NULL);
 	if (ret || !in.size)
@@ -232,22 +330,43 @@ static int file_chunks_of(struct dlfs_views *v, struct dlfs_txn *txn,
 	return 0;
 }
 
+/* Non-empty files among [lo, hi). */
+static uint64_t count_full(const struct chunkmap *m, uint64_t lo, uint64_t hi)
+{
+	uint64_t n = 0;
+	for (uint64_t f = lo; f < hi; f++)
+		n += !((m->empty[f / 8] >> (f % 8)) & 1);
+	return n;
+}
+
 /* Count, for epoch e's share, its files in each chunk: outside the lock,
- * with an order of its own (one pass over the share). */
+ * with an order of its own. A share of every file (one rank) takes them
+ * from the map alone; a part takes one pass over the share. */
 static uint32_t *count_uses(struct dlfs_views *v, struct dlfs_txn *txn,
+			    const struct chunkmap *m,
 			    const struct dlfs_epoch_conf *oc, uint64_t e)
 {
 	struct dlfs_epoch *o;
 	uint64_t n = dlfs_ds_n_chunks(v->conf.ds), g0, g1;
 	uint32_t *uses = calloc(n ? n : 1, sizeof(*uses));
-	if (!uses || dlfs_epoch_new(oc, e, &o)) {
+	if (!uses)
+		return NULL;
+	if (oc->size == 1 && m && m->ordered && m->n_chunks == n) {
+		/* Files with first chunk <= g and last chunk >= g. */
+		for (uint64_t g = 0; g < n; g++)
+			if (m->first[g + 1] > m->last[g])
+				uses[g] = (uint32_t)count_full(
+					m, m->last[g], m->first[g + 1]);
+		return uses;
+	}
+	if (dlfs_epoch_new(oc, e, &o)) {
 		free(uses);
 		return NULL;
 	}
 	uint64_t start = dlfs_epoch_share_start(o);
 	for (uint64_t j = 0; j < dlfs_epoch_share_len(o); j++)
-		if (!file_chunks_of(v, txn, dlfs_epoch_at(o, start + j), &g0,
-				    &g1))
+		if (!file_chunks_of(v, txn, m, dlfs_epoch_at(o, start + j),
+				    &g0, &g1))
 			for (uint64_t g = g0; g < g1 && g < n; g++)
 				uses[g]++;
 	dlfs_epoch_free(o);
@@ -273,15 +392,28 @@ int dlfs_views_plan_next(void *arg, struct dlfs_txn *txn, uint64_t *g,
 		v->plan_pos = 0;
 		v->plan_g = v->plan_g_end = 0;
 	}
-	if (uses && v->uses_epoch != e) {
-		struct dlfs_epoch_conf oc = {
-			.n_files = v->n_files, .mode = v->conf.mode,
-			.seed = v->conf.seed, .rank = v->conf.rank,
-			.size = v->conf.size, .window = v->conf.window,
-			.n_chunks = v->n_chunks, .chunk_first = v->chunk_first,
-		};
+	if (!v->cmap && !v->cmap_failed) {
+		/* One pass over the inodes, outside the lock, once a mount:
+		 * then no plan reads the index to place a file. */
 		pthread_mutex_unlock(&v->mu);
-		uint32_t *u = count_uses(v, txn, &oc, e);
+		struct chunkmap *m = NULL;
+		int r = chunkmap_build(v, txn, &m, NULL);
+		pthread_mutex_lock(&v->mu);
+		if (r)
+			v->cmap_failed = 1;
+		else if (v->cmap)
+			chunkmap_free(m);
+		else
+			v->cmap = m;
+		if (dlfs_views_current(v) != e || order_of(v, txn, e, &o, NULL))
+			goto out;
+	}
+	if (uses && v->uses_epoch != e) {
+		struct dlfs_epoch_conf oc;
+		const struct chunkmap *m = v->cmap; /* never replaced once set */
+		order_conf(v, &oc);
+		pthread_mutex_unlock(&v->mu);
+		uint32_t *u = count_uses(v, txn, m, &oc, e);
 		pthread_mutex_lock(&v->mu);
 		if (!u || v->plan_epoch != e || dlfs_views_current(v) != e ||
 		    order_of(v, txn, e, &o, NULL)) {
@@ -313,7 +445,7 @@ int dlfs_views_plan_next(void *arg, struct dlfs_txn *txn, uint64_t *g,
 		if (v->plan_pos >= len)
 			goto out;
 		uint64_t f = dlfs_epoch_at(o, start + v->plan_pos++);
-		file_chunks_of(v, txn, f, &v->plan_g, &v->plan_g_end);
+		file_chunks_of(v, txn, v->cmap, f, &v->plan_g, &v->plan_g_end);
 	}
 out:
 	pthread_mutex_unlock(&v->mu);
@@ -533,8 +665,9 @@ static int piece_of(struct dlfs_views *v, struct dlfs_txn *txn, struct list *l,
 	p->len = 0;
 	uint64_t start = dlfs_epoch_share_start(o) + k * PIECE;
 	uint64_t end = (k + 1) * PIECE < l->n ? (k + 1) * PIECE : l->n;
+	dlfs_epoch_at_many(o, start, end - k * PIECE, v->piece_ino);
 	for (uint64_t j = 0; j < end - k * PIECE; j++)
-		v->piece_ino[j] = v->first_file + dlfs_epoch_at(o, start + j);
+		v->piece_ino[j] += v->first_file;
 	for (;;) {
 		int n = p->cap ? dlfs_paths_lines(v->paths, v->piece_ino,
 						  end - k * PIECE, p->data,

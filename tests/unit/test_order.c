@@ -68,6 +68,25 @@ static void check_mode(enum dlfs_shuffle mode)
 			    (f < s || f >= s + dlfs_epoch_share_len(o)))
 				shard_bad++;
 		}
+		/* Runs of positions at once: the same files, for runs in
+		 * the share, across its ends, and over the whole order. */
+		uint64_t *many = calloc(N, sizeof(uint64_t));
+		uint64_t len = dlfs_epoch_share_len(o);
+		const uint64_t runs[][2] = {{s, len}, {s, len / 3 + 1},
+					    {s + len / 2, len - len / 2},
+					    {s ? s - 1 : 0, len ? len : 1},
+					    {0, N}};
+		for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+			uint64_t p0 = runs[k][0], n = runs[k][1];
+			if (p0 + n > N)
+				n = N - p0;
+			dlfs_epoch_at_many(o, p0, n, many);
+			int bad = 0;
+			for (uint64_t i = 0; i < n; i++)
+				bad += many[i] != dlfs_epoch_at(o, p0 + i);
+			CHECK_EQ(bad, 0);
+		}
+		free(many);
 		dlfs_epoch_free(o);
 		dlfs_epoch_free(o2);
 		dlfs_epoch_free(o3);

@@ -119,9 +119,32 @@ static void test_known(void)
 	}
 }
 
+/* Runs of positions in lockstep: the same as one at a time, for sizes
+ * around the lane count and runs that end inside a group of lanes. */
+static void test_many(void)
+{
+	const uint64_t sizes[] = {1, 2, 7, 8, 9, 17, 100, 4097, 100003};
+	uint64_t out[300];
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		struct dlfs_perm p;
+		dlfs_perm_init(&p, sizes[s], 9, 4);
+		for (uint64_t first = 0; first < sizes[s]; first += 1 + first * 3) {
+			size_t n = sizes[s] - first < 300 ? sizes[s] - first : 300;
+			for (size_t len = 0; len <= n; len += 1 + len / 2) {
+				dlfs_perm_at_many(&p, first, len, out);
+				int bad = 0;
+				for (size_t i = 0; i < len; i++)
+					bad += out[i] != dlfs_perm_at(&p, first + i);
+				CHECK_EQ(bad, 0);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	test_known();
+	test_many();
 	test_bijection();
 	test_keys();
 	test_uniform();

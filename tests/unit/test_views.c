@@ -23,6 +23,7 @@
 #define RANK 1
 
 static struct dlfs_ds *ds;
+static uint32_t ranks = RANKS; /* of the views test_plan makes */
 static struct dlfs_txn *txn;
 static uint64_t n_chunks;
 
@@ -55,7 +56,7 @@ static struct dlfs_views *new_views(enum dlfs_shuffle mode, uint32_t rank)
 {
 	struct dlfs_views_conf conf = {
 		.ds = ds, .mode = mode, .seed = 42, .rank = rank,
-		.size = RANKS, .window = 4,
+		.size = ranks, .window = 4,
 	};
 	struct dlfs_views *v = NULL;
 	struct dlfs_err err = {0};
@@ -226,7 +227,7 @@ static void open_list(struct dlfs_views *v, uint64_t e)
 
 static void test_plan(enum dlfs_shuffle mode)
 {
-	struct dlfs_views *v = new_views(mode, RANK);
+	struct dlfs_views *v = new_views(mode, ranks > RANK ? RANK : 0);
 	struct plan *want = malloc(sizeof(*want)), *got = malloc(sizeof(*got));
 	uint8_t *given = calloc(n_chunks, 1);
 	uint64_t g;
@@ -462,6 +463,10 @@ int main(void)
 	for (int m = 0; m < 3; m++) {
 		test_shares(modes[m]);
 		test_plan(modes[m]);
+		/* One rank: its uses come from the chunk map alone. */
+		ranks = 1;
+		test_plan(modes[m]);
+		ranks = RANKS;
 	}
 	test_names();
 
