@@ -300,6 +300,7 @@ int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)
 	if (ret)
 		return dlfs_err_set(err, ret, "out of memory");
 	dlfs_ctl_set_name(&fs->ctl, fs->opts->ctl_dir);
+	dlfs_ctl_set_log(&fs->ctl, dlfs_fs_log, fs);
 	fs->ctl_ready = 1;
 	if ((ret = dlfs_reader_start(fs->reader, err)))
 		return ret;

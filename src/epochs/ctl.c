@@ -2,6 +2,7 @@
 #include "ctl.h"
 
 #include <stdio.h>
+#include <syslog.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -202,6 +203,22 @@ static void base_attr(const struct dlfs_ctl *c, uint64_t ino, struct stat *st,
 	st->st_ctim = st->st_mtim;
 }
 
+void dlfs_ctl_set_log(struct dlfs_ctl *c, dlfs_log_fn log, void *arg)
+{
+	c->log = log;
+	c->log_arg = arg;
+}
+
+/* ret, after logging err when the index was found damaged: then EIO. */
+static int logged(struct dlfs_ctl *c, int ret, const struct dlfs_err *err)
+{
+	if (ret != -EIO && ret != -EUCLEAN)
+		return ret;
+	if (c->log)
+		dlfs_logf(c->log, c->log_arg, LOG_ERR, "%s", err->msg);
+	return -EIO;
+}
+
 int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		     struct stat *st, double *attr_timeout)
 {
@@ -242,8 +259,9 @@ int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		return 0;
 	case V_FILES: {
 		uint64_t size;
-		if ((ret = dlfs_views_files_size(c->views, txn, e, &size, NULL)))
-			return ret;
+		struct dlfs_err err = {0};
+		if ((ret = dlfs_views_files_size(c->views, txn, e, &size, &err)))
+			return logged(c, ret, &err);
 		uint32_t rd;
 		ret = dlfs_views_read_mode(c->views, txn, 0, 0444, &rd, NULL);
 		base_attr(c, ino, st, 0);
@@ -447,9 +465,12 @@ int dlfs_ctl_read(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 								      : -ENOENT;
 	uint64_t e = vepoch(ino);
 	switch (vkind(ino)) {
-	case V_FILES:
-		return dlfs_views_files_read(c->views, txn, e, off, buf, size,
-					     got, NULL);
+	case V_FILES: {
+		struct dlfs_err err = {0};
+		return logged(c, dlfs_views_files_read(c->views, txn, e, off, buf,
+						       size, got, &err),
+			      &err);
+	}
 	case V_SAMPLE:
 		/* The first piece of a sample moves the reader on. */
 		return dlfs_views_sample(c->views, txn, e, ino & V_POS_MASK,

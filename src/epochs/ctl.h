@@ -53,6 +53,8 @@ struct dlfs_ctl {
 	double timeout; /* for everything that never changes */
 	dlfs_ctl_stats_fn stats;
 	void *stats_arg;
+	dlfs_log_fn log; /* views that fail on damaged data say why; may be NULL */
+	void *log_arg;
 	char *info_json; /* rendered once */
 	size_t info_len;
 	pthread_mutex_t lock; /* guards the stats snapshot */
@@ -66,6 +68,10 @@ int dlfs_ctl_init(struct dlfs_ctl *c, struct dlfs_ds *ds,
 		  gid_t gid, double timeout, dlfs_ctl_stats_fn stats,
 		  void *stats_arg);
 void dlfs_ctl_destroy(struct dlfs_ctl *c);
+
+/* Where a view's failure on damaged data (-EIO) is logged, with what
+ * failed: an epoch list the index cannot render. */
+void dlfs_ctl_set_log(struct dlfs_ctl *c, dlfs_log_fn log, void *arg);
 
 /* Give the control directory another name than DLFS_CTL_NAME (borrowed:
  * it must outlive c). NULL keeps the default. */

@@ -615,9 +615,7 @@ static int list_of(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
 			if (len < 0) {
 				free(off);
 				return dlfs_err_set(
-					err, -EIO,
-					"epoch %llu: file %llu has no path",
-					(unsigned long long)e,
+					err, -EIO, "file %llu has no path",
 					(unsigned long long)(v->first_file + f));
 			}
 			off[j / PIECE + 1] += (uint64_t)len + 1;
@@ -724,9 +722,11 @@ static int list_use(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
 		    struct list **l, int *changed, struct dlfs_err *err)
 {
 	int ret = list_of(v, txn, e, l, err);
-	if (ret)
-		return dlfs_err_set(err, ret, "epoch %llu: cannot list it",
-				    (unsigned long long)e);
+	if (ret) {
+		dlfs_err_prefix(err, "epoch %llu: cannot list it",
+				(unsigned long long)e);
+		return ret;
+	}
 	*changed = set_current(v, e);
 	return 0;
 }

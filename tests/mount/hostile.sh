@@ -6,7 +6,9 @@
 #    readdir and the mount died on ls);
 #  - a path longer than 4,096 bytes (from a tar): .dlfs/epochs/E/files
 #    lists every file, that one included (item 12: every list failed
-#    with ENAMETOOLONG).
+#    with ENAMETOOLONG);
+#  - an epoch list over a damaged name, or with a file that no directory
+#    names: EIO and a log line saying which, the mount up.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 mount_setup
@@ -61,4 +63,21 @@ must "ls of a/ after the damaged root listing" ls "$MNT/a"
 must "cat of a/f00" cat "$MNT/a/f00"
 must "stat of the control dir" stat "$MNT/.dlfs/info"
 grep -qi "damaged directory entry" "$DLFS_LOG" || fail "the daemon did not log the damaged entry"
+expect_errno "Input/output error" "an epoch list over the 500-byte name" \
+	cat "$MNT/.dlfs/epochs/2/files"
+grep -q "epoch 2: cannot list it: .*damaged directory entry" "$DLFS_LOG" ||
+	fail "the daemon did not log why epoch 2's list failed"
+kill -0 "$DLFS_PID" 2>/dev/null || fail "the daemon died on the epoch list"
+dlfs_umount "$MNT"
+
+note "a file with no directory entry: its epoch list fails with EIO, logged"
+"$IXEDIT" "$DS/index" put dirents "0000000000000001$(hexname b)" "$v" || fail "ixedit put b"
+"$IXEDIT" "$DS/index" del dirents "0000000000000001$(hexname "$LONG")" || fail "ixedit del long"
+"$IXEDIT" "$DS/index" del dirents "0000000000000001$(hexname c)" || fail "ixedit del c"
+dlfs_mount "$DS" "$MNT"
+expect_errno "Input/output error" "an epoch list with a file of no name" \
+	cat "$MNT/.dlfs/epochs/3/files"
+grep -q "epoch 3: cannot list it: file [0-9]* has no path" "$DLFS_LOG" ||
+	fail "the daemon did not log the file without a path"
+must "cat of a/f01 after the failed list" cat "$MNT/a/f01"
 dlfs_umount "$MNT"
