@@ -94,6 +94,23 @@ static uint64_t get_u64(struct rd *r)
 	return v;
 }
 
+/* The next string, copied into t's paths, or NULL (r->bad, or no
+ * memory). */
+static char *get_path(struct rd *r, struct pk_tree *t, uint32_t *len)
+{
+	uint32_t n = get_u32(r);
+	if (r->bad || (size_t)(r->end - r->p) < n) {
+		r->bad = 1;
+		return NULL;
+	}
+	char *s = pk_tree_strdup(t, r->p, n);
+	r->p += n;
+	*len = n;
+	if (!s)
+		r->bad = 1;
+	return s;
+}
+
 /* A malloc'd copy of the next string, or NULL (r->bad, or no memory). */
 static char *get_s(struct rd *r, uint32_t *len)
 {
@@ -373,8 +390,8 @@ static int decode(struct pk_tree *t, struct pk_layout *l, struct pk_str *b,
 		e->spool_off = get_u64(&r);
 		e->container = get_u32(&r);
 		e->offset = get_u64(&r);
-		e->path = get_s(&r, &e->path_len);
-		e->ino = i + 1;
+		e->path = get_path(&r, t, &e->path_len);
+		e->ino = (uint32_t)(i + 1);
 		l->by_ino[i] = e;
 		if (e->data > t->n_data)
 			r.bad = 1;
@@ -384,7 +401,7 @@ static int decode(struct pk_tree *t, struct pk_layout *l, struct pk_str *b,
 			d->src = get_u32(&r);
 			d->data = get_u32(&r);
 			d->spool_off = get_u64(&r);
-			d->path = get_s(&r, &d->path_len);
+			d->path = get_path(&r, t, &d->path_len);
 			d->mode = e->mode;
 			d->size = e->size;
 			e->data_from = (uint32_t)(j + 1);

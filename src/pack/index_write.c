@@ -1,7 +1,9 @@
 /*
- * Writing the LMDB index in one transaction. Every database is filled in
- * key order with MDB_APPEND, which packs pages full and makes the file a
- * pure function of its content: the same dataset gives the same bytes.
+ * Writing the LMDB index, in transactions of about 32 MiB each, so that
+ * LMDB never holds more dirty pages than that. Every database is filled
+ * in key order with MDB_APPEND, which packs pages full; the commits fall
+ * at points that depend only on the content, so the file is a pure
+ * function of it: the same dataset gives the same bytes.
  */
 #include <lmdb.h>
 #include <stdio.h>
@@ -46,34 +48,105 @@ void pk_dataset_id(const struct pk_layout *l, const struct dlfs_pack_opts *o,
 	XXH3_freeState(st);
 }
 
-struct dirent_item {
-	uint64_t parent;
-	const struct pk_entry *e;
-};
-
-static int dirent_cmp(const void *a, const void *b)
+/* The name of e: its path after the last '/'. */
+static const char *name_of(const struct pk_entry *e, size_t *len)
 {
-	const struct dirent_item *x = a, *y = b;
-	if (x->parent != y->parent)
-		return x->parent < y->parent ? -1 : 1;
-	/* Names are the part after the last '/'. */
-	const char *xn = strrchr(x->e->path, '/');
-	const char *yn = strrchr(y->e->path, '/');
-	xn = xn ? xn + 1 : x->e->path;
-	yn = yn ? yn + 1 : y->e->path;
-	size_t xl = (size_t)(x->e->path + x->e->path_len - xn);
-	size_t yl = (size_t)(y->e->path + y->e->path_len - yn);
+	const char *nm = strrchr(e->path, '/');
+	nm = nm ? nm + 1 : e->path;
+	*len = (size_t)(e->path + e->path_len - nm);
+	return nm;
+}
+
+/* Entries of one directory, given as ino - 1, by name (qsort_r). */
+static int name_cmp(const void *a, const void *b, void *arg)
+{
+	struct pk_entry *const *by_ino = arg;
+	size_t xl, yl;
+	const char *xn = name_of(by_ino[*(const uint32_t *)a], &xl);
+	const char *yn = name_of(by_ino[*(const uint32_t *)b], &yl);
 	int c = memcmp(xn, yn, xl < yl ? xl : yl);
 	if (c)
 		return c;
 	return xl < yl ? -1 : xl > yl;
 }
 
-static int put(MDB_txn *t, MDB_dbi dbi, void *k, size_t kl, void *v,
+/*
+ * The index is written in transactions of about TXN_BYTES: LMDB keeps a
+ * transaction's dirty pages in memory (up to 512 MiB before it spills
+ * them), which one transaction for a 10M-file index would fill.
+ */
+#define TXN_BYTES (32u << 20)
+
+struct writer {
+	MDB_env *env;
+	MDB_txn *t;
+	uint64_t bytes; /* put in this transaction */
+};
+
+static int put(struct writer *w, MDB_dbi dbi, void *k, size_t kl, void *v,
 	       size_t vl, unsigned flags)
 {
 	MDB_val key = {kl, k}, val = {vl, v};
-	return mdb_put(t, dbi, &key, &val, flags);
+	int rc = mdb_put(w->t, dbi, &key, &val, flags);
+	w->bytes += kl + vl + 16;
+	if (rc || w->bytes < TXN_BYTES)
+		return rc;
+	w->bytes = 0;
+	rc = mdb_txn_commit(w->t);
+	w->t = NULL;
+	return rc ? rc : mdb_txn_begin(w->env, NULL, 0, &w->t);
+}
+
+/*
+ * The directory entries in key order (parent inode, then name): entries
+ * bucketed by parent in one counting pass, then each directory's sorted
+ * by name. 4 bytes an entry, where sorting pairs took 16.
+ */
+static int write_dirents(struct writer *w, MDB_dbi dirents,
+			 const struct pk_layout *l, uint64_t n,
+			 const char *path, struct dlfs_err *err)
+{
+	uint64_t nd = l->n_dirs;
+	uint32_t *at = calloc(nd + 1, sizeof(*at));
+	uint32_t *ord = malloc((n ? n : 1) * sizeof(*ord));
+	int rc = 0;
+	if (!at || !ord) {
+		free(at);
+		free(ord);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	for (uint64_t i = 1; i < n; i++)
+		at[l->by_ino[i]->parent]++; /* parents are 1 .. nd */
+	for (uint64_t d = 1; d <= nd; d++)
+		at[d] += at[d - 1]; /* at[d]: the end of d's entries */
+	for (uint64_t i = n; i-- > 1;)
+		ord[--at[l->by_ino[i]->parent]] = (uint32_t)i;
+	/* at[d] is now where d's entries start; they end at at[d + 1]. */
+	for (uint64_t d = 1; d <= nd; d++) {
+		uint64_t end = d < nd ? at[d + 1] : n - 1;
+		qsort_r(ord + at[d], end - at[d], sizeof(*ord), name_cmp,
+			(void *)l->by_ino);
+		for (uint64_t j = at[d]; j < end && !rc; j++) {
+			const struct pk_entry *e = l->by_ino[ord[j]];
+			size_t nl;
+			const char *nm = name_of(e, &nl);
+			uint8_t kb[8 + DLFS_NAME_MAX], vb[8];
+			dlfs_put_be64(kb, d);
+			memcpy(kb + 8, nm, nl);
+			dlfs_put_le64(vb, e->ino | ((uint64_t)(e->mode >> 12)
+						    << DLFS_DIRENT_TYPE_SHIFT));
+			rc = put(w, dirents, kb, 8 + nl, vb, 8, MDB_APPEND);
+		}
+		if (rc)
+			break;
+	}
+	free(at);
+	free(ord);
+	if (rc)
+		return dlfs_err_set(err, dlfs_mdb_errno(rc),
+				    "%s: writing directory entries: %s", path,
+				    mdb_strerror(rc));
+	return 0;
 }
 
 int pk_index_write(const char *path, const struct pk_layout *l,
@@ -81,10 +154,8 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 		   const struct pk_chunks *ch, const struct pk_containers *ct,
 		   struct dlfs_err *err)
 {
-	MDB_env *env = NULL;
-	MDB_txn *t = NULL;
+	struct writer w = {0};
 	MDB_dbi meta, inodes, symlinks, dirents, chunks, conts;
-	struct dirent_item *di = NULL;
 	uint8_t *vbuf = NULL;
 	const char *what = "creating the index";
 	uint64_t n = l->n_dirs + l->n_symlinks + l->n_files;
@@ -99,30 +170,30 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 			l->n_containers * 256,
 		1 << 20);
 
-	rc = mdb_env_create(&env);
+	rc = mdb_env_create(&w.env);
 	if (!rc)
-		rc = mdb_env_set_maxdbs(env, 8);
+		rc = mdb_env_set_maxdbs(w.env, 8);
 	if (!rc)
-		rc = mdb_env_set_mapsize(env, mapsize);
+		rc = mdb_env_set_mapsize(w.env, mapsize);
 	if (!rc)
-		rc = mdb_env_open(env, path,
+		rc = mdb_env_open(w.env, path,
 				  MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC |
 					  MDB_NORDAHEAD,
 				  0644);
 	if (!rc)
-		rc = mdb_txn_begin(env, NULL, 0, &t);
+		rc = mdb_txn_begin(w.env, NULL, 0, &w.t);
 	if (!rc)
-		rc = mdb_dbi_open(t, DLFS_DB_META, MDB_CREATE, &meta);
+		rc = mdb_dbi_open(w.t, DLFS_DB_META, MDB_CREATE, &meta);
 	if (!rc)
-		rc = mdb_dbi_open(t, DLFS_DB_INODES, MDB_CREATE, &inodes);
+		rc = mdb_dbi_open(w.t, DLFS_DB_INODES, MDB_CREATE, &inodes);
 	if (!rc)
-		rc = mdb_dbi_open(t, DLFS_DB_SYMLINKS, MDB_CREATE, &symlinks);
+		rc = mdb_dbi_open(w.t, DLFS_DB_SYMLINKS, MDB_CREATE, &symlinks);
 	if (!rc)
-		rc = mdb_dbi_open(t, DLFS_DB_DIRENTS, MDB_CREATE, &dirents);
+		rc = mdb_dbi_open(w.t, DLFS_DB_DIRENTS, MDB_CREATE, &dirents);
 	if (!rc)
-		rc = mdb_dbi_open(t, DLFS_DB_CHUNKS, MDB_CREATE, &chunks);
+		rc = mdb_dbi_open(w.t, DLFS_DB_CHUNKS, MDB_CREATE, &chunks);
 	if (!rc)
-		rc = mdb_dbi_open(t, DLFS_DB_CONTAINERS, MDB_CREATE, &conts);
+		rc = mdb_dbi_open(w.t, DLFS_DB_CONTAINERS, MDB_CREATE, &conts);
 	if (rc)
 		goto lmdb_fail;
 
@@ -152,13 +223,13 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 		snprintf(order, sizeof(order), "shuffle:%llu",
 			 (unsigned long long)o->seed);
 	const char *creator = o->creator ? o->creator : "libdlfs";
-	rc = put(t, meta, DLFS_META_CREATOR, strlen(DLFS_META_CREATOR),
+	rc = put(&w, meta, DLFS_META_CREATOR, strlen(DLFS_META_CREATOR),
 		 (void *)creator, strlen(creator), 0);
 	if (!rc)
-		rc = put(t, meta, DLFS_META_ORDER, strlen(DLFS_META_ORDER),
+		rc = put(&w, meta, DLFS_META_ORDER, strlen(DLFS_META_ORDER),
 			 order, strlen(order), 0);
 	if (!rc)
-		rc = put(t, meta, DLFS_META_SUPER, strlen(DLFS_META_SUPER), sb,
+		rc = put(&w, meta, DLFS_META_SUPER, strlen(DLFS_META_SUPER), sb,
 			 sizeof(sb), 0);
 	if (rc)
 		goto lmdb_fail;
@@ -188,7 +259,7 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 		if (slot + 1 == DLFS_INODES_PER_BLOCK || i + 1 == n) {
 			uint8_t kb[8];
 			dlfs_put_be64(kb, i / DLFS_INODES_PER_BLOCK);
-			rc = put(t, inodes, kb, 8, vbuf,
+			rc = put(&w, inodes, kb, 8, vbuf,
 				 (slot + 1) * DLFS_INODE_REC_SIZE, MDB_APPEND);
 			if (rc)
 				goto lmdb_fail;
@@ -199,36 +270,19 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 		const struct pk_entry *e = l->by_ino[i];
 		uint8_t kb[8];
 		dlfs_put_be64(kb, e->ino);
-		rc = put(t, symlinks, kb, 8, e->target, e->size, MDB_APPEND);
+		rc = put(&w, symlinks, kb, 8, e->target, e->size, MDB_APPEND);
 		if (rc)
 			goto lmdb_fail;
 	}
 
 	what = "writing directory entries";
-	di = malloc((n ? n : 1) * sizeof(*di));
-	if (!di) {
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (n > UINT32_MAX) {
+		ret = dlfs_err_set(err, -EFBIG, "more than %u entries",
+				   UINT32_MAX);
 		goto out;
 	}
-	for (uint64_t i = 1; i < n; i++) {
-		di[i - 1].parent = l->by_ino[i]->parent;
-		di[i - 1].e = l->by_ino[i];
-	}
-	qsort(di, n ? n - 1 : 0, sizeof(*di), dirent_cmp);
-	for (uint64_t i = 0; i + 1 < n; i++) {
-		const struct pk_entry *e = di[i].e;
-		const char *nm = strrchr(e->path, '/');
-		nm = nm ? nm + 1 : e->path;
-		size_t nl = (size_t)(e->path + e->path_len - nm);
-		uint8_t kb[8 + DLFS_NAME_MAX], vb[8];
-		dlfs_put_be64(kb, di[i].parent);
-		memcpy(kb + 8, nm, nl);
-		dlfs_put_le64(vb, e->ino | ((uint64_t)(e->mode >> 12)
-					    << DLFS_DIRENT_TYPE_SHIFT));
-		rc = put(t, dirents, kb, 8 + nl, vb, 8, MDB_APPEND);
-		if (rc)
-			goto lmdb_fail;
-	}
+	if ((ret = write_dirents(&w, dirents, l, n, path, err)))
+		goto out;
 
 	what = "writing chunk checksums";
 	for (uint64_t c = 0; c < l->n_containers; c++) {
@@ -242,7 +296,7 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 			dlfs_put_be32(kb, (uint32_t)c);
 			dlfs_put_be32(kb + 4, (uint32_t)k);
 			dlfs_chunk_encode(&r, vb);
-			rc = put(t, chunks, kb, 8, vb, sizeof(vb), MDB_APPEND);
+			rc = put(&w, chunks, kb, 8, vb, sizeof(vb), MDB_APPEND);
 			if (rc)
 				goto lmdb_fail;
 		}
@@ -257,16 +311,16 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 		uint8_t kb[4], vb[DLFS_CONTAINER_REC_SIZE];
 		dlfs_put_be32(kb, (uint32_t)c);
 		dlfs_container_rec_encode(&cr, vb);
-		rc = put(t, conts, kb, 4, vb, sizeof(vb), MDB_APPEND);
+		rc = put(&w, conts, kb, 4, vb, sizeof(vb), MDB_APPEND);
 		if (rc)
 			goto lmdb_fail;
 	}
 
 	what = "committing the index";
-	rc = mdb_txn_commit(t);
-	t = NULL;
+	rc = mdb_txn_commit(w.t);
+	w.t = NULL;
 	if (!rc)
-		rc = mdb_env_sync(env, 1);
+		rc = mdb_env_sync(w.env, 1);
 	if (rc)
 		goto lmdb_fail;
 	goto out;
@@ -275,11 +329,10 @@ lmdb_fail:
 	ret = dlfs_err_set(err, dlfs_mdb_errno(rc), "%s: %s: %s", path, what,
 			   mdb_strerror(rc));
 out:
-	free(di);
 	free(vbuf);
-	if (t)
-		mdb_txn_abort(t);
-	if (env)
-		mdb_env_close(env);
+	if (w.t)
+		mdb_txn_abort(w.t);
+	if (w.env)
+		mdb_env_close(w.env);
 	return ret;
 }

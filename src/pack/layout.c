@@ -59,8 +59,8 @@ static int sort_group(struct sort_item *it, uint64_t n, enum dlfs_order ord,
 	return 0;
 }
 
-/* Find the parent's inode via the path map: the parent is in the tree. */
-static uint64_t parent_ino(struct pk_tree *t, const struct pk_entry *e)
+/* The entry index of e's parent, via the path map: it is in the tree. */
+static uint64_t parent_entry(const struct pk_tree *t, const struct pk_entry *e)
 {
 	const char *slash = NULL;
 	for (const char *p = e->path + e->path_len; p > e->path; p--)
@@ -74,7 +74,7 @@ static uint64_t parent_ino(struct pk_tree *t, const struct pk_entry *e)
 		uint32_t v = t->map[h & (t->map_cap - 1)];
 		const struct pk_entry *p = &t->e[v - 1];
 		if (p->path_len == n && !memcmp(p->path, e->path, n))
-			return p->ino;
+			return v - 1;
 	}
 }
 
@@ -82,6 +82,16 @@ int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
 	      struct pk_layout *l, struct dlfs_err *err)
 {
 	memset(l, 0, sizeof(*l));
+	/*
+	 * Parents first, while the path map is there: then the map goes (4
+	 * bytes a slot, two slots an entry) before the sort takes its room.
+	 * Until inodes are numbered, parent holds the parent's entry index.
+	 */
+	for (uint64_t i = 1; i < t->n; i++)
+		t->e[i].parent = (uint32_t)parent_entry(t, &t->e[i]);
+	free(t->map);
+	t->map = NULL;
+	t->map_cap = 0;
 	struct sort_item *it = malloc(t->n * sizeof(*it));
 	l->by_ino = malloc(t->n * sizeof(*l->by_ino));
 	if (!it || !l->by_ino) {
@@ -104,7 +114,7 @@ int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
 			   o->seed);
 		for (uint64_t i = 0; i < m; i++) {
 			l->by_ino[n + i] = it[i].e;
-			it[i].e->ino = n + i + 1;
+			it[i].e->ino = (uint32_t)(n + i + 1);
 		}
 		n += m;
 		if (pass == 0)
@@ -124,8 +134,7 @@ int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
 	l->max_mtime = t->root_set ? t->e[0].mtime_sec : INT64_MIN;
 	for (uint64_t i = 1; i < n; i++) {
 		struct pk_entry *e = l->by_ino[i];
-		e->parent = parent_ino(t, e);
-		l->by_ino[e->parent - 1]->n_children++;
+		e->parent = t->e[e->parent].ino;
 		if (!e->implicit && e->mtime_sec > l->max_mtime)
 			l->max_mtime = e->mtime_sec;
 	}
@@ -138,8 +147,11 @@ int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
 			l->by_ino[i]->mtime_sec = l->max_mtime;
 			l->by_ino[i]->mtime_nsec = 0;
 		}
+	/* A directory's size is its number of entries. */
 	for (uint64_t i = 0; i < l->n_dirs; i++)
-		l->by_ino[i]->size = l->by_ino[i]->n_children;
+		l->by_ino[i]->size = 0;
+	for (uint64_t i = 1; i < n; i++)
+		l->by_ino[l->by_ino[i]->parent - 1]->size++;
 
 	/*
 	 * Placement. A file that fits in a chunk never straddles a chunk

@@ -35,29 +35,34 @@ struct pk_source {
 	struct pk_ingest *ing;  /* ingest sources: where their files are */
 };
 
+/*
+ * An entry: 104 bytes, 64-bit fields first (a 10M-file pack holds one
+ * per file, so each field costs 10 MB). Entry counts, and so inode
+ * numbers, stay below 2^32 (pk_tree_put refuses more).
+ */
 struct pk_entry {
 	char *path;        /* relative, no leading '/'; "" is the root */
-	uint32_t path_len;
-	uint32_t mode;     /* st_mode */
-	int64_t mtime_sec;
-	uint32_t mtime_nsec;
-	uint32_t src;      /* index into the sources */
-	uint64_t seq;      /* discovery order, for --order input */
-	uint64_t size;     /* file bytes, symlink target length */
-	uint64_t spool_off; /* archive members: where their bytes are spooled */
 	char *target;      /* symlink target, size bytes */
-	uint64_t ino;
-	uint64_t parent;   /* parent's inode number */
-	uint64_t n_children;
-	uint32_t container;
+	int64_t mtime_sec;
+	uint64_t size;     /* file bytes, symlink target length; a
+			    * directory's entries, once laid out */
+	uint64_t spool_off; /* archive members: where their bytes are spooled */
 	uint64_t offset;   /* in the container file */
 	uint64_t xxh3;
-	uint8_t implicit;  /* a directory only implied by archive members */
+	uint32_t path_len;
+	uint32_t mode;     /* st_mode */
+	uint32_t mtime_nsec;
+	uint32_t src;      /* index into the sources */
+	uint32_t seq;      /* discovery order, for --order input */
+	uint32_t ino;
+	uint32_t parent;   /* parent's inode number */
+	uint32_t container;
 	/* A hard link: 1 + the index of the entry whose bytes it has (and
 	 * which read_file reads: its source, path, spool offset); 0 = its
 	 * own. Set by scan.c, which also copies that entry's size. */
 	uint32_t data_from;
 	uint32_t data;     /* ingest: 1 + index into pk_tree.data, or 0 */
+	uint8_t implicit;  /* a directory only implied by archive members */
 };
 
 /* A file that ingested entries are read from, at their spool_off. */
@@ -69,6 +74,11 @@ struct pk_data {
 struct pk_tree {
 	struct pk_entry *e; /* e[0] is the root */
 	uint64_t n, cap;
+	/* Where entries' paths live (pk_tree_strdup): slabs, not a malloc
+	 * each, which would cost 16 bytes of a 21-byte path. */
+	char **slabs;
+	uint64_t n_slabs, slabs_cap;
+	uint64_t slab_used; /* bytes of the last slab */
 	uint32_t *map;      /* open addressing over e, by path; 0 = empty */
 	uint64_t map_cap;
 	int spool_fd;       /* -1 without archive sources */
@@ -96,6 +106,10 @@ struct pk_layout {
 
 void pk_tree_init(struct pk_tree *t);
 void pk_tree_free(struct pk_tree *t);
+
+/* A NUL-terminated copy of p[0..n) that lives as long as t (an entry's
+ * path). @return it, or NULL when out of memory. */
+char *pk_tree_strdup(struct pk_tree *t, const char *p, size_t n);
 
 /*
  * Read the sources into t. Archive members' bytes are copied to a spool

@@ -25,12 +25,54 @@ void pk_tree_init(struct pk_tree *t)
 	t->spool_fd = -1;
 }
 
+#define SLAB (1u << 20)
+
+char *pk_tree_strdup(struct pk_tree *t, const char *p, size_t n)
+{
+	char *s;
+	if (t->n_slabs == t->slabs_cap) {
+		uint64_t cap = t->slabs_cap ? t->slabs_cap * 2 : 64;
+		char **a = realloc(t->slabs, cap * sizeof(*a));
+		if (!a)
+			return NULL;
+		t->slabs = a;
+		t->slabs_cap = cap;
+	}
+	if (n + 1 > SLAB / 4) {
+		/* A long path has a slab of its own, before the last one,
+		 * which stays the one being filled. */
+		if (!(s = malloc(n + 1)))
+			return NULL;
+		if (t->n_slabs) {
+			t->slabs[t->n_slabs] = t->slabs[t->n_slabs - 1];
+			t->slabs[t->n_slabs - 1] = s;
+		} else {
+			t->slabs[0] = s;
+			t->slab_used = SLAB; /* full: the next path opens one */
+		}
+		t->n_slabs++;
+	} else {
+		if (!t->n_slabs || SLAB - t->slab_used < n + 1) {
+			if (!(s = malloc(SLAB)))
+				return NULL;
+			t->slabs[t->n_slabs++] = s;
+			t->slab_used = 0;
+		}
+		s = t->slabs[t->n_slabs - 1] + t->slab_used;
+		t->slab_used += n + 1;
+	}
+	memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
+}
+
 void pk_tree_free(struct pk_tree *t)
 {
-	for (uint64_t i = 0; i < t->n; i++) {
-		free(t->e[i].path);
+	for (uint64_t i = 0; i < t->n; i++)
 		free(t->e[i].target);
-	}
+	for (uint64_t i = 0; i < t->n_slabs; i++)
+		free(t->slabs[i]);
+	free(t->slabs);
 	free(t->e);
 	free(t->map);
 	pk_tree_data_free(t);
@@ -109,13 +151,11 @@ static int add_entry(struct pk_tree *t, const char *p, size_t n,
 		return -ENOMEM;
 	struct pk_entry *e = &t->e[t->n];
 	memset(e, 0, sizeof(*e));
-	e->path = malloc(n + 1);
+	e->path = pk_tree_strdup(t, p, n);
 	if (!e->path)
 		return -ENOMEM;
-	memcpy(e->path, p, n);
-	e->path[n] = '\0';
 	e->path_len = (uint32_t)n;
-	e->seq = t->n;
+	e->seq = (uint32_t)t->n;
 	uint64_t h = path_hash(p, n);
 	while (t->map[h & (t->map_cap - 1)])
 		h++;

@@ -1,5 +1,6 @@
 /* Record codecs, key byte order, option parsers, path order. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,8 +215,47 @@ static void test_err_long(void)
 	free(path);
 }
 
+/* Entry paths in the tree's slabs: short ones packed, long ones (past a
+ * quarter slab) alone, all intact until the tree is freed. */
+static void test_tree_strdup(void)
+{
+	struct pk_tree t;
+	pk_tree_init(&t);
+	enum { N = 200000 };
+	char **got = calloc(N, sizeof(*got));
+	size_t long_len = 300000;
+	char *longp = malloc(long_len);
+	for (size_t i = 0; i < long_len; i++)
+		longp[i] = (char)('a' + i % 26);
+	for (int i = 0; i < N; i++) {
+		char b[64];
+		int n = snprintf(b, sizeof(b), "d%03d/f%08d.bin", i % 997, i);
+		if (i % 50000 == 7)
+			got[i] = pk_tree_strdup(&t, longp, long_len);
+		else
+			got[i] = pk_tree_strdup(&t, b, (size_t)n);
+		CHECK(got[i] != NULL);
+	}
+	int bad = 0;
+	for (int i = 0; i < N; i++) {
+		char b[64];
+		snprintf(b, sizeof(b), "d%03d/f%08d.bin", i % 997, i);
+		if (i % 50000 == 7)
+			bad += strlen(got[i]) != long_len ||
+			       memcmp(got[i], longp, long_len);
+		else
+			bad += strcmp(got[i], b) != 0;
+	}
+	CHECK_EQ(bad, 0);
+	CHECK(t.n_slabs > 4);
+	pk_tree_free(&t);
+	free(got);
+	free(longp);
+}
+
 int main(void)
 {
+	test_tree_strdup();
 	test_err_long();
 	test_super();
 	test_inode();
