@@ -70,6 +70,20 @@ def main():
                 fmt(d["files"] / d["secs"]),
                 fmt(s["files"] / s["secs"]) if s else "n/a",
                 ratio(d["files"] / d["secs"], s["files"] / s["secs"]) if s else "n/a"))
+    pb = by.get(("pack", "baseline", None))
+    if pd and pb:
+        w("")
+        w("The baseline's dlfs-pack (%s) packed the same shards first, in this run:" % meta.get("baseline", "?"))
+        w("")
+        w("| dlfs-pack | time | peak RSS | index | peak RSS / index |")
+        w("|---|---:|---:|---:|---:|")
+        for name, r in (("baseline", pb), ("this build", pd)):
+            w("| %s | %.1f s | %s MiB | %s MB | %s |" % (
+                name, r["secs"], fmt(r["rss_kb"] / 1024), fmt(r["index_bytes"] / MB, 1),
+                ratio(r["rss_kb"] * 1024, r["index_bytes"])))
+        w("| this vs baseline | %s | %s | %s | |" % (
+            ratio(pd["secs"], pb["secs"]), ratio(pd["rss_kb"], pb["rss_kb"]),
+            ratio(pd["index_bytes"], pb["index_bytes"])))
     w("")
     w("The daemon, mounted without and with `cache_dir`:")
     w("")
@@ -147,6 +161,7 @@ def main():
     if pd and ps:
         w("| pack ≥ 2× tar2sqfs | %s | %s |" % (
             ratio(ps["secs"], pd["secs"]), verdict(ps["secs"] >= 2 * pd["secs"])))
+    if pd:
         w("| pack peak RSS ≤ the index | %s MiB vs %s MiB | %s |" % (
             fmt(pd["rss_kb"] / 1024), fmt(pd["index_bytes"] / MIB),
             verdict(pd["rss_kb"] * 1024 <= pd["index_bytes"])))
