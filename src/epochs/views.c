@@ -146,11 +146,42 @@ static void chunkmap_free(struct chunkmap *m)
 	free(m);
 }
 
+struct cm_build {
+	struct dlfs_views *v;
+	struct chunkmap *m;
+	uint64_t f, g, b, prev0, prev1;
+};
+
+/* One file of the pass, in data order. */
+static int cm_add(void *arg, const struct dlfs_inode *in)
+{
+	struct cm_build *c = arg;
+	struct chunkmap *m = c->m;
+	uint64_t f = c->f++, k0, k1, n = m->n_chunks;
+	if (!in->size) {
+		m->empty[f / 8] |= (uint8_t)(1u << (f % 8));
+		return 0;
+	}
+	dlfs_file_chunks(c->v->cs, in, 0, in->size, &k0, &k1);
+	uint64_t base =
+		dlfs_ds_container(c->v->conf.ds, in->container)->first_chunk;
+	k0 += base;
+	k1 += base;
+	if (k0 < c->prev0 || k1 < c->prev1)
+		m->ordered = 0;
+	c->prev0 = k0;
+	c->prev1 = k1;
+	while (c->g <= k0 && c->g < n)
+		m->first[c->g++] = f;
+	while (c->b <= k1 && c->b < n)
+		m->last[c->b++] = f;
+	return 0;
+}
+
 static int chunkmap_build(struct dlfs_views *v, struct dlfs_txn *txn,
 			  struct chunkmap **out, struct dlfs_err *err)
 {
-	uint64_t n = dlfs_ds_n_chunks(v->conf.ds), g = 0, b = 0;
-	uint64_t prev0 = 0, prev1 = 0, k0, k1;
+	uint64_t n = dlfs_ds_n_chunks(v->conf.ds);
 	struct chunkmap *m = calloc(1, sizeof(*m));
 	if (m) {
 		m->first = malloc((n + 1) * sizeof(*m->first));
@@ -163,35 +194,18 @@ static int chunkmap_build(struct dlfs_views *v, struct dlfs_txn *txn,
 	}
 	m->n_chunks = n;
 	m->ordered = 1;
-	for (uint64_t f = 0; f < v->n_files; f++) {
-		struct dlfs_inode in;
-		int ret = dlfs_stat(txn, v->first_file + f, &in, err);
-		if (ret) {
-			chunkmap_free(m);
-			return ret;
-		}
-		if (!in.size) {
-			m->empty[f / 8] |= (uint8_t)(1u << (f % 8));
-			continue;
-		}
-		dlfs_file_chunks(v->cs, &in, 0, in.size, &k0, &k1);
-		uint64_t base = dlfs_ds_container(v->conf.ds, in.container)
-					->first_chunk;
-		k0 += base;
-		k1 += base;
-		if (k0 < prev0 || k1 < prev1)
-			m->ordered = 0;
-		prev0 = k0;
-		prev1 = k1;
-		while (g <= k0 && g < n)
-			m->first[g++] = f;
-		while (b <= k1 && b < n)
-			m->last[b++] = f;
+	/* One pass over the files' inodes, a block of them a lookup. */
+	struct cm_build c = {.v = v, .m = m};
+	int ret = dlfs_stat_range(txn, v->first_file, v->n_files, cm_add, &c,
+				  err);
+	if (ret) {
+		chunkmap_free(m);
+		return ret;
 	}
-	while (g <= n)
-		m->first[g++] = v->n_files;
-	while (b <= n)
-		m->last[b++] = v->n_files;
+	while (c.g <= n)
+		m->first[c.g++] = v->n_files;
+	while (c.b <= n)
+		m->last[c.b++] = v->n_files;
 	*out = m;
 	return 0;
 }

@@ -353,6 +353,49 @@ static int stat_in(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 	return 0;
 }
 
+/* Inodes first .. first + n - 1: one lookup a block of them. */
+static int stat_range_in(struct dlfs_txn *txn, uint64_t first, uint64_t n,
+			 dlfs_inode_cb cb, void *arg, struct dlfs_err *err)
+{
+	struct dlfs_index *ix = txn->ix;
+	if (first < 1 || n > ix->info.super.n_inodes ||
+	    first - 1 > ix->info.super.n_inodes - n)
+		return dlfs_err_set(err, -ENOENT, "%s: no inodes %llu .. %llu",
+				    ix->path, (unsigned long long)first,
+				    (unsigned long long)(first + n - 1));
+	MDB_val v = {0, NULL};
+	uint64_t block = UINT64_MAX;
+	for (uint64_t ino = first; ino < first + n; ino++) {
+		struct dlfs_inode in;
+		int ret;
+		if ((ino - 1) / DLFS_INODES_PER_BLOCK != block) {
+			block = (ino - 1) / DLFS_INODES_PER_BLOCK;
+			uint8_t kb[8];
+			dlfs_put_be64(kb, block);
+			MDB_val k = {8, kb};
+			int rc = mdb_get(txn->txn, ix->dbi_inodes, &k, &v);
+			if (rc)
+				return dlfs_err_set(
+					err,
+					rc == MDB_NOTFOUND ? -DLFS_ECORRUPT
+							   : dlfs_mdb_errno(rc),
+					"%s/index: inode %llu: %s", ix->path,
+					(unsigned long long)ino,
+					mdb_strerror(rc));
+		}
+		ret = dlfs_inode_rec_check(&ix->info.super, ix->cont, ix->path,
+					   ino, v.mv_data, v.mv_size, &in, err);
+		/* A symlink's target is a lookup of its own. */
+		if (!ret && S_ISLNK(in.mode))
+			ret = stat_in(txn, ino, &in, err);
+		if (!ret)
+			ret = cb(arg, &in);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int lookup_in(struct dlfs_txn *txn, uint64_t parent, const char *name,
 		     size_t len, uint64_t *ino, struct dlfs_err *err)
 {
@@ -675,6 +718,7 @@ struct call {
 	size_t n;
 	void *out, *arg;
 	dlfs_dir_cb cb;
+	dlfs_inode_cb icb;
 	struct dlfs_err *err;
 };
 
@@ -682,6 +726,12 @@ static int do_stat(void *v)
 {
 	struct call *c = v;
 	return stat_in(c->txn, c->a, c->out, c->err);
+}
+
+static int do_stat_range(void *v)
+{
+	struct call *c = v;
+	return stat_range_in(c->txn, c->a, c->b, c->icb, c->arg, c->err);
 }
 
 static int do_lookup(void *v)
@@ -719,6 +769,14 @@ int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 {
 	struct call c = {.txn = txn, .a = ino, .out = out, .err = err};
 	return dlfs_guard_run(txn->ix->path, err, do_stat, &c);
+}
+
+int dlfs_stat_range(struct dlfs_txn *txn, uint64_t first, uint64_t n,
+		    dlfs_inode_cb cb, void *arg, struct dlfs_err *err)
+{
+	struct call c = {.txn = txn, .a = first, .b = n, .icb = cb,
+			 .arg = arg, .err = err};
+	return dlfs_guard_run(txn->ix->path, err, do_stat_range, &c);
 }
 
 int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,

@@ -86,6 +86,56 @@ static void check_layout(struct dlfs_ds *ds)
 	dlfs_txn_end(t);
 }
 
+/* dlfs_stat_range: every range, across block edges and with the
+ * symlink, gives what dlfs_stat gives, in order; a stop ends it; a range
+ * past the last inode is refused. */
+struct range_seen {
+	struct dlfs_txn *t;
+	uint64_t next, stop_at;
+	int bad;
+};
+
+static int range_cb(void *arg, const struct dlfs_inode *in)
+{
+	struct range_seen *r = arg;
+	struct dlfs_inode want;
+	struct dlfs_err err = {0};
+	if (in->ino != r->next || dlfs_stat(r->t, r->next, &want, &err) ||
+	    want.mode != in->mode || want.size != in->size ||
+	    want.offset != in->offset || want.container != in->container ||
+	    want.xxh3 != in->xxh3 || want.mtime_sec != in->mtime_sec ||
+	    (S_ISLNK(in->mode) && memcmp(want.target, in->target, in->size)))
+		r->bad++;
+	r->next++;
+	return r->next == r->stop_at ? 7 : 0;
+}
+
+static void check_stat_range(struct dlfs_ds *ds)
+{
+	const struct dlfs_info *info = dlfs_ds_info(ds);
+	uint64_t n = info->super.n_inodes;
+	struct dlfs_txn *t;
+	struct dlfs_err err = {0};
+	CHECK(dlfs_txn_begin(ds, &t, &err) == 0);
+	const uint64_t starts[] = {1, 2, 15, 16, 17, 33, n - 17, n};
+	for (size_t i = 0; i < sizeof(starts) / sizeof(starts[0]); i++)
+		for (uint64_t len = 0; len <= n - starts[i] + 1;
+		     len += 1 + len * 2) {
+			struct range_seen r = {t, starts[i], 0, 0};
+			CHECK_EQ(dlfs_stat_range(t, starts[i], len, range_cb,
+						 &r, &err),
+				 0);
+			CHECK_EQ(r.bad, 0);
+			CHECK_EQ(r.next, starts[i] + len);
+		}
+	struct range_seen r = {t, 1, 40, 0};
+	CHECK_EQ(dlfs_stat_range(t, 1, n, range_cb, &r, &err), 7);
+	CHECK_EQ(r.next, 40);
+	CHECK_EQ(dlfs_stat_range(t, 2, n, range_cb, &r, &err), -ENOENT);
+	CHECK_EQ(dlfs_stat_range(t, 0, 1, range_cb, &r, &err), -ENOENT);
+	dlfs_txn_end(t);
+}
+
 static void check_content(struct dlfs_ds *ds, const char *src)
 {
 	struct dlfs_txn *t;
@@ -380,6 +430,7 @@ int main(void)
 	CHECK_EQ(info->super.n_dirs, 5); /* root a b many emptydir */
 	CHECK(info->super.n_containers > 1);
 	check_layout(ds);
+	check_stat_range(ds);
 	check_content(ds, src);
 	check_readdir(ds);
 	check_readdir_interleaved(ds);
