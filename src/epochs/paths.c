@@ -43,6 +43,8 @@ struct dlfs_paths {
 	uint32_t *radix;      /* [ord >> RADIX_BITS]: parent_of(that) - 1 */
 	uint32_t *ford;       /* [ino - first_file]: the file's name */
 	uint8_t *search;      /* [d - 1]: SEARCH_* classes, see search_of */
+	char *dpath;          /* every directory's path, back to back, or NULL */
+	uint64_t *doff;       /* [d - 1] .. [d]: where d's path lies in dpath */
 	unsigned all;         /* classes that may search every file's parent */
 	int64_t all_len;
 };
@@ -302,6 +304,46 @@ static int64_t sum_all(const struct dlfs_paths *p, const struct walk *w)
 	return total;
 }
 
+/*
+ * Every directory's path, rendered once, so that a file's path is its
+ * directory's and its own name: one name decoded a file, not one a level.
+ * Kept only while they are few (DPATH_MAX bytes in all); without them a
+ * path is walked up name by name. A directory the walk missed has none.
+ */
+#define DPATH_MAX (UINT64_C(64) << 20)
+
+static void dir_paths(struct dlfs_paths *p)
+{
+	uint64_t total = 0;
+	for (uint64_t d = 2; d <= p->n_dirs; d++) {
+		int64_t n = dlfs_paths_len(p, d);
+		total += n > 0 ? (uint64_t)n : 0;
+		if (total > DPATH_MAX)
+			return;
+	}
+	p->dpath = malloc(total ? total + 1 : 1);
+	p->doff = malloc((p->n_dirs + 1) * sizeof(*p->doff));
+	if (!p->dpath || !p->doff) {
+		free(p->dpath);
+		free(p->doff);
+		p->dpath = NULL;
+		p->doff = NULL;
+		return;
+	}
+	uint64_t at = 0;
+	p->doff[0] = 0; /* the root: "" */
+	for (uint64_t d = 2; d <= p->n_dirs; d++) {
+		p->doff[d - 1] = at;
+		/* One byte more than the path: dlfs_paths_get ends it with a
+		 * NUL, which the next path overwrites. */
+		int n = dlfs_paths_get(p, d, p->dpath + at, total + 1 - at);
+		at += n > 0 ? (uint64_t)n : 0;
+	}
+	p->doff[p->n_dirs] = at;
+	if (!p->n_dirs)
+		p->doff[0] = 0;
+}
+
 static int build(struct dlfs_txn *txn, struct dlfs_paths *p, struct walk *w,
 		 struct dlfs_err *err)
 {
@@ -345,6 +387,7 @@ static int build(struct dlfs_txn *txn, struct dlfs_paths *p, struct walk *w,
 		if (p->ford[f] != NONE)
 			p->all &= p->search[parent_of(p, p->ford[f]) - 1];
 	p->all_len = sum_all(p, w);
+	dir_paths(p);
 	return 0;
 }
 
@@ -398,6 +441,8 @@ void dlfs_paths_free(struct dlfs_paths *p)
 	free(p->dir_parent);
 	free(p->dstart);
 	free(p->radix);
+	free(p->dpath);
+	free(p->doff);
 	free(p->ford);
 	free(p->search);
 	free(p);
@@ -419,11 +464,31 @@ int dlfs_paths_name(const struct dlfs_paths *p, uint64_t ino, char *buf)
 int dlfs_paths_get(const struct dlfs_paths *p, uint64_t ino, char *buf,
 		   size_t len)
 {
-	/* Fill from the end, then move the path to the front. */
 	uint8_t name[NAME_BUF];
-	size_t at = len;
 	if (!len)
 		return -ENAMETOOLONG;
+	if (p->dpath && ino >= p->first_file && ino <= p->n_inodes) {
+		/* A file: its directory's path, then its name. */
+		uint32_t ord = p->ford[ino - p->first_file];
+		if (ord == NONE)
+			return -ENOENT;
+		uint64_t d = parent_of(p, ord);
+		size_t dl = (size_t)(p->doff[d] - p->doff[d - 1]);
+		size_t n = names_get(&p->names, ord, name);
+		size_t need = dl + (d != 1) + n;
+		if (d != 1 && !dl)
+			return -ENOENT; /* the walk missed the directory */
+		if (need + 1 > len)
+			return -ENAMETOOLONG;
+		memcpy(buf, p->dpath + p->doff[d - 1], dl);
+		if (d != 1)
+			buf[dl++] = '/';
+		memcpy(buf + dl, name, n);
+		buf[need] = '\0';
+		return (int)need;
+	}
+	/* Fill from the end, then move the path to the front. */
+	size_t at = len;
 	buf[--at] = '\0';
 	for (int depth = 0; ino != 1; depth++) {
 		uint32_t ord;
@@ -528,5 +593,8 @@ size_t dlfs_paths_bytes(const struct dlfs_paths *p)
 	       p->names.cap_slabs * sizeof(uint8_t *) +
 	       p->names.cap_blocks * sizeof(uint64_t) + nd * 13 +
 	       ((p->names.n >> RADIX_BITS) + 2) * sizeof(uint32_t) +
+	       (p->dpath ? p->doff[p->n_dirs] + 1 +
+				   (p->n_dirs + 1) * sizeof(uint64_t)
+			 : 0) +
 	       (p->n_files ? p->n_files : 1) * sizeof(uint32_t);
 }

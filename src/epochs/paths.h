@@ -10,7 +10,8 @@
  * differs from the one before it, in the middle between their common
  * prefix and common suffix. A file costs 4 bytes of table plus its coded
  * name (a few bytes for names like f00001234.jpg), a directory 12 bytes
- * plus its name and its whole path.
+ * plus its name and its whole path (kept while all of them take at most
+ * 64 MiB: then a file's path is its directory's and its name).
  * Thread-safety: immutable once built; share it freely.
  */
 #ifndef DLFS_PATHS_H
