@@ -18,20 +18,6 @@ struct dlfs_epoch {
 	uint64_t *win_start;   /* n_windows + 1: first position of each */
 };
 
-/* The last i < n with a[i] <= x (a ascending, a[0] <= x). */
-static uint64_t last_le(const uint64_t *a, uint64_t n, uint64_t x)
-{
-	uint64_t lo = 0, hi = n;
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (a[mid] <= x)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
 static uint64_t share_bound(uint64_t n, uint32_t r, uint32_t w)
 {
 	/* r * n / w without overflow for n < 2^64 / 2^32. */
@@ -170,7 +156,7 @@ uint64_t dlfs_epoch_at(const struct dlfs_epoch *o, uint64_t pos)
 		}
 	case DLFS_SHUFFLE_CHUNKED: {
 		/* The window holding pos: the last start <= pos. */
-		uint64_t lo = last_le(o->win_start, o->n_windows, pos);
+		uint64_t lo = dlfs_last_le(o->win_start, o->n_windows, pos);
 		struct dlfs_perm wp;
 		window_perm(o, lo, &wp);
 		uint64_t m = dlfs_perm_at(&wp, pos - o->win_start[lo]);
@@ -217,7 +203,7 @@ uint64_t dlfs_epoch_position(const struct dlfs_epoch *o, uint64_t f)
 	case DLFS_SHUFFLE_CHUNKED: {
 		/* The chunk of f: the last g with chunk_first[g] <= f (chunks
 		 * of a big file's tail hold no file of their own). */
-		uint64_t lo = last_le(o->chunk_first, o->n_chunks, f);
+		uint64_t lo = dlfs_last_le(o->chunk_first, o->n_chunks, f);
 		uint64_t i = dlfs_perm_index(&o->perm, lo);
 		uint64_t j = i / o->window, m = f - o->chunk_first[lo];
 		for (uint64_t q = j * o->window; q < i; q++)

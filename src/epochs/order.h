@@ -63,6 +63,21 @@ void dlfs_epoch_at_many(const struct dlfs_epoch *o, uint64_t pos, size_t n,
 /* The global position of file f (< n_files). */
 uint64_t dlfs_epoch_position(const struct dlfs_epoch *o, uint64_t f);
 
+/* The last i < n with a[i] <= x, for a ascending with a[0] <= x (0 when
+ * n is 0). */
+static inline uint64_t dlfs_last_le(const uint64_t *a, uint64_t n, uint64_t x)
+{
+	uint64_t lo = 0, hi = n;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		if (a[mid] <= x)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* "global", "chunked", "local"; parse returns 0 or -EINVAL. */
 const char *dlfs_shuffle_name(enum dlfs_shuffle m);
 int dlfs_shuffle_parse(const char *s, enum dlfs_shuffle *m);

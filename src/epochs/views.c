@@ -215,15 +215,7 @@ static uint64_t last_at_most(const uint64_t *a, uint64_t n, uint64_t x)
 {
 	if (!n || a[0] > x)
 		return n;
-	uint64_t lo = 0, hi = n;
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		if (a[mid] <= x)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
+	return dlfs_last_le(a, n, x);
 }
 
 /* Global chunks [*g0, *g1) of file f from the map: 0 when they are
@@ -774,15 +766,8 @@ int dlfs_views_files_read(struct dlfs_views *v, struct dlfs_txn *txn,
 		struct piece *p;
 		while (!ret && l->known < l->pieces && l->off[l->known] <= off)
 			ret = piece_of(v, txn, l, l->known, &p, err);
-		uint64_t lo = 0, hi = l->known;
-		while (hi - lo > 1) {
-			uint64_t mid = lo + (hi - lo) / 2;
-			if (l->off[mid] <= off)
-				lo = mid;
-			else
-				hi = mid;
-		}
-		for (uint64_t k = lo; !ret && k < l->pieces && *got < size;
+		uint64_t k0 = dlfs_last_le(l->off, l->known, off);
+		for (uint64_t k = k0; !ret && k < l->pieces && *got < size;
 		     k++) {
 			if ((ret = piece_of(v, txn, l, k, &p, err)))
 				break;
