@@ -11,7 +11,11 @@
 #include "paths.h"
 
 #define ORDERS 4 /* epochs whose orders are kept */
-#define LISTS 2  /* epochs whose list sizes and piece offsets are kept */
+/* Epochs whose list sizes and piece offsets are kept (a few KiB each):
+ * a list whose slot was taken starts again from its first piece, so
+ * readers of more epochs at once than this would render pieces again
+ * and again. */
+#define LISTS 16
 #define PIECE 8192 /* paths a piece of a list renders at once */
 #define PIECES 4   /* rendered pieces kept */
 /* More than any path of an index can need (dlfs_paths_get: 4,097 levels
