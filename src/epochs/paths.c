@@ -307,18 +307,17 @@ static int64_t sum_all(const struct dlfs_paths *p, const struct walk *w)
 /*
  * Every directory's path, rendered once, so that a file's path is its
  * directory's and its own name: one name decoded a file, not one a level.
- * Kept only while they are few (DPATH_MAX bytes in all); without them a
+ * Kept only while they are few (dpath_max bytes in all, 64 MiB from
+ * dlfs_paths_build); without them a
  * path is walked up name by name. A directory the walk missed has none.
  */
-#define DPATH_MAX (UINT64_C(64) << 20)
-
-static void dir_paths(struct dlfs_paths *p)
+static void dir_paths(struct dlfs_paths *p, uint64_t dpath_max)
 {
 	uint64_t total = 0;
 	for (uint64_t d = 2; d <= p->n_dirs; d++) {
 		int64_t n = dlfs_paths_len(p, d);
 		total += n > 0 ? (uint64_t)n : 0;
-		if (total > DPATH_MAX)
+		if (total > dpath_max)
 			return;
 	}
 	p->dpath = malloc(total ? total + 1 : 1);
@@ -345,7 +344,7 @@ static void dir_paths(struct dlfs_paths *p)
 }
 
 static int build(struct dlfs_txn *txn, struct dlfs_paths *p, struct walk *w,
-		 struct dlfs_err *err)
+		 uint64_t dpath_max, struct dlfs_err *err)
 {
 	for (uint64_t d = 1; d <= p->n_dirs; d++) {
 		p->dstart[d - 1] = (uint32_t)p->names.n;
@@ -387,12 +386,19 @@ static int build(struct dlfs_txn *txn, struct dlfs_paths *p, struct walk *w,
 		if (p->ford[f] != NONE)
 			p->all &= p->search[parent_of(p, p->ford[f]) - 1];
 	p->all_len = sum_all(p, w);
-	dir_paths(p);
+	dir_paths(p, dpath_max);
 	return 0;
 }
 
 int dlfs_paths_build(struct dlfs_txn *txn, const struct dlfs_info *info,
 		     struct dlfs_paths **out, struct dlfs_err *err)
+{
+	return dlfs_paths_build_max(txn, info, UINT64_C(64) << 20, out, err);
+}
+
+int dlfs_paths_build_max(struct dlfs_txn *txn, const struct dlfs_info *info,
+			 uint64_t dpath_max, struct dlfs_paths **out,
+			 struct dlfs_err *err)
 {
 	const struct dlfs_super_rec *s = &info->super;
 	*out = NULL;
@@ -420,7 +426,7 @@ int dlfs_paths_build(struct dlfs_txn *txn, const struct dlfs_info *info,
 	} else {
 		memset(p->dir_ord, 0xff, nd * sizeof(*p->dir_ord));
 		memset(p->ford, 0xff, nf * sizeof(*p->ford));
-		ret = build(txn, p, &w, err);
+		ret = build(txn, p, &w, dpath_max, err);
 	}
 	free(w.files);
 	free(w.name_sum);

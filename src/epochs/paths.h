@@ -11,7 +11,8 @@
  * prefix and common suffix. A file costs 4 bytes of table plus its coded
  * name (a few bytes for names like f00001234.jpg), a directory 12 bytes
  * plus its name and its whole path (kept while all of them take at most
- * 64 MiB: then a file's path is its directory's and its name).
+ * 64 MiB: then a file's path is its directory's and its name; else it is
+ * walked up name by name).
  * Thread-safety: immutable once built; share it freely.
  */
 #ifndef DLFS_PATHS_H
@@ -30,6 +31,11 @@ struct dlfs_paths;
  * (more than 2^32 - 2 entries), or an index error (err says which). */
 int dlfs_paths_build(struct dlfs_txn *txn, const struct dlfs_info *info,
 		     struct dlfs_paths **out, struct dlfs_err *err);
+/* The same, keeping directories' paths only while they take at most
+ * dpath_max bytes in all (dlfs_paths_build: 64 MiB); 0 keeps none. */
+int dlfs_paths_build_max(struct dlfs_txn *txn, const struct dlfs_info *info,
+			 uint64_t dpath_max, struct dlfs_paths **out,
+			 struct dlfs_err *err);
 void dlfs_paths_free(struct dlfs_paths *p);
 
 /*

@@ -56,12 +56,15 @@ static void make_tree(const char *d)
 	free(e2);
 }
 
-static void test_table(void)
+/* dpath_max: 64 MiB keeps every directory's path (a file's path is its
+ * directory's and its name), 0 none (every path walked up name by name),
+ * 500 bytes some (then none: all or nothing). */
+static void test_table(uint64_t dpath_max)
 {
 	struct dlfs_paths *p = NULL;
 	struct dlfs_err err = {0};
 	const struct dlfs_info *info = dlfs_ds_info(ds);
-	CHECK_EQ(dlfs_paths_build(txn, info, &p, &err), 0);
+	CHECK_EQ(dlfs_paths_build_max(txn, info, dpath_max, &p, &err), 0);
 	if (!p)
 		return;
 	int64_t all = 0;
@@ -71,8 +74,13 @@ static void test_table(void)
 		int is_dir = ino <= info->super.n_dirs;
 		if (!is_file && !is_dir)
 			continue;
-		CHECK_EQ(dlfs_path_of(txn, ino, want, sizeof(want), &err), 0);
-		path_of[ino] = strdup(want);
+		if (!path_of[ino]) {
+			CHECK_EQ(dlfs_path_of(txn, ino, want, sizeof(want),
+					      &err),
+				 0);
+			path_of[ino] = strdup(want);
+		}
+		snprintf(want, sizeof(want), "%s", path_of[ino]);
 		int n = dlfs_paths_get(p, ino, got, sizeof(got));
 		CHECK_EQ(n, (int)strlen(want));
 		CHECK(n >= 0 && !strcmp(got, want));
@@ -185,7 +193,9 @@ int main(void)
 	uint64_t n_inodes = dlfs_ds_info(ds)->super.n_inodes;
 	CHECK_EQ(dlfs_ds_info(ds)->super.n_files, N_FILES);
 	path_of = calloc(n_inodes + 1, sizeof(*path_of));
-	test_table();
+	test_table(UINT64_C(64) << 20);
+	test_table(0);
+	test_table(500);
 	test_list(0, 1, 1, 131072);
 	test_list(0, 1, 4, 4093);
 	test_list(1, 2, 2, 65536); /* 10,000 paths: more than a piece */
