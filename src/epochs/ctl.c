@@ -2,9 +2,9 @@
 #include "ctl.h"
 
 #include <stdio.h>
-#include <syslog.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 
 #include "dlfs/format.h"
 #include "util.h"
