@@ -94,23 +94,6 @@ static uint64_t get_u64(struct rd *r)
 	return v;
 }
 
-/* The next string, copied into t's paths, or NULL (r->bad, or no
- * memory). */
-static char *get_path(struct rd *r, struct pk_tree *t, uint32_t *len)
-{
-	uint32_t n = get_u32(r);
-	if (r->bad || (size_t)(r->end - r->p) < n) {
-		r->bad = 1;
-		return NULL;
-	}
-	char *s = pk_tree_strdup(t, r->p, n);
-	r->p += n;
-	*len = n;
-	if (!s)
-		r->bad = 1;
-	return s;
-}
-
 /* A malloc'd copy of the next string, or NULL (r->bad, or no memory). */
 static char *get_s(struct rd *r, uint32_t *len)
 {
@@ -263,8 +246,9 @@ static uint64_t end_chunk(const struct pk_layout *l, uint32_t c)
 	return c < l->n_containers ? l->first_chunk[c] : l->n_chunks;
 }
 
-static void encode(const struct pk_tree *t, const struct pk_layout *l,
-		   uint32_t c0, uint32_t c1, struct pk_str *b)
+static int encode(const struct pk_tree *t, const struct pk_layout *l,
+		  uint32_t c0, uint32_t c1, struct pk_str *b,
+		  struct dlfs_err *err)
 {
 	put_u32(b, c0);
 	put_u32(b, c1);
@@ -289,38 +273,71 @@ static void encode(const struct pk_tree *t, const struct pk_layout *l,
 	uint64_t f1 = c0 < c1 ? end_file(l, c1) : 0;
 	put_u64(b, f0);
 	put_u64(b, f1);
-	for (uint64_t i = f0; i < f1; i++) {
-		const struct pk_entry *e = l->by_ino[i];
+	enum { AB = 1024 };
+	struct pk_attr ab[AB], da;
+	char *pb = NULL;
+	size_t pcap = 0, plen;
+	int ret = 0;
+	for (uint64_t i = f0; i < f1 && !ret; i++) {
+		const struct pk_entry *e = pk_at(t, l, i);
+		uint64_t k = (uint64_t)(e - t->e);
+		if (!((i - f0) % AB) &&
+		    (ret = pk_attr_read(t, k, f1 - i < AB ? f1 - i : AB, ab,
+					err)))
+			break;
+		const struct pk_attr *a = &ab[(i - f0) % AB];
+		if (pk_entry_path(t, e, &pb, &pcap, &plen)) {
+			ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+			break;
+		}
 		put_u32(b, e->src);
-		put_u32(b, e->data);
+		put_u32(b, a->data);
 		put_u32(b, e->mode);
-		put_u32(b, e->mtime_nsec);
-		put_u64(b, (uint64_t)e->mtime_sec);
+		put_u32(b, a->mtime_nsec);
+		put_u64(b, (uint64_t)a->mtime_sec);
 		put_u64(b, e->size);
-		put_u64(b, e->spool_off);
-		put_u32(b, e->container);
-		put_u64(b, e->offset);
-		put_s(b, e->path, e->path_len);
+		put_u64(b, a->spool_off);
+		put_u64(b, l->loc[k]);
+		put_s(b, pb, plen);
 		/* A hard link's bytes are where its group's first entry has
 		 * them, and data_from indexes rank 0's tree: send that
 		 * entry's source, spool and path. */
-		const struct pk_entry *d =
-			e->data_from ? &t->e[e->data_from - 1] : NULL;
-		put_u32(b, d != NULL);
-		if (d) {
+		put_u32(b, a->data_from != 0);
+		if (a->data_from) {
+			const struct pk_entry *d = &t->e[a->data_from - 1];
+			if ((ret = pk_attr_read(t, a->data_from - 1, 1, &da,
+						err)))
+				break;
+			if (pk_entry_path(t, d, &pb, &pcap, &plen)) {
+				ret = dlfs_err_set(err, -ENOMEM,
+						   "out of memory");
+				break;
+			}
 			put_u32(b, d->src);
-			put_u32(b, d->data);
-			put_u64(b, d->spool_off);
-			put_s(b, d->path, d->path_len);
+			put_u32(b, da.data);
+			put_u64(b, da.spool_off);
+			put_s(b, pb, plen);
 		}
 	}
+	free(pb);
+	return ret;
 }
+
+/* A hard link's source, met in the message: appended after the files. */
+struct link_src {
+	uint32_t src, data, mode;
+	uint64_t size, spool_off;
+	char *path;
+	uint32_t len;
+};
 
 static int decode(struct pk_tree *t, struct pk_layout *l, struct pk_str *b,
 		  struct dlfs_err *err)
 {
 	struct rd r = {b->s, b->s + b->n, 0};
 	int ret = 0;
+	struct link_src *ls = NULL;
+	uint64_t n_links = 0;
 	get_u32(&r);
 	get_u32(&r);
 	l->n_dirs = get_u64(&r);
@@ -337,9 +354,8 @@ static int decode(struct pk_tree *t, struct pk_layout *l, struct pk_str *b,
 	l->first_chunk = calloc(nc + 1, sizeof(uint64_t));
 	l->first_file = calloc(nc + 1, sizeof(uint64_t));
 	l->n_cfiles = calloc(nc + 1, sizeof(uint64_t));
-	l->by_ino = calloc(ni + 1, sizeof(*l->by_ino));
 	if (!l->data_size || !l->first_chunk || !l->first_file ||
-	    !l->n_cfiles || !l->by_ino)
+	    !l->n_cfiles)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	for (uint64_t k = 0; k < nc; k++) {
 		l->data_size[k] = get_u64(&r);
@@ -372,47 +388,85 @@ static int decode(struct pk_tree *t, struct pk_layout *l, struct pk_str *b,
 	uint64_t f0 = get_u64(&r), f1 = get_u64(&r);
 	if (r.bad || f0 > f1 || f1 > ni)
 		goto bad;
-	/* Room for a data entry after each file: a hard link's source. */
+	/* e[i - f0] has ino i + 1; hard links' sources follow the files. */
 	uint64_t n_files = f1 - f0;
-	t->e = calloc(2 * n_files + 1, sizeof(*t->e));
-	if (!t->e)
+	l->base = f0;
+	l->loc = calloc(n_files + 1, sizeof(uint64_t));
+	l->xxh3 = calloc(n_files + 1, sizeof(uint64_t));
+	if (!l->loc || !l->xxh3)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	t->cap = 2 * n_files + 1;
-	uint64_t n_links = 0;
-	for (uint64_t i = f0; i < f1 && !r.bad; i++) {
-		struct pk_entry *e = &t->e[t->n++];
-		e->src = get_u32(&r);
-		e->data = get_u32(&r);
-		e->mode = get_u32(&r);
-		e->mtime_nsec = get_u32(&r);
-		e->mtime_sec = (int64_t)get_u64(&r);
-		e->size = get_u64(&r);
-		e->spool_off = get_u64(&r);
-		e->container = get_u32(&r);
-		e->offset = get_u64(&r);
-		e->path = get_path(&r, t, &e->path_len);
+	for (uint64_t i = f0; i < f1 && !r.bad && !ret; i++) {
+		struct pk_entry *e;
+		struct pk_attr *a;
+		uint32_t src = get_u32(&r), data = get_u32(&r);
+		uint32_t mode = get_u32(&r), nsec = get_u32(&r);
+		int64_t sec = (int64_t)get_u64(&r);
+		uint64_t size = get_u64(&r), spool_off = get_u64(&r);
+		l->loc[i - f0] = get_u64(&r);
+		uint32_t n = get_u32(&r);
+		if (r.bad || (size_t)(r.end - r.p) < n) {
+			r.bad = 1;
+			break;
+		}
+		if ((ret = pk_tree_append(t, r.p, n, PK_WHOLE, &e, &a, err)))
+			break;
+		r.p += n;
+		e->src = src;
+		e->mode = mode;
+		e->size = size;
 		e->ino = (uint32_t)(i + 1);
-		l->by_ino[i] = e;
-		if (e->data > t->n_data)
+		a->data = data;
+		a->mtime_nsec = nsec;
+		a->mtime_sec = sec;
+		a->spool_off = spool_off;
+		if (data > t->n_data)
 			r.bad = 1;
 		if (get_u32(&r)) {
-			uint64_t j = n_files + n_links++;
-			struct pk_entry *d = &t->e[j];
-			d->src = get_u32(&r);
-			d->data = get_u32(&r);
-			d->spool_off = get_u64(&r);
-			d->path = get_path(&r, t, &d->path_len);
-			d->mode = e->mode;
-			d->size = e->size;
-			e->data_from = (uint32_t)(j + 1);
-			if (d->data > t->n_data)
+			struct link_src *nl =
+				realloc(ls, (n_links + 1) * sizeof(*ls));
+			if (!nl) {
+				ret = dlfs_err_set(err, -ENOMEM,
+						   "out of memory");
+				break;
+			}
+			ls = nl;
+			struct link_src *x = &ls[n_links++];
+			x->src = get_u32(&r);
+			x->data = get_u32(&r);
+			x->spool_off = get_u64(&r);
+			x->path = get_s(&r, &x->len);
+			x->mode = mode;
+			x->size = size;
+			a->data_from = (uint32_t)(n_files + n_links);
+			if (x->data > t->n_data)
 				r.bad = 1;
 		}
 	}
-	t->n += n_links; /* freed with the tree */
+	for (uint64_t k = 0; k < n_links && !ret && !r.bad; k++) {
+		struct pk_entry *e;
+		struct pk_attr *a;
+		if (!ls[k].path) {
+			r.bad = 1;
+			break;
+		}
+		ret = pk_tree_append(t, ls[k].path, ls[k].len, PK_WHOLE, &e, &a,
+				     err);
+		if (ret)
+			break;
+		e->src = ls[k].src;
+		e->mode = ls[k].mode;
+		e->size = ls[k].size;
+		a->data = ls[k].data;
+		a->spool_off = ls[k].spool_off;
+	}
+	for (uint64_t k = 0; k < n_links; k++)
+		free(ls[k].path);
+	free(ls);
+	if (ret)
+		return ret;
 	if (r.bad || r.p != r.end)
 		goto bad;
-	return 0;
+	return pk_attr_flush(t, err);
 bad:
 	return dlfs_err_set(err, -EPROTO, "a bad layout message from rank 0");
 }
@@ -433,7 +487,7 @@ int pk_dist_layout(const struct dlfs_pack_comm *c, struct pk_tree *t,
 	for (int r = 1; r < c->size; r++) {
 		struct pk_str b = {0};
 		if (!ret)
-			encode(t, l, share[r], share[r + 1], &b);
+			ret = encode(t, l, share[r], share[r + 1], &b, err);
 		if (!ret && b.oom)
 			ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		/* A failed rank 0 still tells every rank, so none waits. */
@@ -461,7 +515,7 @@ int pk_dist_sums(const struct dlfs_pack_comm *c, struct pk_layout *l,
 		struct pk_str b = {0};
 		if (c->rank == r) {
 			for (uint64_t i = f0; i < f1; i++)
-				put_u64(&b, l->by_ino[i]->xxh3);
+				put_u64(&b, l->xxh3[i - l->base]);
 			for (uint64_t g = g0; g < g1; g++) {
 				put_u64(&b, ch->xxh3[g]);
 				put_u32(&b, ch->length[g]);
@@ -478,7 +532,7 @@ int pk_dist_sums(const struct dlfs_pack_comm *c, struct pk_layout *l,
 		if (!rc && !ret) {
 			struct rd rd = {b.s, b.s + b.n, 0};
 			for (uint64_t i = f0; i < f1; i++)
-				l->by_ino[i]->xxh3 = get_u64(&rd);
+				l->xxh3[i - l->base] = get_u64(&rd);
 			for (uint64_t g = g0; g < g1; g++) {
 				ch->xxh3[g] = get_u64(&rd);
 				ch->length[g] = get_u32(&rd);

@@ -17,11 +17,21 @@
 #include "pack_priv.h"
 #include "util.h"
 
-void pk_dataset_id(const struct pk_layout *l, const struct dlfs_pack_opts *o,
-		   uint8_t id[DLFS_ID_SIZE])
+int pk_dataset_id(const struct pk_tree *t, const struct pk_layout *l,
+		  const struct dlfs_pack_opts *o, uint8_t id[DLFS_ID_SIZE],
+		  struct dlfs_err *err)
 {
+	enum { AB = 1024 };
 	XXH3_state_t *st = XXH3_createState();
+	struct pk_attr *ab = malloc(AB * sizeof(*ab));
+	char *pb = NULL;
+	size_t pcap = 0, plen;
 	uint8_t b[64];
+	int ret = 0;
+	if (!st || !ab) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
 	XXH3_128bits_reset(st);
 	dlfs_put_le64(b, o->chunk_size);
 	dlfs_put_le64(b + 8, o->container_size);
@@ -30,40 +40,44 @@ void pk_dataset_id(const struct pk_layout *l, const struct dlfs_pack_opts *o,
 	XXH3_128bits_update(st, b, 28);
 	uint64_t n = l->n_dirs + l->n_symlinks + l->n_files;
 	for (uint64_t i = 0; i < n; i++) {
-		const struct pk_entry *e = l->by_ino[i];
+		const struct pk_entry *e = pk_at(t, l, i);
+		if (!(i % AB) && (ret = pk_attr_read(t, (uint64_t)(e - t->e),
+						     n - i < AB ? n - i : AB,
+						     ab, err)))
+			goto out;
+		if (pk_entry_path(t, e, &pb, &pcap, &plen)) {
+			ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		const struct pk_attr *a = &ab[i % AB];
 		dlfs_put_le32(b, e->mode);
-		dlfs_put_le32(b + 4, e->mtime_nsec);
-		dlfs_put_le64(b + 8, (uint64_t)e->mtime_sec);
+		dlfs_put_le32(b + 4, a->mtime_nsec);
+		dlfs_put_le64(b + 8, (uint64_t)a->mtime_sec);
 		dlfs_put_le64(b + 16, e->size);
-		dlfs_put_le64(b + 24, e->xxh3);
-		dlfs_put_le32(b + 32, e->path_len);
+		dlfs_put_le64(b + 24, l->xxh3[e - t->e]);
+		dlfs_put_le32(b + 32, (uint32_t)plen);
 		XXH3_128bits_update(st, b, 36);
-		XXH3_128bits_update(st, e->path, e->path_len + 1);
-		if (e->target)
-			XXH3_128bits_update(st, e->target, e->size);
+		XXH3_128bits_update(st, pb, plen + 1);
+		if (S_ISLNK(e->mode))
+			XXH3_128bits_update(st, pk_target(e), e->size);
 	}
 	XXH128_canonical_t c;
 	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
 	memcpy(id, c.digest, DLFS_ID_SIZE);
+out:
 	XXH3_freeState(st);
-}
-
-/* The name of e: its path after the last '/'. */
-static const char *name_of(const struct pk_entry *e, size_t *len)
-{
-	const char *nm = strrchr(e->path, '/');
-	nm = nm ? nm + 1 : e->path;
-	*len = (size_t)(e->path + e->path_len - nm);
-	return nm;
+	free(ab);
+	free(pb);
+	return ret;
 }
 
 /* Entries of one directory, given as ino - 1, by name (qsort_r). */
 static int name_cmp(const void *a, const void *b, void *arg)
 {
-	struct pk_entry *const *by_ino = arg;
+	const struct pk_entry *e = arg;
 	size_t xl, yl;
-	const char *xn = name_of(by_ino[*(const uint32_t *)a], &xl);
-	const char *yn = name_of(by_ino[*(const uint32_t *)b], &yl);
+	const char *xn = pk_entry_name(&e[*(const uint32_t *)a], &xl);
+	const char *yn = pk_entry_name(&e[*(const uint32_t *)b], &yl);
 	int c = memcmp(xn, yn, xl < yl ? xl : yl);
 	if (c)
 		return c;
@@ -103,7 +117,8 @@ static int put(struct writer *w, MDB_dbi dbi, void *k, size_t kl, void *v,
  * by name. 4 bytes an entry, where sorting pairs took 16.
  */
 static int write_dirents(struct writer *w, MDB_dbi dirents,
-			 const struct pk_layout *l, uint64_t n,
+			 const struct pk_tree *t, const struct pk_layout *l,
+			 uint64_t n,
 			 const char *path, struct dlfs_err *err)
 {
 	uint64_t nd = l->n_dirs;
@@ -115,21 +130,22 @@ static int write_dirents(struct writer *w, MDB_dbi dirents,
 		free(ord);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
+	/* Parents are 0 .. nd - 1 (ino - 1): d below is the parent's ino. */
 	for (uint64_t i = 1; i < n; i++)
-		at[l->by_ino[i]->parent]++; /* parents are 1 .. nd */
+		at[t->e[i].parent + 1]++;
 	for (uint64_t d = 1; d <= nd; d++)
 		at[d] += at[d - 1]; /* at[d]: the end of d's entries */
 	for (uint64_t i = n; i-- > 1;)
-		ord[--at[l->by_ino[i]->parent]] = (uint32_t)i;
+		ord[--at[t->e[i].parent + 1]] = (uint32_t)i;
 	/* at[d] is now where d's entries start; they end at at[d + 1]. */
 	for (uint64_t d = 1; d <= nd; d++) {
 		uint64_t end = d < nd ? at[d + 1] : n - 1;
 		qsort_r(ord + at[d], end - at[d], sizeof(*ord), name_cmp,
-			(void *)l->by_ino);
+			(void *)t->e);
 		for (uint64_t j = at[d]; j < end && !rc; j++) {
-			const struct pk_entry *e = l->by_ino[ord[j]];
+			const struct pk_entry *e = &t->e[ord[j]];
 			size_t nl;
-			const char *nm = name_of(e, &nl);
+			const char *nm = pk_entry_name(e, &nl);
 			uint8_t kb[8 + DLFS_NAME_MAX], vb[8];
 			dlfs_put_be64(kb, d);
 			memcpy(kb + 8, nm, nl);
@@ -149,7 +165,8 @@ static int write_dirents(struct writer *w, MDB_dbi dirents,
 	return 0;
 }
 
-int pk_index_write(const char *path, const struct pk_layout *l,
+int pk_index_write(const char *path, const struct pk_tree *t,
+		   const struct pk_layout *l,
 		   const struct dlfs_pack_opts *o, const uint8_t *id,
 		   const struct pk_chunks *ch, const struct pk_containers *ct,
 		   struct dlfs_err *err)
@@ -157,6 +174,8 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 	struct writer w = {0};
 	MDB_dbi meta, inodes, symlinks, dirents, chunks, conts;
 	uint8_t *vbuf = NULL;
+	enum { AB = 1024 };
+	struct pk_attr *ab = NULL;
 	const char *what = "creating the index";
 	uint64_t n = l->n_dirs + l->n_symlinks + l->n_files;
 	int rc, ret = 0;
@@ -164,7 +183,7 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 	/* Generous and a pure function of the content (it is recorded). */
 	uint64_t bytes = 0;
 	for (uint64_t i = 0; i < n; i++)
-		bytes += l->by_ino[i]->path_len;
+		bytes += pk_entry_path_len(t, &t->e[i]);
 	uint64_t mapsize = dlfs_roundup(
 		(1 << 24) + n * 512 + bytes * 4 + l->n_chunks * 128 +
 			l->n_containers * 256,
@@ -236,24 +255,26 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 
 	what = "writing inodes";
 	vbuf = malloc(DLFS_INODE_REC_SIZE * DLFS_INODES_PER_BLOCK);
-	if (!vbuf) {
+	ab = malloc(AB * sizeof(*ab));
+	if (!vbuf || !ab) {
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (uint64_t i = 0; i < n; i++) {
-		const struct pk_entry *e = l->by_ino[i];
+		const struct pk_entry *e = &t->e[i];
 		uint64_t slot = i % DLFS_INODES_PER_BLOCK;
+		if (!(i % AB) &&
+		    (ret = pk_attr_read(t, i, n - i < AB ? n - i : AB, ab, err)))
+			goto out;
 		struct dlfs_inode_rec r = {
 			.mode = e->mode,
-			.mtime_nsec = e->mtime_nsec,
-			.mtime_sec = e->mtime_sec,
+			.mtime_nsec = ab[i % AB].mtime_nsec,
+			.mtime_sec = ab[i % AB].mtime_sec,
 			.size = e->size,
 		};
 		if (S_ISREG(e->mode)) {
-			r.loc = ((uint64_t)e->container
-				 << DLFS_LOC_CONTAINER_SHIFT) |
-				e->offset;
-			r.xxh3 = e->xxh3;
+			r.loc = l->loc[i];
+			r.xxh3 = l->xxh3[i];
 		}
 		dlfs_inode_encode(&r, vbuf + slot * DLFS_INODE_REC_SIZE);
 		if (slot + 1 == DLFS_INODES_PER_BLOCK || i + 1 == n) {
@@ -267,10 +288,11 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 	}
 	what = "writing symlink targets";
 	for (uint64_t i = l->n_dirs; i < l->n_dirs + l->n_symlinks; i++) {
-		const struct pk_entry *e = l->by_ino[i];
+		const struct pk_entry *e = &t->e[i];
 		uint8_t kb[8];
 		dlfs_put_be64(kb, e->ino);
-		rc = put(&w, symlinks, kb, 8, e->target, e->size, MDB_APPEND);
+		rc = put(&w, symlinks, kb, 8, (void *)pk_target(e), e->size,
+			 MDB_APPEND);
 		if (rc)
 			goto lmdb_fail;
 	}
@@ -281,7 +303,7 @@ int pk_index_write(const char *path, const struct pk_layout *l,
 				   UINT32_MAX);
 		goto out;
 	}
-	if ((ret = write_dirents(&w, dirents, l, n, path, err)))
+	if ((ret = write_dirents(&w, dirents, t, l, n, path, err)))
 		goto out;
 
 	what = "writing chunk checksums";
@@ -330,6 +352,7 @@ lmdb_fail:
 			   mdb_strerror(rc));
 out:
 	free(vbuf);
+	free(ab);
 	if (w.t)
 		mdb_txn_abort(w.t);
 	if (w.env)

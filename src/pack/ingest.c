@@ -610,10 +610,11 @@ static int put_dir(struct pk_tree *t, const char *p, size_t n, uint32_t mode,
 		   struct dlfs_err *err)
 {
 	struct pk_entry *e;
-	int ret = pk_tree_put(t, p, n, S_IFDIR | mode, i, where, &e, err);
+	struct pk_attr *a;
+	int ret = pk_tree_put(t, p, n, S_IFDIR | mode, i, where, &e, &a, err);
 	if (!ret && e) {
-		e->mtime_sec = sec;
-		e->mtime_nsec = nsec;
+		a->mtime_sec = sec;
+		a->mtime_nsec = nsec;
 	}
 	return ret;
 }
@@ -701,15 +702,16 @@ int pk_ingest_put(struct pk_tree *t, const struct pk_source *s, unsigned i,
 				}
 			}
 			struct pk_entry *e;
+			struct pk_attr *a;
 			ret = pk_tree_put(t, r.str, r.len, S_IFREG | fmode, i,
-					  path, &e, err);
+					  path, &e, &a, err);
 			if (ret)
 				goto out;
 			e->size = r.size;
-			e->spool_off = r.off;
-			e->data = r.in_source ? src_data : ing->spool[w];
-			e->mtime_sec = sec;
-			e->mtime_nsec = nsec;
+			a->spool_off = r.off;
+			a->data = r.in_source ? src_data : ing->spool[w];
+			a->mtime_sec = sec;
+			a->mtime_nsec = nsec;
 			break;
 		}
 		case PK_REC_DONE:

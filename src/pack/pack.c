@@ -147,27 +147,45 @@ static uint8_t *chunk_buf(struct pipe *p, uint64_t g)
 }
 
 /* Read one file into its chunk buffers; hash it on the way. */
-static int read_file(struct pipe *p, struct pk_entry *e, char **pathbuf,
+static int read_file(struct pipe *p, uint64_t i, char **pathbuf,
 		     size_t *pathcap, XXH3_state_t *hs, struct dlfs_err *err)
 {
+	const struct pk_tree *t = p->t;
+	const struct pk_entry *e = pk_at(t, p->l, i);
+	uint64_t k = (uint64_t)(e - t->e), *xxh3 = &p->l->xxh3[k];
+	struct pk_attr a;
+	int ret = pk_attr_read(t, k, 1, &a, err);
 	/* A hard link's bytes are where its group's first entry has them. */
-	const struct pk_entry *d = e->data_from ? &p->t->e[e->data_from - 1]
-						: e;
+	if (!ret && a.data_from) {
+		k = a.data_from - 1;
+		ret = pk_attr_read(t, k, 1, &a, err);
+	}
+	if (ret)
+		return ret;
+	const struct pk_entry *d = &t->e[k];
 	const struct pk_source *s = &p->src[d->src];
 	int fd, own = 0;
 	uint64_t base_off = 0;
 	const char *where;
 	if (s->kind == PK_SRC_DIR) {
-		size_t need = strlen(s->path) + d->path_len + 2;
+		size_t rl = strlen(s->path), pl;
+		char *rel = NULL;
+		size_t rcap = 0;
+		if (pk_entry_path(t, d, &rel, &rcap, &pl))
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+		size_t need = rl + pl + 2;
 		if (need > *pathcap) {
 			char *b = realloc(*pathbuf, need * 2);
-			if (!b)
+			if (!b) {
+				free(rel);
 				return dlfs_err_set(err, -ENOMEM,
 						    "out of memory");
+			}
 			*pathbuf = b;
 			*pathcap = need * 2;
 		}
-		snprintf(*pathbuf, *pathcap, "%s/%s", s->path, d->path);
+		snprintf(*pathbuf, *pathcap, "%s/%s", s->path, rel);
+		free(rel);
 		where = *pathbuf;
 		fd = dlfs_open_long(where, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
 		if (fd < 0)
@@ -176,14 +194,14 @@ static int read_file(struct pipe *p, struct pk_entry *e, char **pathbuf,
 	} else {
 		/* Archive members are in the spool; ingested files in theirs. */
 		where = s->path;
-		fd = d->data ? p->t->data[d->data - 1].fd : p->t->spool_fd;
-		base_off = d->spool_off;
+		fd = a.data ? t->data[a.data - 1].fd : t->spool_fd;
+		base_off = a.spool_off;
 	}
 
-	int ret = 0;
-	uint64_t cs = p->cs;
-	uint64_t data = e->offset - DLFS_DATA_OFFSET(cs); /* in the data region */
-	uint64_t g0 = p->l->first_chunk[e->container];
+	uint64_t cs = p->cs, loc = p->l->loc[e - t->e];
+	/* in the data region */
+	uint64_t data = pk_loc_offset(loc) - DLFS_DATA_OFFSET(cs);
+	uint64_t g0 = p->l->first_chunk[pk_loc_container(loc)];
 	int single = data / cs == (data + e->size - 1) / cs;
 	if (!single)
 		XXH3_64bits_reset(hs);
@@ -220,7 +238,7 @@ static int read_file(struct pipe *p, struct pk_entry *e, char **pathbuf,
 			break;
 		}
 		if (single)
-			e->xxh3 = XXH3_64bits(dst, len);
+			*xxh3 = XXH3_64bits(dst, len);
 		else
 			XXH3_64bits_update(hs, dst, len);
 		fo += len;
@@ -232,7 +250,7 @@ static int read_file(struct pipe *p, struct pk_entry *e, char **pathbuf,
 		}
 	}
 	if (!ret && !single)
-		e->xxh3 = XXH3_64bits_digest(hs);
+		*xxh3 = XXH3_64bits_digest(hs);
 	if (own)
 		close(fd);
 	return ret;
@@ -255,12 +273,12 @@ static void *reader(void *arg)
 		uint64_t i = first + atomic_fetch_add(&p->next, 1);
 		if (i >= end)
 			break;
-		struct pk_entry *e = p->l->by_ino[i];
+		const struct pk_entry *e = pk_at(p->t, p->l, i);
 		int ret = 0;
 		if (e->size == 0)
-			e->xxh3 = XXH3_64bits(NULL, 0);
+			p->l->xxh3[e - p->t->e] = XXH3_64bits(NULL, 0);
 		else
-			ret = read_file(p, e, &pathbuf, &pathcap, hs, &err);
+			ret = read_file(p, i, &pathbuf, &pathcap, hs, &err);
 		if (ret) {
 			if (ret != -ECANCELED)
 				pipe_fail(p, &err);
@@ -430,11 +448,12 @@ static int run_pipeline(struct pipe *p, uint32_t c0, uint32_t c1,
 			p->chunk_container[l->first_chunk[c] + k] = (uint32_t)c;
 	}
 	for (uint64_t i = p->f0; i < p->f1; i++) {
-		const struct pk_entry *e = l->by_ino[i];
+		const struct pk_entry *e = pk_at(p->t, l, i);
 		if (!e->size)
 			continue;
-		uint64_t d = e->offset - DLFS_DATA_OFFSET(cs);
-		uint64_t g0 = l->first_chunk[e->container];
+		uint64_t loc = l->loc[e - p->t->e];
+		uint64_t d = pk_loc_offset(loc) - DLFS_DATA_OFFSET(cs);
+		uint64_t g0 = l->first_chunk[pk_loc_container(loc)];
 		for (uint64_t g = d / cs; g <= (d + e->size - 1) / cs; g++)
 			p->pieces[g0 + g]++;
 	}
@@ -481,10 +500,13 @@ static int finish_container(struct pipe *p, uint32_t c, const uint8_t *id,
 	uint64_t trailer_off =
 		DLFS_DATA_OFFSET(p->cs) + dlfs_roundup(l->data_size[c], 4096);
 	uint64_t at = trailer_off, nrec = 0;
-	size_t cap = 1 << 20, used = 0;
+	size_t cap = 1 << 20, used = 0, pcap = 0;
 	uint8_t *buf = malloc(cap);
+	char *pb = NULL;
+	enum { AB = 1024 };
+	struct pk_attr *ab = malloc(AB * sizeof(*ab));
 	XXH3_state_t *hs = XXH3_createState();
-	if (!buf || !hs) {
+	if (!buf || !hs || !ab) {
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -496,9 +518,25 @@ static int finish_container(struct pipe *p, uint32_t c, const uint8_t *id,
 	};
 	for (int r = 0; r < 2; r++) {
 		for (uint64_t i = ranges[r][0]; i < ranges[r][1]; i++) {
-			const struct pk_entry *e = l->by_ino[i];
-			size_t need = DLFS_TRAILER_REC_SIZE + e->path_len +
-				      (e->target ? e->size : 0);
+			const struct pk_entry *e = pk_at(p->t, l, i);
+			uint64_t k = (uint64_t)(e - p->t->e);
+			uint64_t bi = (i - ranges[r][0]) % AB;
+			if (!bi) {
+				uint64_t m = ranges[r][1] - i;
+				ret = pk_attr_read(p->t, k, m < AB ? m : AB,
+						   ab, err);
+				if (ret)
+					goto out;
+			}
+			size_t plen;
+			if (pk_entry_path(p->t, e, &pb, &pcap, &plen)) {
+				ret = dlfs_err_set(err, -ENOMEM,
+						   "out of memory");
+				goto out;
+			}
+			int lnk = S_ISLNK(e->mode);
+			size_t need = DLFS_TRAILER_REC_SIZE + plen +
+				      (lnk ? e->size : 0);
 			if (used + need > cap) {
 				XXH3_64bits_update(hs, buf, used);
 				ret = dlfs_pwrite_full(fd, buf, used, at);
@@ -509,25 +547,25 @@ static int finish_container(struct pipe *p, uint32_t c, const uint8_t *id,
 			}
 			if (need > cap) {
 				ret = dlfs_err_set(err, -ENAMETOOLONG,
-						   "%s: entry too large",
-						   e->path);
+						   "%s: entry too large", pb);
 				goto out;
 			}
+			int reg = S_ISREG(e->mode);
 			struct dlfs_trailer_rec tr = {
 				.mode = e->mode,
-				.mtime_nsec = e->mtime_nsec,
-				.mtime_sec = e->mtime_sec,
+				.mtime_nsec = ab[bi].mtime_nsec,
+				.mtime_sec = ab[bi].mtime_sec,
 				.size = e->size,
-				.offset = S_ISREG(e->mode) ? e->offset : 0,
-				.xxh3 = S_ISREG(e->mode) ? e->xxh3 : 0,
-				.path_len = e->path_len,
+				.offset = reg ? pk_loc_offset(l->loc[k]) : 0,
+				.xxh3 = reg ? l->xxh3[k] : 0,
+				.path_len = (uint32_t)plen,
 			};
 			dlfs_trailer_rec_encode(&tr, buf + used);
 			used += DLFS_TRAILER_REC_SIZE;
-			memcpy(buf + used, e->path, e->path_len);
-			used += e->path_len;
-			if (e->target) {
-				memcpy(buf + used, e->target, e->size);
+			memcpy(buf + used, pb, plen);
+			used += plen;
+			if (lnk) {
+				memcpy(buf + used, pk_target(e), e->size);
 				used += e->size;
 			}
 			nrec++;
@@ -582,6 +620,8 @@ werr:
 out:
 	XXH3_freeState(hs);
 	free(buf);
+	free(pb);
+	free(ab);
 	if (close(fd) < 0 && !ret)
 		ret = dlfs_err_sys(err, -errno, "%s: close", path);
 	return ret;
@@ -688,8 +728,8 @@ static int finish(struct job *j, const char *out, const uint8_t *id,
 	struct dlfs_pack_progress pr = {.phase = "index"};
 	if (o->progress)
 		o->progress(o->cb_arg, &pr);
-	int ret = pk_index_write(j->ipath, &j->lay, o, id, &j->p.sums, &j->ct,
-				 err);
+	int ret = pk_index_write(j->ipath, &j->tree, &j->lay, o, id,
+				 &j->p.sums, &j->ct, err);
 	/* The seal: nodes check their copies of the index against it. The
 	 * index was just written, so this reads it from the page cache. */
 	struct dlfs_seal seal;
@@ -804,6 +844,14 @@ int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 		j.spool = j.ipath = NULL;
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
+	/* The entries' attributes (tree.c): rank 0's all, others' share. */
+	char *ap;
+	if (!ret && asprintf(&ap, "%s/attrs.%d", j.tmp, j.rank) < 0)
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+	else if (!ret) {
+		ret = pk_tree_open_attrs(&j.tree, ap, err);
+		free(ap);
+	}
 	if ((ret = pk_agree(j.c, ret, err)))
 		goto out;
 
@@ -840,6 +888,9 @@ int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 	j.p.dir = j.tmp;
 	j.p.cs = o->chunk_size;
 	ret = run_pipeline(&j.p, c0, c1, err);
+	/* The chunk buffers (up to 256 MiB) are not needed past here. */
+	free(j.p.bufs);
+	j.p.bufs = NULL;
 	if ((ret = pk_agree(j.c, ret, err)))
 		goto out;
 	if (j.c && (ret = pk_agree(j.c, pk_dist_sums(j.c, &j.lay, &j.p.sums,
@@ -849,7 +900,9 @@ int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 
 	/* The id, then every container's trailer, footer and header. */
 	if (j.rank == 0)
-		pk_dataset_id(&j.lay, o, id);
+		ret = pk_dataset_id(&j.tree, &j.lay, o, id, err);
+	if ((ret = pk_agree(j.c, ret, err)))
+		goto out;
 	if (j.c && (ret = pk_agree(j.c, j.c->bcast(j.c->arg, id, sizeof(id),
 						    0),
 				   err)))

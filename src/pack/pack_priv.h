@@ -1,16 +1,24 @@
 /*
- * The packer's in-memory model, shared by scan.c (sources -> entries),
- * layout.c (order, inode numbers, placement), index_write.c (LMDB) and
- * pack.c (the data pipeline and publishing). Not installed.
+ * The packer's model, shared by tree.c (entries, names, the attribute
+ * file), scan.c (sources -> entries), layout.c (order, inode numbers,
+ * placement), index_write.c (LMDB) and pack.c (the data pipeline and
+ * publishing). Not installed.
+ *
+ * Memory holds what sorting and numbering need (struct pk_entry and the
+ * names); the rest of each entry (struct pk_attr) is on disk, in a file
+ * of the temporary directory, and is read back front to back once the
+ * entries are in ino order.
  *
  * Ownership: a struct pk_tree owns every entry and every string in it;
- * pk_tree_free releases them. Nothing here is thread-safe: only pack.c's
- * reader threads run concurrently, and they touch disjoint entries.
+ * pk_tree_free releases them. Nothing here is thread-safe but
+ * pk_attr_read: only pack.c's reader threads run concurrently, and they
+ * read entries and attributes and write disjoint slots of l->xxh3.
  */
 #ifndef DLFS_PACK_PRIV_H
 #define DLFS_PACK_PRIV_H
 
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "dlfs/err.h"
@@ -36,33 +44,39 @@ struct pk_source {
 };
 
 /*
- * An entry: 104 bytes, 64-bit fields first (a 10M-file pack holds one
- * per file, so each field costs 10 MB). Entry counts, and so inode
- * numbers, stay below 2^32 (pk_tree_put refuses more).
+ * An entry as the packer holds it in memory: 32 bytes. What else a source
+ * says of it (struct pk_attr) goes to the tree's attribute file, so that
+ * memory holds what the sorts and the layout need and no more: about 45
+ * bytes a file with its name, where the index takes 80. Entry counts, and
+ * so inode numbers, stay below 2^32 (pk_tree_put refuses more).
  */
 struct pk_entry {
-	char *path;        /* relative, no leading '/'; "" is the root */
-	char *target;      /* symlink target, size bytes */
+	/* A directory: its whole path, "" for the root. Anything else: its
+	 * name, and a symlink's target after the name's NUL. In t's slabs. */
+	const char *name;
+	uint64_t size;   /* file bytes, symlink target length; a directory's
+			  * entries, once laid out */
+	uint32_t parent; /* the parent's entry index, or PK_WHOLE: then name
+			  * is the whole path (a rank's share, dist.c) */
+	uint32_t ino;    /* 0 until laid out; then e[i] has ino base + i + 1 */
+	uint32_t mode;   /* st_mode */
+	uint32_t src;    /* index into the sources */
+};
+
+#define PK_WHOLE UINT32_MAX
+
+/* The rest of an entry: record k of the attribute file is e[k]'s. */
+struct pk_attr {
 	int64_t mtime_sec;
-	uint64_t size;     /* file bytes, symlink target length; a
-			    * directory's entries, once laid out */
-	uint64_t spool_off; /* archive members: where their bytes are spooled */
-	uint64_t offset;   /* in the container file */
-	uint64_t xxh3;
-	uint32_t path_len;
-	uint32_t mode;     /* st_mode */
+	uint64_t spool_off; /* archive members, ingested files: where their
+			     * bytes are in the spool or data file */
 	uint32_t mtime_nsec;
-	uint32_t src;      /* index into the sources */
-	uint32_t seq;      /* discovery order, for --order input */
-	uint32_t ino;
-	uint32_t parent;   /* parent's inode number */
-	uint32_t container;
+	uint32_t data;      /* ingest: 1 + index into pk_tree.data, or 0 */
 	/* A hard link: 1 + the index of the entry whose bytes it has (and
 	 * which read_file reads: its source, path, spool offset); 0 = its
 	 * own. Set by scan.c, which also copies that entry's size. */
 	uint32_t data_from;
-	uint32_t data;     /* ingest: 1 + index into pk_tree.data, or 0 */
-	uint8_t implicit;  /* a directory only implied by archive members */
+	uint32_t implicit;  /* a directory only implied by archive members */
 };
 
 /* A file that ingested entries are read from, at their spool_off. */
@@ -74,13 +88,29 @@ struct pk_data {
 struct pk_tree {
 	struct pk_entry *e; /* e[0] is the root */
 	uint64_t n, cap;
-	/* Where entries' paths live (pk_tree_strdup): slabs, not a malloc
-	 * each, which would cost 16 bytes of a 21-byte path. */
+	/* Where entries' names live (pk_tree_strdup): slabs, not a malloc
+	 * each, which would cost 16 bytes of a 12-byte name. */
 	char **slabs;
 	uint64_t n_slabs, slabs_cap;
 	uint64_t slab_used; /* bytes of the last slab */
 	uint32_t *map;      /* open addressing over e, by path; 0 = empty */
 	uint64_t map_cap;
+	/*
+	 * The attribute file (unlinked once open): records up to n_done are
+	 * in it, those after in abuf; the last entry put is in cur until
+	 * the next put or pk_attr_flush.
+	 */
+	int attr_fd;
+	char *attr_path;
+	struct pk_attr *abuf;
+	uint64_t n_done, n_buf;
+	struct pk_attr cur;
+	uint64_t cur_idx;
+	int cur_set;
+	uint64_t bucket;    /* records in a bucket of the ino reorder
+			     * (layout.c); 0: 1M (tests set fewer) */
+	uint32_t *links;    /* entries that are hard links (data_from) */
+	uint64_t n_links, links_cap;
 	int spool_fd;       /* -1 without archive sources */
 	uint64_t spool_size;
 	char *spool_path;
@@ -90,26 +120,123 @@ struct pk_tree {
 	uint32_t n_data, data_cap;
 };
 
-/* In ino order after layout: dirs, symlinks, then files in data order. */
+/*
+ * In ino order after layout: e[i] has ino base + i + 1 (base is 0 but on
+ * the ranks of a distributed pack, which hold their share only): root,
+ * directories, symlinks, then files in data order.
+ */
 struct pk_layout {
-	struct pk_entry **by_ino; /* by_ino[i] has ino i+1 */
+	uint64_t base;
+	uint64_t *loc;  /* per entry: container << DLFS_LOC_CONTAINER_SHIFT
+			 * | offset, for files */
+	uint64_t *xxh3; /* per entry: the file's content hash */
 	uint64_t n_dirs, n_symlinks, n_files;
 	uint64_t n_containers;
 	uint64_t *data_size;   /* per container */
 	uint64_t *first_chunk; /* per container, global chunk number */
-	uint64_t *first_file;  /* per container, index into by_ino */
+	uint64_t *first_file;  /* per container, ino - 1 */
 	uint64_t *n_cfiles;    /* per container */
 	uint64_t n_chunks;     /* over all containers */
 	uint64_t total_bytes;
 	int64_t max_mtime;
 };
 
+/* The entry with ino i + 1. */
+static inline struct pk_entry *pk_at(const struct pk_tree *t,
+				     const struct pk_layout *l, uint64_t i)
+{
+	return &t->e[i - l->base];
+}
+
+static inline uint32_t pk_loc_container(uint64_t loc)
+{
+	return (uint32_t)(loc >> DLFS_LOC_CONTAINER_SHIFT);
+}
+
+static inline uint64_t pk_loc_offset(uint64_t loc)
+{
+	return loc & DLFS_LOC_OFFSET_MASK;
+}
+
 void pk_tree_init(struct pk_tree *t);
 void pk_tree_free(struct pk_tree *t);
 
+/* Create the attribute file at path (unlinked at once: it never outlives
+ * the process). @return 0 or -errno with err naming path. */
+int pk_tree_open_attrs(struct pk_tree *t, const char *path,
+		       struct dlfs_err *err);
+
 /* A NUL-terminated copy of p[0..n) that lives as long as t (an entry's
- * path). @return it, or NULL when out of memory. */
+ * name). @return it, or NULL when out of memory. */
 char *pk_tree_strdup(struct pk_tree *t, const char *p, size_t n);
+
+/*
+ * Append an entry named name[0..n) (see struct pk_entry) without looking
+ * at the path map: the root, and a rank's share. *e and *a are valid
+ * until the next append or put. @return 0, -ENOMEM, -EFBIG or an I/O
+ * error with err set.
+ */
+int pk_tree_append(struct pk_tree *t, const char *name, size_t n,
+		   uint32_t parent, struct pk_entry **e, struct pk_attr **a,
+		   struct dlfs_err *err);
+
+/* The root, the first entry: a directory, 0755, attributes zero. */
+int pk_tree_root(struct pk_tree *t, struct pk_entry **e, struct pk_attr **a,
+		 struct dlfs_err *err);
+
+/* The entry index of path p[0..n), or -1. */
+int64_t pk_tree_find(const struct pk_tree *t, const char *p, size_t n);
+
+/*
+ * Add or merge an entry, as a source's scan does: directories merge (an
+ * implied one takes the attributes of a later real one), anything else
+ * given twice is -EINVAL with err naming where. The parent must be there
+ * (a directory). *out is the new entry and *attr its attributes, valid
+ * until the next put; both NULL when merged into an existing directory.
+ */
+int pk_tree_put(struct pk_tree *t, const char *p, size_t n, uint32_t mode,
+		uint32_t src, const char *where, struct pk_entry **out,
+		struct pk_attr **attr, struct dlfs_err *err);
+
+/* Give symlink e its target tg[0..n) (e->size is set to n). */
+int pk_tree_set_target(struct pk_tree *t, struct pk_entry *e, const char *tg,
+		       size_t n, struct dlfs_err *err);
+
+/* A symlink's target (e->size bytes). */
+static inline const char *pk_target(const struct pk_entry *e)
+{
+	return e->name + strlen(e->name) + 1;
+}
+
+/* Remember that entry k is a hard link (its data_from is set). */
+int pk_tree_add_link(struct pk_tree *t, uint64_t k, struct dlfs_err *err);
+
+/*
+ * Entry k's attributes. get and set work any time; pk_attr_read, for
+ * records [k, k + n), only after pk_attr_flush, and then from any number
+ * of threads at once. @return 0 or -errno with err naming the file.
+ */
+int pk_attr_get(struct pk_tree *t, uint64_t k, struct pk_attr *a,
+		struct dlfs_err *err);
+int pk_attr_set(struct pk_tree *t, uint64_t k, const struct pk_attr *a,
+		struct dlfs_err *err);
+int pk_attr_flush(struct pk_tree *t, struct dlfs_err *err);
+int pk_attr_read(const struct pk_tree *t, uint64_t k, uint64_t n,
+		 struct pk_attr *a, struct dlfs_err *err);
+
+/* An entry's whole path, into *buf (grown as needed); *len its length.
+ * @return 0 or -ENOMEM. */
+int pk_entry_path(const struct pk_tree *t, const struct pk_entry *e,
+		  char **buf, size_t *cap, size_t *len);
+
+size_t pk_entry_path_len(const struct pk_tree *t, const struct pk_entry *e);
+
+/* An entry's name: a directory's last component (the root's is ""). */
+const char *pk_entry_name(const struct pk_entry *e, size_t *len);
+
+/* pk_pathcmp of two entries' whole paths. */
+int pk_entry_cmp(const struct pk_tree *t, const struct pk_entry *a,
+		 const struct pk_entry *b);
 
 /*
  * Read the sources into t. Archive members' bytes are copied to a spool
@@ -120,23 +247,17 @@ int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
 	    const char *spool_path, const struct dlfs_pack_opts *opts,
 	    struct dlfs_err *err);
 
-/*
- * Add or merge an entry, as a source's scan does: directories merge (an
- * implied one takes the attributes of a later real one), anything else
- * given twice is -EINVAL with err naming where. *out is the new entry, or
- * NULL when merged into an existing directory.
- */
-int pk_tree_put(struct pk_tree *t, const char *p, size_t n, uint32_t mode,
-		uint32_t src, const char *where, struct pk_entry **out,
-		struct dlfs_err *err);
-
 /* Open path read-only as a data file of t (once per path); *idx is its
  * 1-based index. @return 0 or -errno. */
 int pk_tree_data_add(struct pk_tree *t, const char *path, uint32_t *idx,
 		     struct dlfs_err *err);
 void pk_tree_data_free(struct pk_tree *t);
 
-/* Order, number and place every entry. @return 0 or -ENOMEM/-EFBIG. */
+/*
+ * Order, number and place every entry, then put t's entries and their
+ * attributes in ino order (so that later passes read the attribute file
+ * front to back). @return 0 or -ENOMEM/-EFBIG/-errno with err set.
+ */
 int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *opts,
 	      struct pk_layout *l, struct dlfs_err *err);
 void pk_layout_free(struct pk_layout *l);
@@ -153,12 +274,15 @@ struct pk_containers {
 	uint64_t *footer_xxh3;
 };
 
-/* XXH3-128 over every entry's metadata and content hash. */
-void pk_dataset_id(const struct pk_layout *l, const struct dlfs_pack_opts *o,
-		   uint8_t id[DLFS_ID_SIZE]);
+/* XXH3-128 over every entry's metadata and content hash. @return 0 or
+ * -errno (reading the attributes) with err set. */
+int pk_dataset_id(const struct pk_tree *t, const struct pk_layout *l,
+		  const struct dlfs_pack_opts *o, uint8_t id[DLFS_ID_SIZE],
+		  struct dlfs_err *err);
 
 /* Write the LMDB index to path. @return 0 or a negative errno. */
-int pk_index_write(const char *path, const struct pk_layout *l,
+int pk_index_write(const char *path, const struct pk_tree *t,
+		   const struct pk_layout *l,
 		   const struct dlfs_pack_opts *o, const uint8_t *id,
 		   const struct pk_chunks *ch, const struct pk_containers *ct,
 		   struct dlfs_err *err);

@@ -13,157 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "ingest.h"
 #include "pack_priv.h"
 #include "util.h"
-
-void pk_tree_init(struct pk_tree *t)
-{
-	memset(t, 0, sizeof(*t));
-	t->spool_fd = -1;
-}
-
-#define SLAB (1u << 20)
-
-char *pk_tree_strdup(struct pk_tree *t, const char *p, size_t n)
-{
-	char *s;
-	if (t->n_slabs == t->slabs_cap) {
-		uint64_t cap = t->slabs_cap ? t->slabs_cap * 2 : 64;
-		char **a = realloc(t->slabs, cap * sizeof(*a));
-		if (!a)
-			return NULL;
-		t->slabs = a;
-		t->slabs_cap = cap;
-	}
-	if (n + 1 > SLAB / 4) {
-		/* A long path has a slab of its own, before the last one,
-		 * which stays the one being filled. */
-		if (!(s = malloc(n + 1)))
-			return NULL;
-		if (t->n_slabs) {
-			t->slabs[t->n_slabs] = t->slabs[t->n_slabs - 1];
-			t->slabs[t->n_slabs - 1] = s;
-		} else {
-			t->slabs[0] = s;
-			t->slab_used = SLAB; /* full: the next path opens one */
-		}
-		t->n_slabs++;
-	} else {
-		if (!t->n_slabs || SLAB - t->slab_used < n + 1) {
-			if (!(s = malloc(SLAB)))
-				return NULL;
-			t->slabs[t->n_slabs++] = s;
-			t->slab_used = 0;
-		}
-		s = t->slabs[t->n_slabs - 1] + t->slab_used;
-		t->slab_used += n + 1;
-	}
-	memcpy(s, p, n);
-	s[n] = '\0';
-	return s;
-}
-
-void pk_tree_free(struct pk_tree *t)
-{
-	for (uint64_t i = 0; i < t->n; i++)
-		free(t->e[i].target);
-	for (uint64_t i = 0; i < t->n_slabs; i++)
-		free(t->slabs[i]);
-	free(t->slabs);
-	free(t->e);
-	free(t->map);
-	pk_tree_data_free(t);
-	if (t->spool_fd >= 0)
-		close(t->spool_fd);
-	free(t->spool_path);
-	pk_tree_init(t);
-}
-
-int pk_pathcmp(const char *a, size_t alen, const char *b, size_t blen)
-{
-	size_t n = alen < blen ? alen : blen;
-	for (size_t i = 0; i < n; i++) {
-		int ca = a[i] == '/' ? 0 : (unsigned char)a[i] + 1;
-		int cb = b[i] == '/' ? 0 : (unsigned char)b[i] + 1;
-		if (ca != cb)
-			return ca - cb;
-	}
-	return alen < blen ? -1 : alen > blen;
-}
-
-static uint64_t path_hash(const char *p, size_t n)
-{
-	return XXH3_64bits(p, n);
-}
-
-static int map_grow(struct pk_tree *t)
-{
-	uint64_t cap = t->map_cap ? t->map_cap * 2 : 1024;
-	uint32_t *m = calloc(cap, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	for (uint64_t i = 0; i < t->n; i++) {
-		uint64_t h = path_hash(t->e[i].path, t->e[i].path_len);
-		while (m[h & (cap - 1)])
-			h++;
-		m[h & (cap - 1)] = (uint32_t)(i + 1);
-	}
-	free(t->map);
-	t->map = m;
-	t->map_cap = cap;
-	return 0;
-}
-
-/* @return the entry index of path, or -1. */
-static int64_t map_find(const struct pk_tree *t, const char *p, size_t n)
-{
-	if (!t->map_cap)
-		return -1;
-	uint64_t h = path_hash(p, n);
-	for (;; h++) {
-		uint32_t v = t->map[h & (t->map_cap - 1)];
-		if (!v)
-			return -1;
-		const struct pk_entry *e = &t->e[v - 1];
-		if (e->path_len == n && !memcmp(e->path, p, n))
-			return (int64_t)v - 1;
-	}
-}
-
-/* Append an entry (taking a copy of path) and index it. */
-static int add_entry(struct pk_tree *t, const char *p, size_t n,
-		     struct pk_entry **out)
-{
-	if (t->n >= UINT32_MAX - 1)
-		return -EFBIG;
-	if (t->n == t->cap) {
-		uint64_t cap = t->cap ? t->cap * 2 : 4096;
-		struct pk_entry *e = realloc(t->e, cap * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		t->e = e;
-		t->cap = cap;
-	}
-	if ((t->n + 1) * 2 > t->map_cap && map_grow(t))
-		return -ENOMEM;
-	struct pk_entry *e = &t->e[t->n];
-	memset(e, 0, sizeof(*e));
-	e->path = pk_tree_strdup(t, p, n);
-	if (!e->path)
-		return -ENOMEM;
-	e->path_len = (uint32_t)n;
-	e->seq = (uint32_t)t->n;
-	uint64_t h = path_hash(p, n);
-	while (t->map[h & (t->map_cap - 1)])
-		h++;
-	t->map[h & (t->map_cap - 1)] = (uint32_t)(t->n + 1);
-	t->n++;
-	*out = e;
-	return 0;
-}
 
 static int check_names(const char *p, size_t n, const char *where,
 		       struct dlfs_err *err)
@@ -197,7 +50,7 @@ static int ensure_parents(struct pk_tree *t, const char *p, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] != '/')
 			continue;
-		int64_t k = map_find(t, p, i);
+		int64_t k = pk_tree_find(t, p, i);
 		if (k >= 0) {
 			if (!S_ISDIR(t->e[k].mode))
 				return dlfs_err_set(err, -EEXIST,
@@ -207,58 +60,15 @@ static int ensure_parents(struct pk_tree *t, const char *p, size_t n,
 			continue;
 		}
 		struct pk_entry *e;
-		if (add_entry(t, p, i, &e))
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		e->mode = S_IFDIR | 0755;
-		e->mtime_sec = mtime;
-		e->src = src;
-		e->implicit = 1;
+		struct pk_attr *a;
+		int ret = pk_tree_put(t, p, i, S_IFDIR | 0755, src, where, &e,
+				      &a, err);
+		if (ret)
+			return ret;
+		a->mtime_sec = mtime;
+		a->implicit = 1;
 	}
 	return 0;
-}
-
-/*
- * Add or merge an entry from a source. Directories merge; an implied
- * directory takes the attributes of a later real one. @return 0 with *out
- * set (NULL when merged into an existing directory), or -EINVAL on a
- * duplicate.
- */
-static int put_entry(struct pk_tree *t, const char *p, size_t n,
-		     uint32_t mode, uint32_t src, const char *where,
-		     struct pk_entry **out, struct dlfs_err *err)
-{
-	*out = NULL;
-	int64_t k = map_find(t, p, n);
-	if (k >= 0) {
-		struct pk_entry *old = &t->e[k];
-		if (S_ISDIR(old->mode) && S_ISDIR(mode)) {
-			if (old->implicit) {
-				old->implicit = 0;
-				old->mode = mode;
-				*out = old;
-			}
-			return 0;
-		}
-		char q[512];
-		dlfs_quote(p, n, q, sizeof(q));
-		return dlfs_err_set(err, -EINVAL,
-				    "%s: duplicate path '%s' (also given "
-				    "by an earlier source or member)",
-				    where, q);
-	}
-	int ret = add_entry(t, p, n, out);
-	if (ret)
-		return dlfs_err_set(err, ret, "out of memory");
-	(*out)->mode = mode;
-	(*out)->src = src;
-	return 0;
-}
-
-int pk_tree_put(struct pk_tree *t, const char *p, size_t n, uint32_t mode,
-		uint32_t src, const char *where, struct pk_entry **out,
-		struct dlfs_err *err)
-{
-	return put_entry(t, p, n, mode, src, where, out, err);
 }
 
 static void warn(const struct dlfs_pack_opts *o, const char *fmt, ...)
@@ -468,14 +278,15 @@ static int walk_dir(struct walk *w, const char *rel, size_t rlen)
 			close(fd);
 		}
 		struct pk_entry *e;
+		struct pk_attr *a;
 		walk_path(w, sub, slen, &full);
 		note_hdf5(w, dfd, names[i], &st, full);
-		ret = put_entry(w->t, sub, slen, st.st_mode, w->src, full, &e,
-				w->err);
+		ret = pk_tree_put(w->t, sub, slen, st.st_mode, w->src, full, &e,
+				  &a, w->err);
 		if (ret || !e)
 			goto recurse;
-		e->mtime_sec = st.st_mtim.tv_sec;
-		e->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+		a->mtime_sec = st.st_mtim.tv_sec;
+		a->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
 		if (S_ISREG(st.st_mode)) {
 			e->size = (uint64_t)st.st_size;
 		} else if (S_ISLNK(st.st_mode)) {
@@ -490,8 +301,11 @@ static int walk_dir(struct walk *w, const char *rel, size_t rlen)
 						   "%s: readlink", full);
 				break;
 			}
-			e->target = tg;
-			e->size = (uint64_t)n;
+			ret = pk_tree_set_target(w->t, e, tg, (size_t)n,
+						 w->err);
+			free(tg);
+			if (ret)
+				break;
 		}
 	recurse:
 		if (!ret && S_ISDIR(st.st_mode))
@@ -514,10 +328,16 @@ static int scan_dir(struct pk_tree *t, uint32_t src, const char *root,
 		return dlfs_err_sys(err, -errno, "%s", root);
 	if (!t->root_set || t->root_from_dir == 1) {
 		t->root_from_dir = 2; /* the first directory source won */
+		struct pk_attr a;
+		int ret = pk_attr_get(t, 0, &a, err);
+		if (ret)
+			return ret;
 		t->e[0].mode = S_IFDIR | (st.st_mode & 07777);
-		t->e[0].mtime_sec = st.st_mtim.tv_sec;
-		t->e[0].mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
 		t->e[0].src = src;
+		a.mtime_sec = st.st_mtim.tv_sec;
+		a.mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+		if ((ret = pk_attr_set(t, 0, &a, err)))
+			return ret;
 		t->root_set = 1;
 	}
 	struct walk w = {.t = t, .o = o, .src = src, .root = root, .err = err};
@@ -591,15 +411,15 @@ static int spool_open(struct pk_tree *t, const char *spool_path,
 }
 
 static int spool_member(struct pk_tree *t, struct archive *a,
-			struct pk_entry *e, const char *where,
-			struct dlfs_err *err)
+			struct pk_entry *e, struct pk_attr *at,
+			const char *where, struct dlfs_err *err)
 {
 	const void *buf;
 	size_t len;
 	la_int64_t off;
 	uint64_t base = t->spool_size, got = 0;
 	int rc;
-	e->spool_off = base;
+	at->spool_off = base;
 	while ((rc = archive_read_data_block(a, &buf, &len, &off)) ==
 	       ARCHIVE_OK) {
 		/* Sparse members give holes as jumps in off. */
@@ -636,37 +456,46 @@ static int spool_member(struct pk_tree *t, struct archive *a,
  */
 static int hard_link(struct pk_tree *t, struct archive *a,
 		     struct archive_entry *ae, struct pk_entry *e,
-		     const char *hl, uint32_t src, const char *spool_path,
-		     const char *where, struct dlfs_err *err)
+		     struct pk_attr *at, const char *hl, uint32_t src,
+		     const char *spool_path, const char *where,
+		     struct dlfs_err *err)
 {
 	char hn[8192];
+	struct pk_attr ka;
 	ssize_t hlen = normalise(hl, hn, sizeof(hn));
-	int64_t k = hlen < 0 ? -1 : map_find(t, hn, (size_t)hlen);
+	int64_t k = hlen < 0 ? -1 : pk_tree_find(t, hn, (size_t)hlen);
 	if (k < 0 || !S_ISREG(t->e[k].mode))
 		return dlfs_err_set(err, -EINVAL,
 				    "%s: hard link to a missing or hostile "
 				    "member",
 				    where);
-	if (t->e[k].data_from)
-		k = t->e[k].data_from - 1; /* the group's first entry */
+	int ret = pk_attr_get(t, (uint64_t)k, &ka, err);
+	if (ret)
+		return ret;
+	if (ka.data_from) {
+		k = ka.data_from - 1; /* the group's first entry */
+		if ((ret = pk_attr_get(t, (uint64_t)k, &ka, err)))
+			return ret;
+	}
 	int64_t sz = archive_entry_size_is_set(ae) ? archive_entry_size(ae)
 						   : 0;
 	if (sz > 0) {
 		e->size = (uint64_t)sz;
-		int ret = spool_open(t, spool_path, err);
+		ret = spool_open(t, spool_path, err);
 		if (!ret)
-			ret = spool_member(t, a, e, where, err);
+			ret = spool_member(t, a, e, at, where, err);
 		if (ret)
 			return ret;
 		struct pk_entry *first = &t->e[k];
-		if (first->src == src && !first->data_from) {
+		if (first->src == src && !ka.data_from) {
 			first->size = e->size;
-			first->spool_off = e->spool_off;
+			ka.spool_off = at->spool_off;
+			ret = pk_attr_set(t, (uint64_t)k, &ka, err);
 		}
-		return 0;
+		return ret;
 	}
-	e->data_from = (uint32_t)(k + 1);
-	return 0;
+	at->data_from = (uint32_t)(k + 1);
+	return pk_tree_add_link(t, (uint64_t)(e - t->e), err);
 }
 
 static int scan_archive(struct pk_tree *t, uint32_t src, const char *path,
@@ -747,11 +576,17 @@ static int scan_archive(struct pk_tree *t, uint32_t src, const char *path,
 		if (n == 0) { /* "./": the root, if no directory source */
 			if (type == AE_IFDIR && !t->root_set &&
 			    !t->root_from_dir) {
+				struct pk_attr ra;
+				ret = pk_attr_get(t, 0, &ra, err);
+				if (ret)
+					goto out;
 				t->e[0].mode =
 					S_IFDIR | (archive_entry_perm(ae));
-				t->e[0].mtime_sec = mt;
-				t->e[0].mtime_nsec =
+				ra.mtime_sec = mt;
+				ra.mtime_nsec =
 					(uint32_t)archive_entry_mtime_nsec(ae);
+				if ((ret = pk_attr_set(t, 0, &ra, err)))
+					goto out;
 				t->root_set = 1;
 			}
 			continue;
@@ -760,26 +595,24 @@ static int scan_archive(struct pk_tree *t, uint32_t src, const char *path,
 		if (ret)
 			goto out;
 		struct pk_entry *e;
-		ret = put_entry(t, norm, (size_t)n,
-				(uint32_t)(type | archive_entry_perm(ae)), src,
-				where, &e, err);
+		struct pk_attr *at;
+		ret = pk_tree_put(t, norm, (size_t)n,
+				  (uint32_t)(type | archive_entry_perm(ae)),
+				  src, where, &e, &at, err);
 		if (ret)
 			goto out;
 		if (!e)
 			continue;
-		e->mtime_sec = mt;
-		e->mtime_nsec = (uint32_t)archive_entry_mtime_nsec(ae);
+		at->mtime_sec = mt;
+		at->mtime_nsec = (uint32_t)archive_entry_mtime_nsec(ae);
 		if (type == AE_IFLNK) {
 			const char *tg = archive_entry_symlink(ae);
-			e->size = tg ? strlen(tg) : 0;
-			e->target = strdup(tg ? tg : "");
-			if (!e->target) {
-				ret = dlfs_err_set(err, -ENOMEM,
-						   "out of memory");
+			ret = pk_tree_set_target(t, e, tg ? tg : "",
+						 tg ? strlen(tg) : 0, err);
+			if (ret)
 				goto out;
-			}
 		} else if (hl) {
-			ret = hard_link(t, a, ae, e, hl, src, spool_path,
+			ret = hard_link(t, a, ae, e, at, hl, src, spool_path,
 					where, err);
 			if (ret)
 				goto out;
@@ -788,7 +621,7 @@ static int scan_archive(struct pk_tree *t, uint32_t src, const char *path,
 			e->size = sz > 0 ? (uint64_t)sz : 0;
 			ret = spool_open(t, spool_path, err);
 			if (!ret)
-				ret = spool_member(t, a, e, where, err);
+				ret = spool_member(t, a, e, at, where, err);
 			if (ret)
 				goto out;
 		}
@@ -808,10 +641,10 @@ int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
 	    struct dlfs_err *err)
 {
 	struct pk_entry *root;
-	int ret = add_entry(t, "", 0, &root);
+	struct pk_attr *ra;
+	int ret = pk_tree_root(t, &root, &ra, err);
 	if (ret)
-		return dlfs_err_set(err, ret, "out of memory");
-	root->mode = S_IFDIR | 0755;
+		return ret;
 	for (unsigned i = 0; i < n_src; i++)
 		if (src[i].kind == PK_SRC_DIR)
 			t->root_from_dir = 1;
@@ -828,17 +661,19 @@ int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
 	}
 	/* A mount shows its control directory at the root as ".dlfs"
 	 * (dlfs(1)); a dataset entry of that name needs -o ctl_dir. */
-	if (map_find(t, ".dlfs", 5) >= 0)
+	if (pk_tree_find(t, ".dlfs", 5) >= 0)
 		warn(opts,
 		     "warning: the dataset has an entry '.dlfs' at its root, "
 		     "the name of a mount's control directory: mount it with "
 		     "-o ctl_dir=NAME to give the control directory another "
 		     "name (dlfs refuses to mount it without)");
 	/* Hard links take their group's content as it ended up. */
-	for (uint64_t i = 0; i < t->n; i++) {
-		struct pk_entry *e = &t->e[i];
-		if (e->data_from)
-			e->size = t->e[e->data_from - 1].size;
+	for (uint64_t i = 0; i < t->n_links; i++) {
+		struct pk_attr a;
+		struct pk_entry *e = &t->e[t->links[i]];
+		if ((ret = pk_attr_get(t, t->links[i], &a, err)))
+			return ret;
+		e->size = t->e[a.data_from - 1].size;
 	}
-	return 0;
+	return pk_attr_flush(t, err);
 }
