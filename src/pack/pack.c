@@ -147,21 +147,20 @@ static uint8_t *chunk_buf(struct pipe *p, uint64_t g)
 }
 
 /* Read one file into its chunk buffers; hash it on the way. */
-static int read_file(struct pipe *p, uint64_t i, char **pathbuf,
-		     size_t *pathcap, XXH3_state_t *hs, struct dlfs_err *err)
+static int read_file(struct pipe *p, uint64_t i, struct pk_attr a,
+		     char **pathbuf, size_t *pathcap, XXH3_state_t *hs,
+		     struct dlfs_err *err)
 {
 	const struct pk_tree *t = p->t;
 	const struct pk_entry *e = pk_at(t, p->l, i);
 	uint64_t k = (uint64_t)(e - t->e), *xxh3 = &p->l->xxh3[k];
-	struct pk_attr a;
-	int ret = pk_attr_read(t, k, 1, &a, err);
+	int ret = 0;
 	/* A hard link's bytes are where its group's first entry has them. */
-	if (!ret && a.data_from) {
+	if (a.data_from) {
 		k = a.data_from - 1;
-		ret = pk_attr_read(t, k, 1, &a, err);
+		if ((ret = pk_attr_read(t, k, 1, &a, err)))
+			return ret;
 	}
-	if (ret)
-		return ret;
 	const struct pk_entry *d = &t->e[k];
 	const struct pk_source *s = &p->src[d->src];
 	int fd, own = 0;
@@ -256,6 +255,30 @@ static int read_file(struct pipe *p, uint64_t i, char **pathbuf,
 	return ret;
 }
 
+/*
+ * Take the next run of files (ino - 1 in *i): up to CLAIM_FILES files and
+ * CLAIM_BYTES bytes, at least one file. @return its length, 0 at the end.
+ */
+#define CLAIM_FILES 64
+#define CLAIM_BYTES (UINT64_C(1) << 20)
+
+static uint64_t claim(struct pipe *p, uint64_t *i)
+{
+	uint64_t at = atomic_load(&p->next);
+	for (;;) {
+		uint64_t j = at, bytes = 0;
+		while (p->f0 + j < p->f1 && j - at < CLAIM_FILES &&
+		       (j == at || bytes < CLAIM_BYTES))
+			bytes += pk_at(p->t, p->l, p->f0 + j++)->size;
+		if (j == at)
+			return 0;
+		if (atomic_compare_exchange_weak(&p->next, &at, j)) {
+			*i = p->f0 + at;
+			return j - at;
+		}
+	}
+}
+
 static void *reader(void *arg)
 {
 	struct pipe *p = arg;
@@ -263,29 +286,32 @@ static void *reader(void *arg)
 	char *pathbuf = NULL;
 	size_t pathcap = 0;
 	XXH3_state_t *hs = XXH3_createState();
-	uint64_t first = p->f0, end = p->f1;
 	if (!hs) {
 		dlfs_err_set(&err, -ENOMEM, "out of memory");
 		pipe_fail(p, &err);
 		return NULL;
 	}
-	while (!atomic_load(&p->stop)) {
-		uint64_t i = first + atomic_fetch_add(&p->next, 1);
-		if (i >= end)
-			break;
-		const struct pk_entry *e = pk_at(p->t, p->l, i);
-		int ret = 0;
-		if (e->size == 0)
-			p->l->xxh3[e - p->t->e] = XXH3_64bits(NULL, 0);
-		else
-			ret = read_file(p, i, &pathbuf, &pathcap, hs, &err);
-		if (ret) {
-			if (ret != -ECANCELED)
-				pipe_fail(p, &err);
-			break;
+	struct pk_attr ab[CLAIM_FILES];
+	uint64_t i, n;
+	int ret = 0;
+	while (!ret && !atomic_load(&p->stop) && (n = claim(p, &i))) {
+		/* The run's attributes in one read: they are in ino order. */
+		ret = pk_attr_read(p->t, (uint64_t)(pk_at(p->t, p->l, i) -
+						    p->t->e),
+				   n, ab, &err);
+		for (uint64_t m = 0; m < n && !ret; m++) {
+			const struct pk_entry *e = pk_at(p->t, p->l, i + m);
+			if (e->size == 0)
+				p->l->xxh3[e - p->t->e] = XXH3_64bits(NULL, 0);
+			else
+				ret = read_file(p, i + m, ab[m], &pathbuf,
+						&pathcap, hs, &err);
+			if (!ret)
+				atomic_fetch_add(&p->files_done, 1);
 		}
-		atomic_fetch_add(&p->files_done, 1);
 	}
+	if (ret && ret != -ECANCELED)
+		pipe_fail(p, &err);
 	XXH3_freeState(hs);
 	free(pathbuf);
 	return NULL;
