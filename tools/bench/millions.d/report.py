@@ -2,7 +2,10 @@
 """The "## millions" section of RESULTS.md from one run of
 tools/bench/millions (not part of dlfs).
 
-  report.py META.tsv RESULTS.jsonl > section.md
+  report.py [--section NAME] META.tsv RESULTS.jsonl > section.md
+
+NAME is "millions" (the default) or "millions-pack" (--pack-only: the
+packs alone).
 """
 import os
 import sys
@@ -21,7 +24,11 @@ def own_mib(l):
 
 
 def main():
-    meta, rows = load(sys.argv[1], sys.argv[2])
+    args = sys.argv[1:]
+    section = "millions"
+    if args[:1] == ["--section"]:
+        section, args = args[1], args[2:]
+    meta, rows = load(args[0], args[1])
     n = int(meta["files"])
     by = {}
     for r in rows:
@@ -33,13 +40,19 @@ def main():
         by[key] = r
     out = []
     w = out.append
-    w("## millions")
+    w("## " + section)
     w("")
-    w("dlfs at %s files of 0.5-2 KiB in %s directories, against kernel "
-      "squashfs of the same tree (tar2sqfs from squashfs-tools-ng, mounted "
-      "by the kernel), on local disk, in one run (issue 24). Every "
-      "measurement after packing starts from a dropped page cache." % (
-          fmt(n), fmt(int(meta["dirs"]))))
+    if section == "millions":
+        w("dlfs at %s files of 0.5-2 KiB in %s directories, against kernel "
+          "squashfs of the same tree (tar2sqfs from squashfs-tools-ng, mounted "
+          "by the kernel), on local disk, in one run (issue 24). Every "
+          "measurement after packing starts from a dropped page cache." % (
+              fmt(n), fmt(int(meta["dirs"]))))
+    else:
+        w("dlfs-pack alone (`--pack-only`) at %s files of 0.5-2 KiB in %s "
+          "directories, from tar shards on local disk, each pack from a "
+          "dropped page cache, in one run; section `millions` has the rest "
+          "of the tree's figures." % (fmt(n), fmt(int(meta["dirs"]))))
     w("")
     w("- Run: %s, %s, revision %s." % (meta["date"], meta["machine"], meta["revision"]))
     w("- Reproduce: `%s` (as root)." % meta["command"])
@@ -84,11 +97,12 @@ def main():
         w("| this vs baseline | %s | %s | %s | |" % (
             ratio(pd["secs"], pb["secs"]), ratio(pd["rss_kb"], pb["rss_kb"]),
             ratio(pd["index_bytes"], pb["index_bytes"])))
-    w("")
-    w("The daemon, mounted without and with `cache_dir`:")
-    w("")
-    w("| step | time | daemon RSS | of which anonymous / file |")
-    w("|---|---:|---:|---:|")
+    if any(k[0] in ("mount", "list") for k in by):
+        w("")
+        w("The daemon, mounted without and with `cache_dir`:")
+        w("")
+        w("| step | time | daemon RSS | of which anonymous / file |")
+        w("|---|---:|---:|---:|")
     for how, label in (("plain", "mount (the PFS's index mapped)"),
                        ("cache_dir_first", "mount with cache_dir, first (the index copied)"),
                        ("cache_dir_again", "mount with cache_dir, again (the copy used)")):
