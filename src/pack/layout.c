@@ -101,13 +101,13 @@ static int reorder_attrs(struct pk_tree *t, struct pk_layout *l,
 		goto out;
 	}
 	sfd = open(spath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (sfd >= 0)
-		unlink(spath);
+	if (sfd < 0 || unlink(spath) < 0) {
+		ret = dlfs_err_sys(err, -errno, "%s", spath);
+		goto out;
+	}
 	ofd = open(opath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (ofd >= 0)
-		unlink(opath);
-	if (sfd < 0 || ofd < 0) {
-		ret = dlfs_err_sys(err, -errno, "%s", sfd < 0 ? spath : opath);
+	if (ofd < 0 || unlink(opath) < 0) {
+		ret = dlfs_err_sys(err, -errno, "%s", opath);
 		goto out;
 	}
 	int64_t max = INT64_MIN;

@@ -147,9 +147,14 @@ static uint8_t *chunk_buf(struct pipe *p, uint64_t g)
 }
 
 /* Read one file into its chunk buffers; hash it on the way. */
+/* A reader thread's buffers: a file's path, and its source's + path. */
+struct rbufs {
+	char *rel, *full;
+	size_t relcap, fullcap;
+};
+
 static int read_file(struct pipe *p, uint64_t i, struct pk_attr a,
-		     char **pathbuf, size_t *pathcap, XXH3_state_t *hs,
-		     struct dlfs_err *err)
+		     struct rbufs *rb, XXH3_state_t *hs, struct dlfs_err *err)
 {
 	const struct pk_tree *t = p->t;
 	const struct pk_entry *e = pk_at(t, p->l, i);
@@ -168,24 +173,19 @@ static int read_file(struct pipe *p, uint64_t i, struct pk_attr a,
 	const char *where;
 	if (s->kind == PK_SRC_DIR) {
 		size_t rl = strlen(s->path), pl;
-		char *rel = NULL;
-		size_t rcap = 0;
-		if (pk_entry_path(t, d, &rel, &rcap, &pl))
+		if (pk_entry_path(t, d, &rb->rel, &rb->relcap, &pl))
 			return dlfs_err_set(err, -ENOMEM, "out of memory");
 		size_t need = rl + pl + 2;
-		if (need > *pathcap) {
-			char *b = realloc(*pathbuf, need * 2);
-			if (!b) {
-				free(rel);
+		if (need > rb->fullcap) {
+			char *b = realloc(rb->full, need * 2);
+			if (!b)
 				return dlfs_err_set(err, -ENOMEM,
 						    "out of memory");
-			}
-			*pathbuf = b;
-			*pathcap = need * 2;
+			rb->full = b;
+			rb->fullcap = need * 2;
 		}
-		snprintf(*pathbuf, *pathcap, "%s/%s", s->path, rel);
-		free(rel);
-		where = *pathbuf;
+		snprintf(rb->full, rb->fullcap, "%s/%s", s->path, rb->rel);
+		where = rb->full;
 		fd = dlfs_open_long(where, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
 		if (fd < 0)
 			return dlfs_err_sys(err, fd, "%s", where);
@@ -283,8 +283,7 @@ static void *reader(void *arg)
 {
 	struct pipe *p = arg;
 	struct dlfs_err err = {0};
-	char *pathbuf = NULL;
-	size_t pathcap = 0;
+	struct rbufs rb = {0};
 	XXH3_state_t *hs = XXH3_createState();
 	if (!hs) {
 		dlfs_err_set(&err, -ENOMEM, "out of memory");
@@ -304,8 +303,8 @@ static void *reader(void *arg)
 			if (e->size == 0)
 				p->l->xxh3[e - p->t->e] = XXH3_64bits(NULL, 0);
 			else
-				ret = read_file(p, i + m, ab[m], &pathbuf,
-						&pathcap, hs, &err);
+				ret = read_file(p, i + m, ab[m], &rb, hs,
+						&err);
 			if (!ret)
 				atomic_fetch_add(&p->files_done, 1);
 		}
@@ -313,7 +312,8 @@ static void *reader(void *arg)
 	if (ret && ret != -ECANCELED)
 		pipe_fail(p, &err);
 	XXH3_freeState(hs);
-	free(pathbuf);
+	free(rb.rel);
+	free(rb.full);
 	return NULL;
 }
 
