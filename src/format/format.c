@@ -5,61 +5,16 @@
 #include <string.h>
 #include <xxhash.h>
 
-void dlfs_put_le32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
+#include "bytes.h"
 
-uint32_t dlfs_get_le32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 0; i < 4; i++)
-		v |= (uint32_t)p[i] << (8 * i);
-	return v;
-}
-
-void dlfs_put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-uint64_t dlfs_get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v |= (uint64_t)p[i] << (8 * i);
-	return v;
-}
-
-void dlfs_put_be32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-
-uint32_t dlfs_get_be32(const uint8_t *p)
-{
-	uint32_t v = 0;
-	for (int i = 0; i < 4; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-void dlfs_put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-uint64_t dlfs_get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
+void dlfs_put_le32(uint8_t *p, uint32_t v) { bytes_put_le32(p, v); }
+uint32_t dlfs_get_le32(const uint8_t *p) { return bytes_get_le32(p); }
+void dlfs_put_le64(uint8_t *p, uint64_t v) { bytes_put_le64(p, v); }
+uint64_t dlfs_get_le64(const uint8_t *p) { return bytes_get_le64(p); }
+void dlfs_put_be32(uint8_t *p, uint32_t v) { bytes_put_be32(p, v); }
+uint32_t dlfs_get_be32(const uint8_t *p) { return bytes_get_be32(p); }
+void dlfs_put_be64(uint8_t *p, uint64_t v) { bytes_put_be64(p, v); }
+uint64_t dlfs_get_be64(const uint8_t *p) { return bytes_get_be64(p); }
 
 /*
  * A cursor over a record buffer keeps each codec a flat list of fields in
@@ -70,11 +25,11 @@ struct cur {
 	const uint8_t *r;
 };
 
-static void w32(struct cur *c, uint32_t v) { dlfs_put_le32(c->w, v); c->w += 4; }
-static void w64(struct cur *c, uint64_t v) { dlfs_put_le64(c->w, v); c->w += 8; }
+static void w32(struct cur *c, uint32_t v) { bytes_put_le32(c->w, v); c->w += 4; }
+static void w64(struct cur *c, uint64_t v) { bytes_put_le64(c->w, v); c->w += 8; }
 static void wby(struct cur *c, const uint8_t *b, size_t n) { memcpy(c->w, b, n); c->w += n; }
-static uint32_t r32(struct cur *c) { uint32_t v = dlfs_get_le32(c->r); c->r += 4; return v; }
-static uint64_t r64(struct cur *c) { uint64_t v = dlfs_get_le64(c->r); c->r += 8; return v; }
+static uint32_t r32(struct cur *c) { uint32_t v = bytes_get_le32(c->r); c->r += 4; return v; }
+static uint64_t r64(struct cur *c) { uint64_t v = bytes_get_le64(c->r); c->r += 8; return v; }
 static void rby(struct cur *c, uint8_t *b, size_t n) { memcpy(b, c->r, n); c->r += n; }
 
 void dlfs_super_encode(const struct dlfs_super_rec *r, uint8_t *out)

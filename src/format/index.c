@@ -7,6 +7,7 @@
 
 #include "index.h"
 
+#include "bytes.h"
 #include "guard.h"
 #include "records.h"
 #include "util.h"
@@ -96,8 +97,8 @@ static int open_dbis(struct dlfs_index *ix, const char *ipath,
 				   ipath);
 		goto out_txn;
 	}
-	uint32_t major = dlfs_get_le32(v.mv_data);
-	uint32_t minor = dlfs_get_le32((uint8_t *)v.mv_data + 4);
+	uint32_t major = bytes_get_le32(v.mv_data);
+	uint32_t minor = bytes_get_le32((uint8_t *)v.mv_data + 4);
 	if (major != DLFS_FORMAT_MAJOR) {
 		ret = dlfs_err_set(err, -EPROTONOSUPPORT,
 				   "%s: unsupported format version %u.%u "
@@ -156,7 +157,7 @@ static int load_containers(struct dlfs_index *ix, MDB_txn *t)
 	uint64_t g = 0;
 	for (uint32_t c = 0; c < nc; c++) {
 		uint8_t kb[4];
-		dlfs_put_be32(kb, c);
+		bytes_put_be32(kb, c);
 		MDB_val k = {4, kb}, v;
 		int rc = mdb_get(t, ix->dbi_containers, &k, &v);
 		if (rc && rc != MDB_NOTFOUND)
@@ -326,7 +327,7 @@ static int stat_in(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 		return dlfs_err_set(err, -ENOENT, "%s: no inode %llu",
 				    ix->path, (unsigned long long)ino);
 	uint8_t kb[8];
-	dlfs_put_be64(kb, (ino - 1) / DLFS_INODES_PER_BLOCK);
+	bytes_put_be64(kb, (ino - 1) / DLFS_INODES_PER_BLOCK);
 	MDB_val k = {8, kb}, v;
 	int rc = mdb_get(txn->txn, ix->dbi_inodes, &k, &v);
 	if (rc)
@@ -339,7 +340,7 @@ static int stat_in(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 				       v.mv_data, v.mv_size, out, err);
 	if (ret || !S_ISLNK(out->mode))
 		return ret;
-	dlfs_put_be64(kb, ino);
+	bytes_put_be64(kb, ino);
 	rc = mdb_get(txn->txn, ix->dbi_symlinks, &k, &v);
 	if (rc || v.mv_size != out->size)
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
@@ -371,7 +372,7 @@ static int stat_range_in(struct dlfs_txn *txn, uint64_t first, uint64_t n,
 		if ((ino - 1) / DLFS_INODES_PER_BLOCK != block) {
 			block = (ino - 1) / DLFS_INODES_PER_BLOCK;
 			uint8_t kb[8];
-			dlfs_put_be64(kb, block);
+			bytes_put_be64(kb, block);
 			MDB_val k = {8, kb};
 			int rc = mdb_get(txn->txn, ix->dbi_inodes, &k, &v);
 			if (rc)
@@ -403,7 +404,7 @@ static int lookup_in(struct dlfs_txn *txn, uint64_t parent, const char *name,
 	uint8_t kb[8 + DLFS_NAME_MAX];
 	if (len > DLFS_NAME_MAX)
 		return dlfs_err_set(err, -ENAMETOOLONG, "name too long");
-	dlfs_put_be64(kb, parent);
+	bytes_put_be64(kb, parent);
 	memcpy(kb + 8, name, len);
 	MDB_val k = {8 + len, kb}, v;
 	int rc = mdb_get(txn->txn, ix->dbi_dirents, &k, &v);
@@ -526,7 +527,7 @@ static int readdir_in(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 	uint64_t pos = 0;
 	int slot = -1;
 
-	dlfs_put_be64(kb, dir);
+	bytes_put_be64(kb, dir);
 	if (cookie && (slot = rd_recall(ix, dir, cookie, kb, &klen)) >= 0) {
 		k.mv_size = klen;
 		k.mv_data = kb;
@@ -540,7 +541,7 @@ static int readdir_in(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 		/* Skip to the cookie: a cold resume, correct but O(cookie). */
 		while (!rc && pos < cookie && k.mv_size >= 8 &&
-		       dlfs_get_be64(k.mv_data) == dir) {
+		       bytes_get_be64(k.mv_data) == dir) {
 			pos++;
 			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 		}
@@ -549,7 +550,7 @@ static int readdir_in(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 	}
 	MDB_val last = {0, NULL};
 	for (; !rc; rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		if (k.mv_size < 8 || dlfs_get_be64(k.mv_data) != dir)
+		if (k.mv_size < 8 || bytes_get_be64(k.mv_data) != dir)
 			break;
 		struct dlfs_dirent d;
 		if (dlfs_dirent_decode(&ix->info.super, k.mv_data, k.mv_size,
@@ -611,8 +612,8 @@ static int chunk_get_in(struct dlfs_txn *txn, uint32_t c, uint64_t k,
 					      "damaged"
 					    : "no such chunk");
 	uint8_t kb[8];
-	dlfs_put_be32(kb, c);
-	dlfs_put_be32(kb + 4, (uint32_t)k);
+	bytes_put_be32(kb, c);
+	bytes_put_be32(kb + 4, (uint32_t)k);
 	MDB_val key = {8, kb}, v;
 	int rc = mdb_get(txn->txn, ix->dbi_chunks, &key, &v);
 	if (rc == MDB_NOTFOUND)
@@ -641,7 +642,7 @@ static int container_get_in(struct dlfs_txn *txn, uint32_t c,
 			    struct dlfs_err *err)
 {
 	uint8_t kb[4];
-	dlfs_put_be32(kb, c);
+	bytes_put_be32(kb, c);
 	MDB_val key = {4, kb}, v;
 	int rc = mdb_get(txn->txn, txn->ix->dbi_containers, &key, &v);
 	if (rc || v.mv_size != DLFS_CONTAINER_REC_SIZE)
@@ -666,7 +667,7 @@ static int find_parent(struct dlfs_txn *txn, uint64_t ino, uint64_t *parent,
 		if (!dlfs_dirent_decode(&txn->ix->info.super, k.mv_data,
 					k.mv_size, v.mv_data, v.mv_size, &d) &&
 		    d.ino == ino) {
-			*parent = dlfs_get_be64(k.mv_data);
+			*parent = bytes_get_be64(k.mv_data);
 			name->mv_size = k.mv_size - 8;
 			name->mv_data = (uint8_t *)k.mv_data + 8;
 			return 0;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
+#include "bytes.h"
 #include "records.h"
 #include "util.h"
 
@@ -138,7 +139,7 @@ int dlfs_dirent_val_decode(const struct dlfs_super_rec *s, const void *val,
 {
 	if (vlen != 8)
 		return -DLFS_ECORRUPT;
-	uint64_t v = dlfs_get_le64(val);
+	uint64_t v = bytes_get_le64(val);
 	*ino = v & DLFS_DIRENT_INO_MASK;
 	*type = (uint32_t)(v >> DLFS_DIRENT_TYPE_SHIFT) << 12;
 	/* The root is nobody's child; the type is the one of the number. */
