@@ -54,6 +54,22 @@ static void window_perm(const struct dlfs_epoch *o, uint64_t j,
 		       o->epoch);
 }
 
+/*
+ * chunk_first splits the files [0, n) into the chunks' runs, every file
+ * in one: it starts at 0, never falls, and ends at n. Anything else
+ * would make the chunked order skip some files and repeat others. With
+ * no chunks (every file empty) there is nothing to split: [0] is n.
+ */
+static int partition_ok(const uint64_t *first, uint64_t n_chunks, uint64_t n)
+{
+	if (first[n_chunks] != n || (n_chunks && first[0] != 0))
+		return 0;
+	for (uint64_t g = 0; g < n_chunks; g++)
+		if (first[g] > first[g + 1])
+			return 0;
+	return 1;
+}
+
 int dlfs_epoch_new(const struct dlfs_epoch_conf *conf, uint64_t epoch,
 		   struct dlfs_epoch **out)
 {
@@ -62,7 +78,7 @@ int dlfs_epoch_new(const struct dlfs_epoch_conf *conf, uint64_t epoch,
 		return -EINVAL;
 	if (conf->mode == DLFS_SHUFFLE_CHUNKED &&
 	    (!conf->window || !conf->chunk_first ||
-	     conf->chunk_first[conf->n_chunks] != conf->n_files))
+	     !partition_ok(conf->chunk_first, conf->n_chunks, conf->n_files)))
 		return -EINVAL;
 	struct dlfs_epoch *o = calloc(1, sizeof(*o));
 	if (!o)
@@ -75,6 +91,8 @@ int dlfs_epoch_new(const struct dlfs_epoch_conf *conf, uint64_t epoch,
 	o->size = conf->size;
 	o->start = share_bound(o->n, conf->rank, conf->size);
 	o->len = share_bound(o->n, conf->rank + 1, conf->size) - o->start;
+	if (o->mode == DLFS_SHUFFLE_CHUNKED && !conf->n_chunks)
+		o->mode = DLFS_SHUFFLE_GLOBAL; /* no bytes: no chunks to keep */
 	switch (o->mode) {
 	case DLFS_SHUFFLE_GLOBAL:
 		dlfs_perm_init(&o->perm, o->n, o->seed, epoch);

@@ -14,7 +14,10 @@
  *            and so its own chunks), shuffled anew every epoch.
  * A file belongs to the chunk that holds its first byte; chunk_first[g]
  * (g < n_chunks, and chunk_first[n_chunks] = n) is the first file of
- * global chunk g, counting chunks of all containers in order.
+ * global chunk g, counting chunks of all containers in order. An empty
+ * file has no byte: it goes with the run it lies in, and those before
+ * the first file with bytes go with chunk 0 (chunk_first[0] is 0). A
+ * dataset of no chunks at all is shuffled as GLOBAL.
  *
  * Positions map to files in O(1) (GLOBAL, LOCAL) or O(log chunks + window)
  * (CHUNKED) time, and back again: dlfs_epoch_position tells a reader's

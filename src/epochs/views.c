@@ -210,6 +210,11 @@ static int chunkmap_build(struct dlfs_views *v, struct dlfs_txn *txn,
 		m->first[c.g++] = v->n_files;
 	while (c.b <= n)
 		m->last[c.b++] = v->n_files;
+	/* Empty files before the first with bytes go with chunk 0, so that
+	 * the runs hold every file (order.h); chunkmap_file knows them by
+	 * their empty bit, not by this. */
+	if (n)
+		m->first[0] = 0;
 	*out = m;
 	return 0;
 }

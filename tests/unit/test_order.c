@@ -2,7 +2,8 @@
  * Epoch orders: for every mode, the shares of 4 ranks together are every
  * file exactly once, a position maps back to itself, two epochs differ,
  * the same seed repeats; LOCAL keeps each rank on its own shard; CHUNKED
- * keeps each window of positions inside its window of chunks.
+ * keeps each window of positions inside its window of chunks, and takes
+ * only chunk runs that hold every file once.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -125,12 +126,55 @@ static void check_mode(enum dlfs_shuffle mode)
 	free(e1);
 }
 
+/*
+ * CHUNKED takes only a chunk_first that puts every file in one chunk's
+ * run: one that leaves files before chunk 0's run (the empty files a
+ * dataset starts with, once) or that falls would skip some files and
+ * repeat others. A dataset with no chunks is shuffled whole.
+ */
+static void check_partitions(void)
+{
+	struct dlfs_epoch_conf conf = {
+		.n_files = N, .mode = DLFS_SHUFFLE_CHUNKED, .seed = 77,
+		.size = 1, .window = WINDOW, .n_chunks = CHUNKS,
+		.chunk_first = chunk_first,
+	};
+	struct dlfs_epoch *o = NULL;
+	chunk_first[0] = 3;
+	CHECK_EQ(dlfs_epoch_new(&conf, 1, &o), -EINVAL);
+	chunk_first[0] = 0;
+	uint64_t keep = chunk_first[10];
+	chunk_first[10] = chunk_first[11] + 1;
+	CHECK_EQ(dlfs_epoch_new(&conf, 1, &o), -EINVAL);
+	chunk_first[10] = keep;
+	CHECK_EQ(dlfs_epoch_new(&conf, 1, &o), 0);
+	dlfs_epoch_free(o);
+
+	uint64_t none[1] = {N};
+	conf.n_chunks = 0;
+	conf.chunk_first = none;
+	CHECK_EQ(dlfs_epoch_new(&conf, 1, &o), 0);
+	if (o) {
+		uint8_t *seen = calloc(N, 1);
+		int bad = 0;
+		for (uint64_t j = 0; j < N; j++) {
+			uint64_t f = dlfs_epoch_at(o, j);
+			if (f >= N || seen[f]++ || dlfs_epoch_position(o, f) != j)
+				bad++;
+		}
+		CHECK_EQ(bad, 0);
+		free(seen);
+		dlfs_epoch_free(o);
+	}
+}
+
 int main(void)
 {
 	make_chunks();
 	check_mode(DLFS_SHUFFLE_GLOBAL);
 	check_mode(DLFS_SHUFFLE_LOCAL);
 	check_mode(DLFS_SHUFFLE_CHUNKED);
+	check_partitions();
 	enum dlfs_shuffle m;
 	CHECK_EQ(dlfs_shuffle_parse("chunked", &m), 0);
 	CHECK_EQ(m, DLFS_SHUFFLE_CHUNKED);
