@@ -9,6 +9,7 @@
 
 #include "dlfs/format.h"
 #include "paths.h"
+#include "split.h"
 
 #define ORDERS 4 /* epochs whose orders are kept */
 /* Epochs whose list sizes and piece offsets are kept (a few KiB each):
@@ -18,6 +19,10 @@
 #define LISTS 16
 #define PIECE 8192 /* paths a piece of a list renders at once */
 #define PIECES 4   /* rendered pieces kept */
+/* Helper threads that render a piece with the caller, at most (fewer on
+ * fewer CPUs): on 2 CPUs, one helper rendered a 10M-file list in 0.95 s
+ * instead of 1.27 s. */
+#define RENDER_HELPERS 3
 /* More than any path of an index can need (dlfs_paths_get: 4,097 levels
  * of DLFS_NAME_MAX bytes): growing past it would be a bug, not a path. */
 #define PATH_ROOM_MAX (UINT64_C(4) << 20)
@@ -35,6 +40,15 @@ struct piece {
 	uint64_t k, tick;
 	char *data;
 	size_t len, cap;
+};
+
+/* Part of a piece as one thread renders it. */
+struct part {
+	uint64_t ino[PIECE]; /* its files */
+	char *data;
+	size_t len, cap;
+	int ret; /* 0, -ENOENT (a file has no path), -ENAMETOOLONG (past the
+		  * limit), -ENOMEM */
 };
 
 struct chunkmap;
@@ -55,7 +69,10 @@ struct dlfs_views {
 	unsigned list_hand;
 	struct piece piece[PIECES];
 	uint64_t piece_tick;
-	uint64_t piece_ino[PIECE]; /* the files of the piece being rendered */
+	/* Rendering a piece: split between the caller and helper threads,
+	 * part i of it into part[i] (split.h). */
+	struct dlfs_split *split;
+	struct part *part; /* dlfs_split_max_parts of them */
 	/* The planner (plan_next), which follows the reader. */
 	uint64_t plan_epoch;        /* UINT64_MAX: nothing planned */
 	uint64_t plan_pos;          /* next share position to look at */
@@ -75,6 +92,14 @@ int dlfs_views_new(const struct dlfs_views_conf *conf, struct dlfs_views **out,
 	if (!v)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	v->conf = *conf;
+	if (dlfs_split_new(dlfs_split_helpers_for_cpus(RENDER_HELPERS),
+			   &v->split) ||
+	    !(v->part = calloc(dlfs_split_max_parts(v->split),
+			       sizeof(*v->part)))) {
+		dlfs_split_free(v->split);
+		free(v);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
 	if (!v->conf.size)
 		v->conf.size = 1;
 	if (!v->conf.window)
@@ -103,6 +128,10 @@ void dlfs_views_free(struct dlfs_views *v)
 		free(v->lists[i].off);
 	for (int i = 0; i < PIECES; i++)
 		free(v->piece[i].data);
+	for (unsigned i = 0; i < dlfs_split_max_parts(v->split); i++)
+		free(v->part[i].data);
+	free(v->part);
+	dlfs_split_free(v->split);
 	dlfs_paths_free(v->paths);
 	chunkmap_free(v->cmap);
 	free(v->emitted);
@@ -651,10 +680,63 @@ static int list_of(struct dlfs_views *v, struct dlfs_txn *txn, uint64_t e,
 	return 0;
 }
 
+/* Pieces shorter than this are rendered by the caller alone. */
+#define SPLIT_MIN 1024
+
+/* Files [start, start + n) of an order, to render as lines. */
+struct render {
+	struct dlfs_views *v;
+	const struct dlfs_epoch *o;
+	uint64_t start, n;
+	unsigned parts; /* set by the parts: how many the run had */
+};
+
+/*
+ * Part i of r into v->part[i] (dlfs_split_fn): the part's share of the
+ * files, then their paths. The buffer grows until they fit: a path has no
+ * length limit but the index's, and one long path must not fail the list.
+ * Runs outside mu on a helper, on data that does not change while the
+ * caller holds mu (the order, the path table, the part).
+ */
+static void render_part(void *arg, unsigned i, unsigned parts)
+{
+	struct render *r = arg;
+	struct part *pt = &r->v->part[i];
+	uint64_t a = r->n * i / parts, b = r->n * (i + 1) / parts;
+	if (!i)
+		r->parts = parts;
+	pt->len = 0;
+	dlfs_epoch_at_many(r->o, r->start + a, b - a, pt->ino);
+	for (uint64_t j = 0; j < b - a; j++)
+		pt->ino[j] += r->v->first_file;
+	for (;;) {
+		int ret = pt->cap ? dlfs_paths_lines(r->v->paths, pt->ino, b - a,
+						     pt->data, pt->cap, &pt->len)
+				  : -ENAMETOOLONG;
+		if (ret != -ENAMETOOLONG) {
+			pt->ret = ret;
+			return;
+		}
+		/* Every path of the part may be as long as an index allows
+		 * (4,096 levels of 255 bytes): growing past that is a bug. */
+		if (pt->cap > (b - a + 1) * PATH_ROOM_MAX) {
+			pt->ret = -ENAMETOOLONG;
+			return;
+		}
+		size_t cap = pt->cap ? pt->cap * 2 : PIECE * 64 / parts;
+		char *nb = realloc(pt->data, cap);
+		if (!nb) {
+			pt->ret = -ENOMEM;
+			return;
+		}
+		pt->data = nb;
+		pt->cap = cap;
+	}
+}
+
 /*
  * Render piece k of list l into a piece slot (caller holds mu), or find
- * it there. The buffer grows until the piece fits: a path has no length
- * limit but the index's, and one long path must not fail the list.
+ * it there: in parts, by this thread and the helpers (render_part).
  */
 static int piece_of(struct dlfs_views *v, struct dlfs_txn *txn, struct list *l,
 		    uint64_t k, struct piece **out, struct dlfs_err *err)
@@ -678,36 +760,40 @@ static int piece_of(struct dlfs_views *v, struct dlfs_txn *txn, struct list *l,
 	p->len = 0;
 	uint64_t start = dlfs_epoch_share_start(o) + k * PIECE;
 	uint64_t end = (k + 1) * PIECE < l->n ? (k + 1) * PIECE : l->n;
-	dlfs_epoch_at_many(o, start, end - k * PIECE, v->piece_ino);
-	for (uint64_t j = 0; j < end - k * PIECE; j++)
-		v->piece_ino[j] += v->first_file;
-	for (;;) {
-		int n = p->cap ? dlfs_paths_lines(v->paths, v->piece_ino,
-						  end - k * PIECE, p->data,
-						  p->cap, &p->len)
-			       : -ENAMETOOLONG;
-		if (n == -ENOENT)
+	struct render r = {v, o, start, end - k * PIECE, 1};
+	/* A short piece is not worth waking the helpers for. */
+	dlfs_split_run(v->split, r.n >= SPLIT_MIN ? dlfs_split_max_parts(v->split)
+						  : 1,
+		       render_part, &r);
+	size_t len = 0;
+	for (unsigned i = 0; i < r.parts; i++) {
+		struct part *pt = &v->part[i];
+		if (pt->ret == -ENOENT)
 			return dlfs_err_set(err, -EIO,
 					    "epoch %llu: a file of piece %llu "
 					    "has no path",
 					    (unsigned long long)l->epoch,
 					    (unsigned long long)k);
-		if (!n)
-			break;
-		/* Every path of the piece may be as long as an index allows
-		 * (4,096 levels of 255 bytes): growing past that is a bug. */
-		size_t cap = p->cap ? p->cap * 2 : PIECE * 64;
-		if (p->cap > PIECE * PATH_ROOM_MAX)
+		if (pt->ret == -ENAMETOOLONG)
 			return dlfs_err_set(err, -ENAMETOOLONG,
 					    "epoch %llu: piece %llu is longer "
 					    "than an index allows",
 					    (unsigned long long)l->epoch,
 					    (unsigned long long)k);
-		char *nb = realloc(p->data, cap);
+		if (pt->ret)
+			return dlfs_err_set(err, pt->ret, "out of memory");
+		len += pt->len;
+	}
+	if (len > p->cap) {
+		char *nb = realloc(p->data, len);
 		if (!nb)
 			return dlfs_err_set(err, -ENOMEM, "out of memory");
 		p->data = nb;
-		p->cap = cap;
+		p->cap = len;
+	}
+	for (unsigned i = 0; i < r.parts; i++) {
+		memcpy(p->data + p->len, v->part[i].data, v->part[i].len);
+		p->len += v->part[i].len;
 	}
 	if (k == l->known) {
 		l->off[k + 1] = l->off[k] + p->len;

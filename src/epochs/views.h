@@ -13,7 +13,9 @@
  * a view is first used.
  *
  * Thread-safety: every call is safe from any thread; one mutex guards the
- * caches, and rendering a piece of a list happens under it.
+ * caches. A piece of a list is rendered under it, in parts, by the
+ * calling thread and up to 3 helper threads (one less than the CPUs the
+ * process may use), started at the first list.
  */
 #ifndef DLFS_VIEWS_H
 #define DLFS_VIEWS_H
