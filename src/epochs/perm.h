@@ -25,6 +25,8 @@ struct dlfs_perm {
 	unsigned half_bits;
 	uint64_t half_mask;
 	uint64_t keys[DLFS_PERM_ROUNDS];
+	uint64_t flip[DLFS_PERM_ROUNDS]; /* keys[r] as XXH3 applies them to
+					  * an 8-byte input (perm.c) */
 };
 
 /* The permutation of [0, n) for (seed, epoch). n may be 0 (nothing). */

@@ -119,16 +119,23 @@ static void test_known(void)
 	}
 }
 
-/* Runs of positions in lockstep: the same as one at a time, for sizes
- * around the lane count and runs that end inside a group of lanes. */
+/* Runs of positions in lockstep (perm.c writes XXH3's round out as
+ * vectors): the same as one at a time, for sizes around the lane count,
+ * runs that end inside a group of lanes, and many keys, including halves
+ * of 32 bits. */
 static void test_many(void)
 {
-	const uint64_t sizes[] = {1, 2, 7, 8, 9, 17, 100, 4097, 100003};
+	const uint64_t sizes[] = {1, 2, 7, 8, 9, 17, 31, 32, 33, 63, 65, 100,
+				  4097, 100003, UINT64_C(1) << 40,
+				  (UINT64_C(1) << 63) + 5, UINT64_MAX};
+	const uint64_t seeds[] = {9, 0, UINT64_MAX, UINT64_C(0x80000000),
+				  UINT64_C(0x123456789abcdef0)};
 	uint64_t out[300];
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		struct dlfs_perm p;
-		dlfs_perm_init(&p, sizes[s], 9, 4);
-		for (uint64_t first = 0; first < sizes[s]; first += 1 + first * 3) {
+		dlfs_perm_init(&p, sizes[s], seeds[s % 5], 4 + s);
+		for (uint64_t first = 0; first < sizes[s];
+		     first = first >= sizes[s] / 4 ? sizes[s] : 4 * first + 1) {
 			size_t n = sizes[s] - first < 300 ? sizes[s] - first : 300;
 			for (size_t len = 0; len <= n; len += 1 + len / 2) {
 				dlfs_perm_at_many(&p, first, len, out);
