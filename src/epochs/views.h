@@ -39,6 +39,8 @@ struct dlfs_views_conf {
 	uint32_t rank, size;
 	uint32_t window;             /* chunked: chunks per window */
 	struct dlfs_reader *reader;  /* told when the plan changes; may be NULL */
+	uint32_t piece;              /* paths a piece of a list renders at
+				      * once; 0: 65,536 (tests use fewer) */
 };
 
 int dlfs_views_new(const struct dlfs_views_conf *conf, struct dlfs_views **out,

@@ -26,6 +26,7 @@
 
 static struct dlfs_ds *ds;
 static uint32_t ranks = RANKS; /* of the views test_plan makes */
+static uint32_t piece;          /* paths a piece of a list: 0 default */
 static struct dlfs_txn *txn;
 static uint64_t n_chunks;
 
@@ -58,7 +59,7 @@ static struct dlfs_views *new_views(enum dlfs_shuffle mode, uint32_t rank)
 {
 	struct dlfs_views_conf conf = {
 		.ds = ds, .mode = mode, .seed = 42, .rank = rank,
-		.size = ranks, .window = 4,
+		.size = ranks, .window = 4, .piece = piece,
 	};
 	struct dlfs_views *v = NULL;
 	struct dlfs_err err = {0};
@@ -512,8 +513,9 @@ static void test_names(void)
 
 /*
  * A list of several pieces, each rendered in parts by the views' helper
- * threads (on a machine with more than one CPU): the same bytes as the
- * paths one by one, in every mode, for one rank and for a share.
+ * threads (on a machine with more than one CPU), and of one: the same
+ * bytes as the paths one by one, in every mode, for one rank and for a
+ * share.
  */
 #define LONG_FILES 20000
 static void test_long_list(void)
@@ -541,13 +543,18 @@ static void test_long_list(void)
 		enum dlfs_shuffle modes[] = {DLFS_SHUFFLE_GLOBAL,
 					     DLFS_SHUFFLE_CHUNKED,
 					     DLFS_SHUFFLE_LOCAL};
+		/* Pieces of 4,096 paths (five, the last short), and of the
+		 * default size (one). */
 		for (int m = 0; m < 3; m++)
-			for (ranks = 1; ranks <= 2; ranks++) {
-				struct dlfs_views *v =
-					new_views(modes[m], ranks - 1);
-				open_list(v, 3);
-				dlfs_views_free(v);
-			}
+			for (ranks = 1; ranks <= 2; ranks++)
+				for (int k = 0; k < 2; k++) {
+					piece = k ? 0 : 4096;
+					struct dlfs_views *v =
+						new_views(modes[m], ranks - 1);
+					open_list(v, 3);
+					dlfs_views_free(v);
+				}
+		piece = 0;
 		ref_free(LONG_FILES);
 		dlfs_txn_end(txn);
 		dlfs_ds_close(ds);
