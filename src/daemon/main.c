@@ -16,6 +16,7 @@
 #include "fatal.h"
 #include "fuse_ll.h"
 #include "ixsrc.h"
+#include "launch.h"
 #include "mountpoint.h"
 #include "opts.h"
 
@@ -231,7 +232,7 @@ int main(int argc, char **argv)
 	}
 	/* Under MPI a sealed dataset's index comes while joining, after
 	 * the mount (ixsrc.h): only the mountpoint is checked before. */
-	int mpi = o.mpi || dlfs_peer_launched();
+	int mpi = o.mpi || dlfs_launch_size() > 1;
 	struct dlfs_seal seal;
 	int share = mpi && dlfs_seal_read(o.dataset, &seal, NULL) == 0;
 	if ((ret = share ? check_mountpoint(cmd.mountpoint)

@@ -96,10 +96,6 @@ struct dlfs_peer_stats {
 	uint64_t served, served_bytes;
 };
 
-/* Was this process started by an MPI launcher (mpirun, srun) with more
- * than one task? */
-int dlfs_peer_launched(void);
-
 /*
  * Join the job: start the MPI thread, which initialises MPI, checks that
  * every rank mounts the same dataset (id and index checksum) and agrees

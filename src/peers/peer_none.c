@@ -1,4 +1,5 @@
 /* Many nodes, built without MPI: every node runs alone. See peer.h. */
+#include "launch.h"
 #include "peer.h"
 
 #include <syslog.h>
@@ -14,7 +15,7 @@ int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
 		return dlfs_err_set(err, -ENOTSUP,
 				    "-o mpi: this dlfs was built without MPI "
 				    "(install libopenmpi-dev and rebuild)");
-	if (dlfs_peer_launched() && conf->log)
+	if (dlfs_launch_size() > 1 && conf->log)
 		conf->log(conf->arg, LOG_WARNING,
 			  "started by an MPI launcher, but this dlfs was built "
 			  "without MPI: this node runs alone");

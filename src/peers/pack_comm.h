@@ -1,15 +1,17 @@
 /*
  * dlfs-pack under an MPI launcher: the struct dlfs_pack_comm that lets
  * the ranks of one job pack one dataset together (see dlfs/pack.h).
- * pack_mpi.c is the only file of dlfs that includes mpi.h for packing;
- * pack_nompi.c stands in when the build has no MPI. meson picks one.
+ * pack_comm_mpi.c is the only file of dlfs that includes mpi.h for
+ * packing; pack_comm_none.c stands in when the build has no MPI. meson
+ * picks one. Whether there is a launch at all is launch.h's answer, the
+ * daemon's too.
  *
  * Thread-safety: MPI is initialised MPI_THREAD_FUNNELED; only the
  * thread that called pack_comm_init makes MPI calls (dlfs_pack calls the
  * comm from its calling thread only).
  */
-#ifndef DLFS_TOOLS_PACK_COMM_H
-#define DLFS_TOOLS_PACK_COMM_H
+#ifndef DLFS_PEERS_PACK_COMM_H
+#define DLFS_PEERS_PACK_COMM_H
 
 #include <stddef.h>
 
@@ -29,8 +31,5 @@ int pack_comm_init(int *argc, char ***argv, struct dlfs_pack_comm *c,
 
 /* Leave the job (after pack_comm_init joined it). */
 void pack_comm_fini(struct dlfs_pack_comm *c);
-
-/* How many processes a launcher says it started (1 if none). */
-int pack_comm_launched(void);
 
 #endif

@@ -1,10 +1,11 @@
-/* The MPI side of dlfs-pack: see pack_comm.h. The only mpi.h here. */
+/* The MPI side of dlfs-pack: see pack_comm.h. Its only mpi.h. */
 #include <errno.h>
 #include <limits.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "launch.h"
 #include "pack_comm.h"
 
 /* MPI counts are ints: large buffers go in pieces of at most this. */
@@ -77,7 +78,7 @@ int pack_comm_init(int *argc, char ***argv, struct dlfs_pack_comm *c,
 {
 	int provided, rank, size;
 	*joined = 0;
-	if (pack_comm_launched() <= 1)
+	if (dlfs_launch_size() <= 1)
 		return 0; /* alone: no MPI, so ingest may fork workers */
 	if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) !=
 	    MPI_SUCCESS) {

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "launch.h"
 #include "pack_comm.h"
 
 int pack_comm_available(void)
@@ -16,7 +17,7 @@ int pack_comm_init(int *argc, char ***argv, struct dlfs_pack_comm *c,
 	(void)argv;
 	(void)c;
 	*joined = 0;
-	int n = pack_comm_launched();
+	int n = dlfs_launch_size();
 	if (n > 1) {
 		/* Each would pack the same OUT on its own: refuse. */
 		snprintf(msg, len,
