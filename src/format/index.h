@@ -1,8 +1,7 @@
 /*
  * The index of a dataset: its LMDB environment, superblock and container
  * table, and the read transactions that look things up in it. Private to
- * libdlfs (dataset.c builds a struct dlfs_ds around one; the packer only
- * borrows dlfs_mdb_errno). Not installed.
+ * libdlfs (dataset.c builds a struct dlfs_ds around one). Not installed.
  *
  * The index is data: everything decoded from it is checked where it is
  * decoded, once. The superblock and the container table are checked when
@@ -75,7 +74,5 @@ void dlfs_index_close(struct dlfs_index *ix);
 int dlfs_index_txn_begin(struct dlfs_index *ix, struct dlfs_txn **out,
 			 struct dlfs_err *err);
 
-/* Translate an LMDB return code into a negative errno: the one place. */
-int dlfs_mdb_errno(int rc);
 
 #endif

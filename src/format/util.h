@@ -56,4 +56,8 @@ static inline uint64_t dlfs_roundup(uint64_t v, uint64_t a)
  */
 void dlfs_quote(const char *in, size_t len, char *out, size_t outlen);
 
+/* Translate an LMDB return code into a negative errno: the one place
+ * (the index, and the packer's index writer and LMDB source). */
+int dlfs_mdb_errno(int rc);
+
 #endif

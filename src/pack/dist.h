@@ -26,7 +26,8 @@
 #ifndef DLFS_PACK_DIST_H
 #define DLFS_PACK_DIST_H
 
-#include "pack_priv.h"
+#include "index_write.h"
+#include "ingest.h"
 
 /*
  * Every rank passes its own result; all get back the first failure (by

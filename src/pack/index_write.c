@@ -13,8 +13,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "ds_priv.h"
-#include "pack_priv.h"
+#include "index_write.h"
 #include "util.h"
 
 int pk_dataset_id(const struct pk_tree *t, const struct pk_layout *l,

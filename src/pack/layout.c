@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "pack_priv.h"
+#include "layout.h"
 #include "util.h"
 
 struct sort_item {

@@ -26,7 +26,8 @@
 #include "dlfs/dataset.h"
 #include "dist.h"
 #include "ingest.h"
-#include "pack_priv.h"
+#include "index_write.h"
+#include "scan.h"
 #include "util.h"
 
 void dlfs_pack_opts_init(struct dlfs_pack_opts *o)
@@ -816,6 +817,28 @@ static int scan_and_layout(struct job *j, const struct dlfs_pack_opts *o,
 		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
 	if (!ret)
 		ret = pk_layout(&j->tree, o, &j->lay, err);
+	return ret;
+}
+
+int dlfs_pack_dry_run(const char *const *sources, unsigned n,
+		      const struct dlfs_pack_opts *o, dlfs_plan_cb cb,
+		      void *arg, struct dlfs_err *err)
+{
+	struct pk_source *src = calloc(n ? n : 1, sizeof(*src));
+	int ret = dlfs_pack_opts_check(o, err);
+	if (!ret && !src)
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (ret) {
+		free(src);
+		return ret;
+	}
+	for (unsigned i = 0; i < n; i++)
+		src[i].path = sources[i];
+	ret = pk_classify(src, n, o, err);
+	if (!ret)
+		ret = pk_ingest_plan(src, n, o, cb, arg, err);
+	pk_sources_free(src, n);
+	free(src);
 	return ret;
 }
 

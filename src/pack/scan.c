@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "ingest.h"
-#include "pack_priv.h"
+#include "scan.h"
 #include "util.h"
 
 static int check_names(const char *p, size_t n, const char *where,
@@ -636,6 +636,32 @@ out:
 	return ret;
 }
 
+/* The ingest's entries into the tree (ingest.h, struct pk_ingest_to). */
+static int ingest_data(void *arg, const char *path, uint32_t *idx,
+		       struct dlfs_err *err)
+{
+	return pk_tree_data_add(arg, path, idx, err);
+}
+
+static int ingest_put(void *arg, const struct pk_ingest_entry *x,
+		      struct dlfs_err *err)
+{
+	struct pk_entry *e;
+	struct pk_attr *a;
+	int ret = pk_tree_put(arg, x->path, x->len, x->mode, x->src, x->where,
+			      &e, &a, err);
+	if (ret || !e)
+		return ret; /* or a directory merged into one put before */
+	a->mtime_sec = x->sec;
+	a->mtime_nsec = x->nsec;
+	if (S_ISREG(x->mode)) {
+		e->size = x->size;
+		a->spool_off = x->off;
+		a->data = x->data;
+	}
+	return 0;
+}
+
 int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
 	    const char *spool_path, const struct dlfs_pack_opts *opts,
 	    struct dlfs_err *err)
@@ -648,6 +674,7 @@ int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
 	for (unsigned i = 0; i < n_src; i++)
 		if (src[i].kind == PK_SRC_DIR)
 			t->root_from_dir = 1;
+	const struct pk_ingest_to to = {t, ingest_data, ingest_put};
 	for (unsigned i = 0; i < n_src; i++) {
 		if (src[i].kind == PK_SRC_DIR)
 			ret = scan_dir(t, i, src[i].path, opts, err);
@@ -655,7 +682,7 @@ int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
 			ret = scan_archive(t, i, src[i].path, spool_path, opts,
 					   err);
 		else /* ingested by workers already (ingest.h) */
-			ret = pk_ingest_put(t, &src[i], i, opts, err);
+			ret = pk_ingest_put(&to, &src[i], i, opts, err);
 		if (ret)
 			return ret;
 	}

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "pack_priv.h"
+#include "tree.h"
 #include "util.h"
 
 #define SLAB (1u << 20)
@@ -522,4 +522,46 @@ int pk_tree_add_link(struct pk_tree *t, uint64_t k, struct dlfs_err *err)
 	}
 	t->links[t->n_links++] = (uint32_t)k;
 	return 0;
+}
+
+int pk_tree_data_add(struct pk_tree *t, const char *path, uint32_t *idx,
+		     struct dlfs_err *err)
+{
+	for (uint32_t k = 0; k < t->n_data; k++)
+		if (!strcmp(t->data[k].path, path)) {
+			*idx = k + 1;
+			return 0;
+		}
+	if (t->n_data == t->data_cap) {
+		uint32_t cap = t->data_cap ? t->data_cap * 2 : 8;
+		struct pk_data *d = realloc(t->data, cap * sizeof(*d));
+		if (!d)
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+		t->data = d;
+		t->data_cap = cap;
+	}
+	struct pk_data *d = &t->data[t->n_data];
+	d->path = strdup(path);
+	if (!d->path)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	d->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (d->fd < 0) {
+		int ret = dlfs_err_sys(err, -errno, "%s", path);
+		free(d->path);
+		return ret;
+	}
+	*idx = ++t->n_data;
+	return 0;
+}
+
+void pk_tree_data_free(struct pk_tree *t)
+{
+	for (uint32_t k = 0; k < t->n_data; k++) {
+		if (t->data[k].fd >= 0)
+			close(t->data[k].fd);
+		free(t->data[k].path);
+	}
+	free(t->data);
+	t->data = NULL;
+	t->n_data = t->data_cap = 0;
 }

@@ -7,7 +7,7 @@
 #include "dlfs/err.h"
 #include "dlfs/format.h"
 #include "dlfs/pack.h"
-#include "pack_priv.h"
+#include "index_write.h"
 #include "tutil.h"
 
 static void test_super(void)

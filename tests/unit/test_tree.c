@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "pack_priv.h"
+#include "layout.h"
 #include "tutil.h"
 
 static struct dlfs_err err;

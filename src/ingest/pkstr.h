@@ -5,8 +5,8 @@
  * appends do nothing, and the caller checks oom once at the end. s is
  * always NUL-terminated once anything was appended. Not thread-safe.
  */
-#ifndef DLFS_PACK_PKSTR_H
-#define DLFS_PACK_PKSTR_H
+#ifndef DLFS_INGEST_PKSTR_H
+#define DLFS_INGEST_PKSTR_H
 
 #include <stddef.h>
 

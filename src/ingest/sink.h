@@ -17,8 +17,8 @@
  * Ownership: the sink owns its buffer and file handles; pk_sink_close
  * releases them. Not thread-safe: one worker, one sink.
  */
-#ifndef DLFS_PACK_SINK_H
-#define DLFS_PACK_SINK_H
+#ifndef DLFS_INGEST_SINK_H
+#define DLFS_INGEST_SINK_H
 
 #include <signal.h>
 #include <stdatomic.h>

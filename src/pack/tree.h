@@ -1,8 +1,7 @@
 /*
- * The packer's model, shared by tree.c (entries, names, the attribute
- * file), scan.c (sources -> entries), layout.c (order, inode numbers,
- * placement), index_write.c (LMDB) and pack.c (the data pipeline and
- * publishing). Not installed.
+ * The packer's tree: every entry of the dataset being packed, shared by
+ * tree.c (entries, names, the attribute file), scan.c (sources ->
+ * entries), layout.c, dist.c, index_write.c and pack.c. Not installed.
  *
  * Memory holds what sorting and numbering need (struct pk_entry and the
  * names); the rest of each entry (struct pk_attr) is on disk, in a file
@@ -12,10 +11,10 @@
  * Ownership: a struct pk_tree owns every entry and every string in it;
  * pk_tree_free releases them. Nothing here is thread-safe but
  * pk_attr_read: only pack.c's reader threads run concurrently, and they
- * read entries and attributes and write disjoint slots of l->xxh3.
+ * read entries and attributes.
  */
-#ifndef DLFS_PACK_PRIV_H
-#define DLFS_PACK_PRIV_H
+#ifndef DLFS_PACK_TREE_H
+#define DLFS_PACK_TREE_H
 
 #include <stdint.h>
 #include <string.h>
@@ -24,24 +23,6 @@
 #include "dlfs/err.h"
 #include "dlfs/format.h"
 #include "dlfs/pack.h"
-
-enum pk_src_kind {
-	PK_SRC_DIR,
-	PK_SRC_ARCHIVE,
-	PK_SRC_HDF5,      /* split into samples (ingest.h) */
-	PK_SRC_LMDB,      /* an environment directory: one file per key */
-	PK_SRC_LMDB_FILE, /* the same, as a single file (MDB_NOSUBDIR) */
-};
-
-struct pk_ingest;
-
-struct pk_source {
-	const char *path;
-	enum pk_src_kind kind;
-	uint64_t size;          /* ingest sources: bytes, to share the work */
-	char *top;              /* ingest sources: the directory they become */
-	struct pk_ingest *ing;  /* ingest sources: where their files are */
-};
 
 /*
  * An entry as the packer holds it in memory: 32 bytes. What else a source
@@ -119,44 +100,6 @@ struct pk_tree {
 	struct pk_data *data; /* ingest spools and LMDB data files */
 	uint32_t n_data, data_cap;
 };
-
-/*
- * In ino order after layout: e[i] has ino base + i + 1 (base is 0 but on
- * the ranks of a distributed pack, which hold their share only): root,
- * directories, symlinks, then files in data order.
- */
-struct pk_layout {
-	uint64_t base;
-	uint64_t *loc;  /* per entry: container << DLFS_LOC_CONTAINER_SHIFT
-			 * | offset, for files */
-	uint64_t *xxh3; /* per entry: the file's content hash */
-	uint64_t n_dirs, n_symlinks, n_files;
-	uint64_t n_containers;
-	uint64_t *data_size;   /* per container */
-	uint64_t *first_chunk; /* per container, global chunk number */
-	uint64_t *first_file;  /* per container, ino - 1 */
-	uint64_t *n_cfiles;    /* per container */
-	uint64_t n_chunks;     /* over all containers */
-	uint64_t total_bytes;
-	int64_t max_mtime;
-};
-
-/* The entry with ino i + 1. */
-static inline struct pk_entry *pk_at(const struct pk_tree *t,
-				     const struct pk_layout *l, uint64_t i)
-{
-	return &t->e[i - l->base];
-}
-
-static inline uint32_t pk_loc_container(uint64_t loc)
-{
-	return (uint32_t)(loc >> DLFS_LOC_CONTAINER_SHIFT);
-}
-
-static inline uint64_t pk_loc_offset(uint64_t loc)
-{
-	return loc & DLFS_LOC_OFFSET_MASK;
-}
 
 void pk_tree_init(struct pk_tree *t);
 void pk_tree_free(struct pk_tree *t);
@@ -238,54 +181,11 @@ const char *pk_entry_name(const struct pk_entry *e, size_t *len);
 int pk_entry_cmp(const struct pk_tree *t, const struct pk_entry *a,
 		 const struct pk_entry *b);
 
-/*
- * Read the sources into t. Archive members' bytes are copied to a spool
- * file at spool_path (created only if an archive is met). @return 0 or a
- * negative errno with err naming the path.
- */
-int pk_scan(struct pk_tree *t, const struct pk_source *src, unsigned n_src,
-	    const char *spool_path, const struct dlfs_pack_opts *opts,
-	    struct dlfs_err *err);
-
 /* Open path read-only as a data file of t (once per path); *idx is its
  * 1-based index. @return 0 or -errno. */
 int pk_tree_data_add(struct pk_tree *t, const char *path, uint32_t *idx,
 		     struct dlfs_err *err);
 void pk_tree_data_free(struct pk_tree *t);
-
-/*
- * Order, number and place every entry, then put t's entries and their
- * attributes in ino order (so that later passes read the attribute file
- * front to back). @return 0 or -ENOMEM/-EFBIG/-errno with err set.
- */
-int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *opts,
-	      struct pk_layout *l, struct dlfs_err *err);
-void pk_layout_free(struct pk_layout *l);
-
-/* Chunk checksums, per global chunk number, filled by pack.c. */
-struct pk_chunks {
-	uint64_t *xxh3;
-	uint32_t *length;
-};
-
-/* Footer checksums and file sizes, per container, filled by pack.c. */
-struct pk_containers {
-	uint64_t *file_size;
-	uint64_t *footer_xxh3;
-};
-
-/* XXH3-128 over every entry's metadata and content hash. @return 0 or
- * -errno (reading the attributes) with err set. */
-int pk_dataset_id(const struct pk_tree *t, const struct pk_layout *l,
-		  const struct dlfs_pack_opts *o, uint8_t id[DLFS_ID_SIZE],
-		  struct dlfs_err *err);
-
-/* Write the LMDB index to path. @return 0 or a negative errno. */
-int pk_index_write(const char *path, const struct pk_tree *t,
-		   const struct pk_layout *l,
-		   const struct dlfs_pack_opts *o, const uint8_t *id,
-		   const struct pk_chunks *ch, const struct pk_containers *ct,
-		   struct dlfs_err *err);
 
 /* Component-wise path order: '/' sorts before every other byte. */
 int pk_pathcmp(const char *a, size_t alen, const char *b, size_t blen);

@@ -18,8 +18,8 @@
  * Ownership: pk_h5_src owns its HDF5 ids and strings; pk_h5_src_close
  * releases them. Thread-safety: as h5lib.h.
  */
-#ifndef DLFS_PACK_H5SRC_H
-#define DLFS_PACK_H5SRC_H
+#ifndef DLFS_INGEST_H5SRC_H
+#define DLFS_INGEST_H5SRC_H
 
 #include <hdf5.h>
 #include <stdint.h>

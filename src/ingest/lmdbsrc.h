@@ -20,8 +20,8 @@
  *
  * Thread-safety: none needed; one call at a time per sink.
  */
-#ifndef DLFS_PACK_LMDBSRC_H
-#define DLFS_PACK_LMDBSRC_H
+#ifndef DLFS_INGEST_LMDBSRC_H
+#define DLFS_INGEST_LMDBSRC_H
 
 #include <stddef.h>
 

@@ -10,7 +10,6 @@
 #include <xxhash.h>
 
 #include "dlfs/format.h"
-#include "index.h"
 #include "lmdbsrc.h"
 #include "pkstr.h"
 #include "util.h"

@@ -14,8 +14,8 @@
  * every call on one lock; call these from one thread per process. Ingest
  * gets its parallelism from processes (ingest.c), not threads.
  */
-#ifndef DLFS_PACK_H5LIB_H
-#define DLFS_PACK_H5LIB_H
+#ifndef DLFS_INGEST_H5LIB_H
+#define DLFS_INGEST_H5LIB_H
 
 #include <hdf5.h>
 #include <stddef.h>

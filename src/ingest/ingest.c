@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dlfs/format.h"
 #include "h5lib.h"
 #include "h5split.h"
 #include "ingest.h"
@@ -605,22 +606,19 @@ out:
 
 /* ---- the coordinator ---- */
 
-static int put_dir(struct pk_tree *t, const char *p, size_t n, uint32_t mode,
-		   int64_t sec, uint32_t nsec, unsigned i, const char *where,
-		   struct dlfs_err *err)
+static int put_dir(const struct pk_ingest_to *to, const char *p, size_t n,
+		   uint32_t mode, int64_t sec, uint32_t nsec, unsigned i,
+		   const char *where, struct dlfs_err *err)
 {
-	struct pk_entry *e;
-	struct pk_attr *a;
-	int ret = pk_tree_put(t, p, n, S_IFDIR | mode, i, where, &e, &a, err);
-	if (!ret && e) {
-		a->mtime_sec = sec;
-		a->mtime_nsec = nsec;
-	}
-	return ret;
+	struct pk_ingest_entry d = {.path = p, .len = n, .mode = S_IFDIR | mode,
+				    .sec = sec, .nsec = nsec, .src = i,
+				    .where = where};
+	return to->put(to->arg, &d, err);
 }
 
-int pk_ingest_put(struct pk_tree *t, const struct pk_source *s, unsigned i,
-		  const struct dlfs_pack_opts *o, struct dlfs_err *err)
+int pk_ingest_put(const struct pk_ingest_to *to, const struct pk_source *s,
+		  unsigned i, const struct dlfs_pack_opts *o,
+		  struct dlfs_err *err)
 {
 	struct pk_ingest *ing = s->ing;
 	char path[4096];
@@ -633,7 +631,7 @@ int pk_ingest_put(struct pk_tree *t, const struct pk_source *s, unsigned i,
 		if (!ing->lists[w])
 			return dlfs_err_sys(err, -errno, "%s", path);
 		snprintf(path, sizeof(path), "%s/ingest-%u.spool", ing->dir, w);
-		int ret = pk_tree_data_add(t, path, &ing->spool[w], err);
+		int ret = to->data(to->arg, path, &ing->spool[w], err);
 		if (ret)
 			return ret;
 	}
@@ -658,12 +656,12 @@ int pk_ingest_put(struct pk_tree *t, const struct pk_source *s, unsigned i,
 			sec = r.sec;
 			nsec = r.nsec;
 			if (r.len) {
-				ret = pk_tree_data_add(t, r.str, &src_data,
-						       err);
+				ret = to->data(to->arg, r.str, &src_data,
+					       err);
 				if (ret)
 					goto out;
 			}
-			ret = put_dir(t, s->top, top_len, dmode, sec, nsec, i,
+			ret = put_dir(to, s->top, top_len, dmode, sec, nsec, i,
 				      s->path, err);
 			if (ret)
 				goto out;
@@ -688,7 +686,7 @@ int pk_ingest_put(struct pk_tree *t, const struct pk_source *s, unsigned i,
 				for (size_t k = top_len + 1; k <= plen; k++) {
 					if (k < plen && r.str[k] != '/')
 						continue;
-					ret = put_dir(t, r.str, k, dmode, sec,
+					ret = put_dir(to, r.str, k, dmode, sec,
 						      nsec, i, path, err);
 					if (ret)
 						goto out;
@@ -701,17 +699,15 @@ int pk_ingest_put(struct pk_tree *t, const struct pk_source *s, unsigned i,
 					goto out;
 				}
 			}
-			struct pk_entry *e;
-			struct pk_attr *a;
-			ret = pk_tree_put(t, r.str, r.len, S_IFREG | fmode, i,
-					  path, &e, &a, err);
+			struct pk_ingest_entry f = {
+				.path = r.str, .len = r.len,
+				.mode = S_IFREG | fmode, .sec = sec,
+				.nsec = nsec, .size = r.size, .off = r.off,
+				.data = r.in_source ? src_data : ing->spool[w],
+				.src = i, .where = path};
+			ret = to->put(to->arg, &f, err);
 			if (ret)
 				goto out;
-			e->size = r.size;
-			a->spool_off = r.off;
-			a->data = r.in_source ? src_data : ing->spool[w];
-			a->mtime_sec = sec;
-			a->mtime_nsec = nsec;
 			break;
 		}
 		case PK_REC_DONE:
@@ -737,67 +733,15 @@ out:
 	return ret;
 }
 
-int pk_tree_data_add(struct pk_tree *t, const char *path, uint32_t *idx,
-		     struct dlfs_err *err)
-{
-	for (uint32_t k = 0; k < t->n_data; k++)
-		if (!strcmp(t->data[k].path, path)) {
-			*idx = k + 1;
-			return 0;
-		}
-	if (t->n_data == t->data_cap) {
-		uint32_t cap = t->data_cap ? t->data_cap * 2 : 8;
-		struct pk_data *d = realloc(t->data, cap * sizeof(*d));
-		if (!d)
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		t->data = d;
-		t->data_cap = cap;
-	}
-	struct pk_data *d = &t->data[t->n_data];
-	d->path = strdup(path);
-	if (!d->path)
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	d->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (d->fd < 0) {
-		int ret = dlfs_err_sys(err, -errno, "%s", path);
-		free(d->path);
-		return ret;
-	}
-	*idx = ++t->n_data;
-	return 0;
-}
-
-void pk_tree_data_free(struct pk_tree *t)
-{
-	for (uint32_t k = 0; k < t->n_data; k++) {
-		if (t->data[k].fd >= 0)
-			close(t->data[k].fd);
-		free(t->data[k].path);
-	}
-	free(t->data);
-	t->data = NULL;
-	t->n_data = t->data_cap = 0;
-}
-
 /* ---- dry run ---- */
 
-int dlfs_pack_dry_run(const char *const *sources, unsigned n,
-		      const struct dlfs_pack_opts *o, dlfs_plan_cb cb,
-		      void *arg, struct dlfs_err *err)
+int pk_ingest_plan(const struct pk_source *src, unsigned n,
+		   const struct dlfs_pack_opts *o, dlfs_plan_cb cb, void *arg,
+		   struct dlfs_err *err)
 {
-	struct pk_source *src = calloc(n ? n : 1, sizeof(*src));
 	struct pk_h5_state hs = {0};
 	struct pk_sink sink;
-	int ret = dlfs_pack_opts_check(o, err);
-	if (!ret && !src)
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-	if (ret)
-		goto out;
-	for (unsigned i = 0; i < n; i++)
-		src[i].path = sources[i];
-	ret = pk_classify(src, n, o, err);
-	if (!ret)
-		ret = pk_h5_begin(&hs, err);
+	int ret = pk_h5_begin(&hs, err);
 	pk_sink_plan(&sink, cb, arg);
 	sink.cancel = o->cancel;
 	for (unsigned i = 0; !ret && i < n; i++) {
@@ -834,8 +778,5 @@ int dlfs_pack_dry_run(const char *const *sources, unsigned n,
 			ret = ingest_one(s, i, o, &sink, err);
 	}
 	pk_h5_end(&hs);
-out:
-	pk_sources_free(src, n);
-	free(src);
 	return ret;
 }

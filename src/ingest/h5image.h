@@ -28,8 +28,8 @@
  * Objects are created without modification times, so identical sources
  * give byte-identical images. Thread-safety: as h5lib.h.
  */
-#ifndef DLFS_PACK_H5IMAGE_H
-#define DLFS_PACK_H5IMAGE_H
+#ifndef DLFS_INGEST_H5IMAGE_H
+#define DLFS_INGEST_H5IMAGE_H
 
 #include <stdint.h>
 

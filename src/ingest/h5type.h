@@ -15,8 +15,8 @@
  * Ownership: pk_npy_type owns its descr; pk_npy_type_free releases it.
  * Thread-safety: as h5lib.h (HDF5 calls).
  */
-#ifndef DLFS_PACK_H5TYPE_H
-#define DLFS_PACK_H5TYPE_H
+#ifndef DLFS_INGEST_H5TYPE_H
+#define DLFS_INGEST_H5TYPE_H
 
 #include <hdf5.h>
 

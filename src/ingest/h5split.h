@@ -18,8 +18,8 @@
  *
  * Thread-safety: as h5lib.h; the caller has called pk_h5_begin.
  */
-#ifndef DLFS_PACK_H5SPLIT_H
-#define DLFS_PACK_H5SPLIT_H
+#ifndef DLFS_INGEST_H5SPLIT_H
+#define DLFS_INGEST_H5SPLIT_H
 
 #include <stdint.h>
 

@@ -26,10 +26,33 @@
  * gives each ingest source a malloc'd top, freed by pk_sources_free.
  * Thread-safety: called from dlfs_pack's thread only.
  */
-#ifndef DLFS_PACK_INGEST_H
-#define DLFS_PACK_INGEST_H
+#ifndef DLFS_INGEST_INGEST_H
+#define DLFS_INGEST_INGEST_H
 
-#include "pack_priv.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlfs/err.h"
+#include "dlfs/pack.h"
+
+/* A source as dlfs_pack is given it, and what pk_classify makes of it. */
+enum pk_src_kind {
+	PK_SRC_DIR,
+	PK_SRC_ARCHIVE,
+	PK_SRC_HDF5,      /* split into samples (ingest.h) */
+	PK_SRC_LMDB,      /* an environment directory: one file per key */
+	PK_SRC_LMDB_FILE, /* the same, as a single file (MDB_NOSUBDIR) */
+};
+
+struct pk_ingest;
+
+struct pk_source {
+	const char *path;
+	enum pk_src_kind kind;
+	uint64_t size;          /* ingest sources: bytes, to share the work */
+	char *top;              /* ingest sources: the directory they become */
+	struct pk_ingest *ing;  /* ingest sources: where their files are */
+};
 
 /*
  * Decide every source's kind (src[i].path set, the rest zero). With
@@ -65,9 +88,46 @@ int pk_ingest_run(struct pk_source *src, unsigned n, const char *dir,
 		  const struct dlfs_pack_opts *o, struct pk_ingest **out,
 		  struct dlfs_err *err);
 
-/* Put the files of ingest source i into t. @return 0 or -errno. */
-int pk_ingest_put(struct pk_tree *t, const struct pk_source *s, unsigned i,
-		  const struct dlfs_pack_opts *o, struct dlfs_err *err);
+/* An entry of an ingest source, as pk_ingest_put gives it. */
+struct pk_ingest_entry {
+	const char *path;  /* path[0..len), not NUL-terminated */
+	size_t len;
+	uint32_t mode;     /* S_IFDIR or S_IFREG, and permission bits */
+	int64_t sec;       /* mtime */
+	uint32_t nsec;
+	uint64_t size, off; /* a file: its bytes, at off in data file data */
+	uint32_t data;
+	unsigned src;      /* the source's index */
+	const char *where; /* the source (and file), for messages */
+};
+
+/*
+ * How the packer takes the entries: the one interface from ingest to the
+ * packer. data names a file the bytes lie in (a worker's spool, or the
+ * source itself) and gives its number, the same for the same path; put
+ * takes an entry, directories before what they hold. Both return 0 or a
+ * negative errno with err set.
+ */
+struct pk_ingest_to {
+	void *arg;
+	int (*data)(void *arg, const char *path, uint32_t *idx,
+		    struct dlfs_err *err);
+	int (*put)(void *arg, const struct pk_ingest_entry *e,
+		   struct dlfs_err *err);
+};
+
+/* Give the entries of ingest source i to to, in their order.
+ * @return 0 or -errno. */
+int pk_ingest_put(const struct pk_ingest_to *to, const struct pk_source *s,
+		  unsigned i, const struct dlfs_pack_opts *o,
+		  struct dlfs_err *err);
+
+/* What the ingest would make of the classified sources (dlfs_pack_dry_run):
+ * a note for each source, and each ingest source's files, to cb. Nothing
+ * is written. @return 0 or -errno. */
+int pk_ingest_plan(const struct pk_source *src, unsigned n,
+		   const struct dlfs_pack_opts *o, dlfs_plan_cb cb, void *arg,
+		   struct dlfs_err *err);
 
 /* Remove the workers' files from dir; free ing. NULL is a no-op. */
 void pk_ingest_free(struct pk_ingest *ing, int unlink_files);

@@ -1,0 +1,36 @@
+/*
+ * The index writer (index_write.c): the dataset id, and the LMDB index
+ * from the laid-out tree and the checksums the pipeline and the
+ * containers gave. Not installed. Called from dlfs_pack's thread only.
+ */
+#ifndef DLFS_PACK_INDEX_WRITE_H
+#define DLFS_PACK_INDEX_WRITE_H
+
+#include "layout.h"
+
+/* Chunk checksums, per global chunk number, filled by pack.c. */
+struct pk_chunks {
+	uint64_t *xxh3;
+	uint32_t *length;
+};
+
+/* Footer checksums and file sizes, per container, filled by pack.c. */
+struct pk_containers {
+	uint64_t *file_size;
+	uint64_t *footer_xxh3;
+};
+
+/* XXH3-128 over every entry's metadata and content hash. @return 0 or
+ * -errno (reading the attributes) with err set. */
+int pk_dataset_id(const struct pk_tree *t, const struct pk_layout *l,
+		  const struct dlfs_pack_opts *o, uint8_t id[DLFS_ID_SIZE],
+		  struct dlfs_err *err);
+
+/* Write the LMDB index to path. @return 0 or a negative errno. */
+int pk_index_write(const char *path, const struct pk_tree *t,
+		   const struct pk_layout *l,
+		   const struct dlfs_pack_opts *o, const uint8_t *id,
+		   const struct pk_chunks *ch, const struct pk_containers *ct,
+		   struct dlfs_err *err);
+
+#endif
