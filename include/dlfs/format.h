@@ -247,6 +247,13 @@ uint64_t dlfs_get_le64(const uint8_t *p);
 void dlfs_put_le32(uint8_t *p, uint32_t v);
 uint32_t dlfs_get_le32(const uint8_t *p);
 
+/*
+ * Parse a size such as "4096", "64K", "4M", "1G", "2T" (binary units, an
+ * optional trailing "iB" or "B"), as dlfs-pack's and the daemon's options
+ * take them. @return 0 or -EINVAL.
+ */
+int dlfs_parse_size(const char *s, uint64_t *out);
+
 /* Container file name for number n: "%06u.dlc". buf holds at least
  * DLFS_CONTAINER_NAME_MAX bytes. */
 void dlfs_container_name(uint32_t n, char *buf);

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "dlfs/err.h"
+#include "dlfs/format.h" /* dlfs_parse_size */
 
 /* What an HDF5 source's samples become (see dlfs-pack(1), INGEST). */
 enum dlfs_sample_format {
@@ -169,12 +170,6 @@ int dlfs_pack_dry_run(const char *const *sources, unsigned n_sources,
 
 /* Parse "npy" or "h5". @return 0 or -EINVAL. */
 int dlfs_parse_sample_format(const char *s, enum dlfs_sample_format *f);
-
-/*
- * Parse a size such as "4096", "64K", "4M", "1G", "2T" (binary units, an
- * optional trailing "iB" or "B"). @return 0 or -EINVAL.
- */
-int dlfs_parse_size(const char *s, uint64_t *out);
 
 /* Parse "sorted|input|size|shuffle[:SEED]". @return 0 or -EINVAL. */
 int dlfs_parse_order(const char *s, enum dlfs_order *order, uint64_t *seed);

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dlfs/pack.h"
+#include "dlfs/format.h"
 
 enum kind { K_SIZE, K_UINT, K_STR, K_FLAG, K_ENUM };
 

@@ -14,7 +14,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "dlfs/pack.h"
+#include "dlfs/format.h"
 
 void dlfs_precache_extents(int fd)
 {
@@ -141,31 +141,6 @@ int dlfs_parse_size(const char *s, uint64_t *out)
 	if (shift && v > (UINT64_MAX >> shift))
 		return -EINVAL;
 	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-int dlfs_parse_order(const char *s, enum dlfs_order *order, uint64_t *seed)
-{
-	*seed = 0;
-	if (!strcmp(s, "sorted"))
-		*order = DLFS_ORDER_SORTED;
-	else if (!strcmp(s, "input"))
-		*order = DLFS_ORDER_INPUT;
-	else if (!strcmp(s, "size"))
-		*order = DLFS_ORDER_SIZE;
-	else if (!strncmp(s, "shuffle", 7) && (s[7] == '\0' || s[7] == ':')) {
-		*order = DLFS_ORDER_SHUFFLE;
-		if (s[7] == ':') {
-			char *end;
-			errno = 0;
-			if (!isdigit((unsigned char)s[8]))
-				return -EINVAL;
-			*seed = strtoull(s + 8, &end, 0);
-			if (errno || *end)
-				return -EINVAL;
-		}
-	} else
-		return -EINVAL;
 	return 0;
 }
 
