@@ -1,6 +1,6 @@
 /*
  * mkseeds DATASET OUTDIR: seed inputs for the fuzz targets, dumped from a
- * real dataset into the fuzz input format (fuzzlib.h). tools/fuzz
+ * real dataset into the fuzz input format (fuzzlib.h). tools/fuzz/run
  * --seed-corpus packs a few small trees and runs this on each.
  *
  * Writes, each file named by the XXH3-64 of its content (so running it

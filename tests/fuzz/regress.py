@@ -2,10 +2,10 @@
 """regress.py CORPUS_DIR [PENDING_DIR]
 
 Writes the hand-made regression inputs of the fuzz targets into
-CORPUS_DIR/<target>/regress-<what>, each a real seed (made by tools/fuzz
+CORPUS_DIR/<target>/regress-<what>, each a real seed (made by tools/fuzz/run
 --seed-corpus) with one record made hostile. Each pins a bug that was
 fixed: the input crashed its target before the fix, so the `fuzz` suite
-replaying it forever keeps the bug away. tools/fuzz --seed-corpus runs
+replaying it forever keeps the bug away. tools/fuzz/run --seed-corpus runs
 this after it rebuilds the seeds. Inputs the fuzzer itself found are
 copied in by hand as regress-<what> and kept as they are.
 

@@ -5,7 +5,7 @@
 # that cannot run is there and reports itself skipped.
 #  - set up with MPI hidden (a pkg-config that does not know ompi-c): MPI
 #    not found, the mpi test still defined, and it exits 77 (skipped);
-#  - tools/configure-build again with MPI visible: it says the
+#  - tools/dev/configure-build again with MPI visible: it says the
 #    dependencies changed, sets up again, MPI is found;
 #  - once more: nothing to do.
 set -euo pipefail
@@ -38,7 +38,7 @@ PY
 }
 
 note "set up while MPI is hidden"
-PKG_CONFIG="$T/bin/pkg-config" run "$DLFS_SRCDIR/tools/configure-build" "$B"
+PKG_CONFIG="$T/bin/pkg-config" run "$DLFS_SRCDIR/tools/dev/configure-build" "$B"
 expect_ok "configure-build without MPI"
 mpi_found | grep -q "found: NO" || fail "MPI found though hidden: $(mpi_found)"
 [ "$(mpi_test_env)" = 0 ] || fail "the mpi test of a build without MPI: $(mpi_test_env) (want it defined, DLFS_MPI_BUILT=0)"
@@ -48,13 +48,13 @@ expect_rc 77 "the mpi test of a build without MPI"
 err_has "built without MPI" "the skip says why"
 
 note "MPI appears: the build is set up again"
-run "$DLFS_SRCDIR/tools/configure-build" "$B"
+run "$DLFS_SRCDIR/tools/dev/configure-build" "$B"
 expect_ok "configure-build with MPI"
 out_has "dependencies changed" "configure-build says why it sets up again"
 mpi_found | grep -q "found: YES" || fail "MPI not found after it appeared: $(mpi_found)"
 [ "$(mpi_test_env)" = 1 ] || fail "the mpi test after MPI appeared: $(mpi_test_env)"
 
 note "nothing changed: nothing to do"
-run "$DLFS_SRCDIR/tools/configure-build" "$B"
+run "$DLFS_SRCDIR/tools/dev/configure-build" "$B"
 expect_ok "configure-build again"
 [ ! -s "$T/out" ] || fail "configure-build set up again with nothing changed: $(cat "$T/out")"

@@ -14,10 +14,10 @@ bench_log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 bench_die() { printf '%s: error: %s\n' "${0##*/}" "$*" >&2; exit 1; }
 
 # Install the Debian packages the benchmarks and their baselines need
-# (tools/deps bench: only the missing ones, with apt-get).
+# (tools/dev/deps bench: only the missing ones, with apt-get).
 bench_deps() {
 	[ "$(id -u)" = 0 ] || return 0
-	"$BENCH_REPO/tools/deps" bench >&2 || bench_die "tools/deps bench failed"
+	"$BENCH_REPO/tools/dev/deps" bench >&2 || bench_die "tools/dev/deps bench failed"
 }
 
 # Seconds since the epoch with nanoseconds.
