@@ -10,7 +10,7 @@
 
 #include "dlfs/check.h"
 #include "dlfs/dataset.h"
-#include "dlfs/reader.h"
+#include "reader.h"
 
 #define PROG "dlfs-inspect"
 

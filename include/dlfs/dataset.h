@@ -325,17 +325,4 @@ int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 int dlfs_path_of(struct dlfs_txn *txn, uint64_t ino, char *buf, size_t len,
 		 struct dlfs_err *err);
 
-/*
- * For a SIGBUS handler (installed with SA_SIGINFO | SA_NODEFER): when the
- * calling thread is inside a libdlfs call that reads the index, that call
- * fails with -DLFS_ECORRUPT (a page of the index at addr could not be
- * read: damaged, or the file was truncated or replaced while in use) and
- * this does not return. Otherwise it returns 0, and the fault is the
- * handler's. Async-signal-safe.
- */
-int dlfs_index_fault_jump(const void *addr);
-
-/* How many faults dlfs_index_fault_jump has turned into errors. */
-unsigned long dlfs_index_faults(void);
-
 #endif

@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #include "cache.h"
-#include "dlfs/reader.h"
+#include "reader.h"
 #include "fetch.h"
 
 struct dlfs_fill;

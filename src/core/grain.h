@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "cache.h"
-#include "dlfs/reader.h"
+#include "reader.h"
 #include "nvme.h"
 
 struct dlfs_grain;

@@ -1,5 +1,5 @@
 /*
- * The read core: see include/dlfs/reader.h. One read is decided here end
+ * The read core: see src/core/reader.h. One read is decided here end
  * to end: the RAM tier, the NVMe tier's file path, the unit of a miss
  * (chunk or file), verification, salvage, counters and the errors a
  * reader is told.

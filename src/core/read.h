@@ -1,7 +1,7 @@
 /*
  * The read core's insides, for the daemon that assembles a mount around
  * it (peers, staging, stats rendering): the public contract is
- * include/dlfs/reader.h. Not for tools.
+ * src/core/reader.h. Not for tools.
  *
  * Lock order: the reader's log lock is a leaf; every tier has its own.
  */
@@ -11,7 +11,7 @@
 #include <pthread.h>
 
 #include "cache.h"
-#include "dlfs/reader.h"
+#include "reader.h"
 #include "fetch.h"
 #include "fill.h"
 #include "grain.h"

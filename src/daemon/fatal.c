@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "dlfs/dataset.h"
+#include "guard.h" /* dlfs_index_fault_jump */
 
 /* What the handler needs, prepared beforehand (see fatal.h). */
 static struct {

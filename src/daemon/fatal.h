@@ -5,9 +5,10 @@
  * while mounted) raises SIGBUS in whichever thread touched it.
  *
  * Inside an index lookup (nearly always), the handler hands the fault to
- * libdlfs (dlfs_index_fault_jump): that lookup fails with EIO and a log
- * line, like any damaged record, and the mount goes on. Anywhere else no
- * request can recover from it, and dying silently would leave users with
+ * libdlfs (dlfs_index_fault_jump, src/format/guard.h): that lookup fails
+ * with EIO and a log line, like any damaged record, and the mount goes
+ * on. Anywhere else no request can recover from it, and dying silently
+ * would leave users with
  * "Transport endpoint is not connected" and no reason anywhere: the
  * handler says, in one line to stderr (foreground) or syslog, what
  * happened and where, and the daemon exits with status 3.

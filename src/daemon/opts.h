@@ -15,7 +15,7 @@
 #include <fuse_lowlevel.h>
 #include <stdint.h>
 
-#include "dlfs/reader.h"
+#include "reader.h"
 #include "order.h"
 
 struct dlfs_opts {

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "dlfs/dataset.h"
-#include "dlfs/reader.h"
+#include "reader.h"
 #include "order.h"
 
 /* Epochs 0 .. DLFS_VIEWS_MAX_EPOCH are addressable. */

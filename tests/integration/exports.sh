@@ -1,7 +1,7 @@
 #!/bin/bash
 # exports: libdlfs.so exports exactly the functions the installed headers
-# (include/dlfs/) declare, no private helper and nothing missing; and
-# src/libdlfs.map lists the same names.
+# (include/dlfs/) declare, no private helper and nothing missing, each in
+# the version node DLFS_0; and src/libdlfs.map lists the same names.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
@@ -27,7 +27,15 @@ if listed != names:
              "headers only %s" % (sorted(listed - names), sorted(names - listed)))
 print("\n".join(sorted(names)))
 PY
-nm -D --defined-only "$LIBDLFS" | awk '$2 == "T" { print $3 }' | sort >"$T/exported"
+# Each exported function, with the version node it is bound to.
+nm -D --defined-only --with-symbol-versions "$LIBDLFS" |
+	awk '$2 == "T" { print $3 }' >"$T/versioned"
+grep -v '@@DLFS_0$' "$T/versioned" >"$T/unversioned" || true
+if [ -s "$T/unversioned" ]; then
+	cat "$T/unversioned" >&2
+	fail "libdlfs.so exports functions outside the version node DLFS_0"
+fi
+sed 's/@@DLFS_0$//' "$T/versioned" | sort >"$T/exported"
 if ! diff -u "$T/declared" "$T/exported" >"$T/diff"; then
 	cat "$T/diff" >&2
 	fail "libdlfs.so exports differ from the installed headers (- declared, + exported)"

@@ -1,5 +1,5 @@
 /*
- * The read core through its public API (include/dlfs/reader.h) over real
+ * The read core through its public API (src/core/reader.h) over real
  * datasets: every file read whole and in pieces (across chunks, at and
  * past the end, empty reads, 32 chunks in place and more gathered), from
  * several threads; the unit of a miss (files alone read about the data

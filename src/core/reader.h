@@ -2,7 +2,8 @@
  * The read core: one read of (inode, offset, length) decided end to end,
  * without FUSE. The dlfs daemon serves every FUSE read through it, and
  * any other program can (dlfs-inspect cat does). Built into the dlfs
- * daemon and tools (src/core); not part of the installed libdlfs.
+ * daemon and tools (src/core); not part of the installed libdlfs, and
+ * so not in include/dlfs, which holds exactly what is installed.
  *
  * Where the bytes come from, in order:
  *   1. the RAM tier (bounded, whole chunks or whole files);
