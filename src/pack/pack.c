@@ -1,6 +1,7 @@
 /*
  * dlfs_pack: scan, lay out, stream the data through a window of chunk
- * buffers, write the index, publish atomically.
+ * buffers, write the index, publish atomically; a list of steps (steps[],
+ * at the end), the ranks of an MPI pack agreeing after each in one place.
  *
  * The data pipeline: reader threads take files in layout order and read
  * each piece of a file straight into the buffer of the chunk it belongs
@@ -627,6 +628,8 @@ static int fsync_dir(const char *dir, struct dlfs_err *err)
 struct job {
 	const struct dlfs_pack_comm *c; /* NULL when packing alone */
 	int rank;
+	const struct dlfs_pack_opts *o;
+	const char *out;
 	struct pk_source *src;
 	unsigned n;
 	struct pk_tree tree;
@@ -635,6 +638,7 @@ struct job {
 	struct pipe p;
 	struct pk_ingest *ing;
 	uint32_t *share; /* rank r writes containers [share[r], share[r+1]) */
+	uint8_t id[DLFS_ID_SIZE];
 	char *tmp, *spool, *ipath, *parent;
 	int exists;
 };
@@ -733,20 +737,163 @@ static int finish(struct job *j, const char *out, const uint8_t *id,
 	return fsync_dir(j->parent, err);
 }
 
-/* Rank 0: scan the sources, lay the dataset out. */
-static int scan_and_layout(struct job *j, const struct dlfs_pack_opts *o,
-			   struct dlfs_err *err)
+/*
+ * dlfs_pack is this list of steps. A step runs on rank 0 alone (ONE) or
+ * on every rank (ALL); then, in one place (dlfs_pack's loop), the ranks
+ * agree on how it went, and a step whose result the other ranks need has
+ * it shared out (share, on every rank, again followed by an agreement).
+ * No step calls the comm itself; without a comm, there is no share and
+ * every agreement is the step's own result.
+ */
+enum who { ONE, ALL };
+
+struct step {
+	const char *what;
+	enum who who;
+	int (*run)(struct job *j, struct dlfs_err *err);
+	int (*share)(struct job *j, struct dlfs_err *err);
+};
+
+/* The sources, as rank 0 sees them. */
+static int classify(struct job *j, struct dlfs_err *err)
 {
-	struct dlfs_pack_progress pr = {.phase = "scan"};
-	if (o->progress)
-		o->progress(o->cb_arg, &pr);
-	int ret = pk_scan(&j->tree, j->src, j->n, j->spool, o, err);
-	if (!ret && o->cancel && *o->cancel)
-		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
-	if (!ret)
-		ret = pk_layout(&j->tree, o, &j->lay, err);
+	return pk_classify(j->src, j->n, j->o, err);
+}
+
+static int share_sources(struct job *j, struct dlfs_err *err)
+{
+	return pk_dist_sources(j->c, j->src, j->n, err);
+}
+
+static int make_tmp(struct job *j, struct dlfs_err *err)
+{
+	return prepare_out(j, j->out, j->o, err);
+}
+
+static int share_tmp(struct job *j, struct dlfs_err *err)
+{
+	return pk_dist_string(j->c, &j->tmp, err);
+}
+
+/* The spool and index paths in the temporary directory, and the
+ * entries' attribute file (tree.c): rank 0's all, the others' share. */
+static int scratch(struct job *j, struct dlfs_err *err)
+{
+	char *ap;
+	if (asprintf(&j->spool, "%s/spool", j->tmp) < 0 ||
+	    asprintf(&j->ipath, "%s/%s", j->tmp, DLFS_INDEX_NAME) < 0) {
+		j->spool = j->ipath = NULL;
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	if (asprintf(&ap, "%s/attrs.%d", j->tmp, j->rank) < 0)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	int ret = pk_tree_open_attrs(&j->tree, ap, err);
+	free(ap);
 	return ret;
 }
+
+/* Ingest: every rank its share, or forked workers. */
+static int ingest(struct job *j, struct dlfs_err *err)
+{
+	return pk_ingest_run(j->src, j->n, j->tmp, j->o, &j->ing, err);
+}
+
+/* Rank 0: scan the sources, lay the dataset out. */
+static int scan_and_layout(struct job *j, struct dlfs_err *err)
+{
+	struct dlfs_pack_progress pr = {.phase = "scan"};
+	if (j->o->progress)
+		j->o->progress(j->o->cb_arg, &pr);
+	int ret = pk_scan(&j->tree, j->src, j->n, j->spool, j->o, err);
+	if (!ret && j->o->cancel && *j->o->cancel)
+		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
+	if (!ret)
+		ret = pk_layout(&j->tree, j->o, &j->lay, err);
+	return ret;
+}
+
+/* Who writes which containers, and what each needs to write them. */
+static int share_layout(struct job *j, struct dlfs_err *err)
+{
+	if (j->rank == 0)
+		pk_dist_share(&j->lay, j->c->size, j->share);
+	int ret = j->c->bcast(j->c->arg, j->share,
+			      ((size_t)j->c->size + 1) * sizeof(*j->share), 0);
+	return ret ? ret : pk_dist_layout(j->c, &j->tree, &j->lay, j->share,
+					  err);
+}
+
+/* The data: this rank's containers. */
+static int data(struct job *j, struct dlfs_err *err)
+{
+	if (!j->c)
+		j->share[1] = (uint32_t)j->lay.n_containers;
+	j->p.l = &j->lay;
+	j->p.o = j->o;
+	j->p.src = j->src;
+	j->p.t = &j->tree;
+	j->p.dir = j->tmp;
+	j->p.cs = j->o->chunk_size;
+	int ret = run_pipeline(&j->p, j->share[j->rank], j->share[j->rank + 1],
+			       err);
+	/* The chunk buffers (up to 256 MiB) are not needed past here. */
+	free(j->p.bufs);
+	j->p.bufs = NULL;
+	return ret;
+}
+
+static int share_sums(struct job *j, struct dlfs_err *err)
+{
+	return pk_dist_sums(j->c, &j->lay, &j->p.sums, j->share, err);
+}
+
+static int dataset_id(struct job *j, struct dlfs_err *err)
+{
+	return pk_dataset_id(&j->tree, &j->lay, j->o, j->id, err);
+}
+
+static int share_id(struct job *j, struct dlfs_err *err)
+{
+	(void)err;
+	return j->c->bcast(j->c->arg, j->id, sizeof(j->id), 0);
+}
+
+/* Every container's trailer, footer and header: this rank's. */
+static int containers(struct job *j, struct dlfs_err *err)
+{
+	j->ct.file_size = calloc(j->lay.n_containers + 1, sizeof(uint64_t));
+	j->ct.footer_xxh3 = calloc(j->lay.n_containers + 1, sizeof(uint64_t));
+	if (!j->ct.file_size || !j->ct.footer_xxh3)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	int ret = 0;
+	for (uint32_t c = j->share[j->rank];
+	     c < j->share[j->rank + 1] && !ret; c++)
+		ret = finish_container(&j->p, c, j->id, &j->ct, err);
+	return ret;
+}
+
+static int share_containers(struct job *j, struct dlfs_err *err)
+{
+	return pk_dist_containers(j->c, &j->ct, j->share, err);
+}
+
+/* Rank 0: the index, then the dataset published as OUT. */
+static int publish(struct job *j, struct dlfs_err *err)
+{
+	return finish(j, j->out, j->id, j->o, err);
+}
+
+static const struct step steps[] = {
+	{"classify the sources", ONE, classify, share_sources},
+	{"make the temporary directory", ONE, make_tmp, share_tmp},
+	{"open the scratch files", ALL, scratch, NULL},
+	{"ingest", ALL, ingest, NULL},
+	{"scan and lay out", ONE, scan_and_layout, share_layout},
+	{"write the data", ALL, data, share_sums},
+	{"make the dataset id", ONE, dataset_id, share_id},
+	{"finish the containers", ALL, containers, share_containers},
+	{"write the index and publish", ONE, publish, NULL},
+};
 
 int dlfs_pack_dry_run(const char *const *sources, unsigned n,
 		      const struct dlfs_pack_opts *o, dlfs_plan_cb cb,
@@ -774,8 +921,7 @@ int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 	      const struct dlfs_pack_opts *o, struct dlfs_err *err)
 {
 	struct dlfs_err own = {0};
-	struct job j = {0};
-	uint8_t id[DLFS_ID_SIZE] = {0};
+	struct job j = {.o = o, .out = out, .n = n_sources};
 	if (!err)
 		err = &own; /* messages travel between ranks through it */
 	int ret = dlfs_pack_opts_check(o, err);
@@ -786,7 +932,6 @@ int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 
 	j.c = o->comm && o->comm->size > 1 ? o->comm : NULL;
 	j.rank = j.c ? j.c->rank : 0;
-	j.n = n_sources;
 	j.src = calloc(n_sources, sizeof(*j.src));
 	j.share = calloc(j.c ? (size_t)j.c->size + 1 : 2, sizeof(*j.share));
 	pk_tree_init(&j.tree);
@@ -797,111 +942,18 @@ int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 	for (unsigned i = 0; !ret && i < n_sources; i++)
 		j.src[i].path = sources[i];
-
-	/* The sources, as rank 0 sees them. */
-	if (!ret && j.rank == 0)
-		ret = pk_classify(j.src, n_sources, o, err);
-	if ((ret = pk_agree(j.c, ret, err)))
-		goto out;
-	if (j.c && (ret = pk_agree(j.c, pk_dist_sources(j.c, j.src,
-							 n_sources, err),
-				   err)))
-		goto out;
-
-	/* The temporary directory beside OUT. */
-	if (j.rank == 0)
-		ret = prepare_out(&j, out, o, err);
-	if ((ret = pk_agree(j.c, ret, err)))
-		goto out;
-	if (j.c && (ret = pk_agree(j.c, pk_dist_string(j.c, &j.tmp, err),
-				   err)))
-		goto out;
-	if (asprintf(&j.spool, "%s/spool", j.tmp) < 0 ||
-	    asprintf(&j.ipath, "%s/%s", j.tmp, DLFS_INDEX_NAME) < 0) {
-		j.spool = j.ipath = NULL;
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-	}
-	/* The entries' attributes (tree.c): rank 0's all, others' share. */
-	char *ap;
-	if (!ret && asprintf(&ap, "%s/attrs.%d", j.tmp, j.rank) < 0)
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-	else if (!ret) {
-		ret = pk_tree_open_attrs(&j.tree, ap, err);
-		free(ap);
-	}
-	if ((ret = pk_agree(j.c, ret, err)))
-		goto out;
-
-	/* Ingest (every rank, or forked workers), then scan and layout. */
-	ret = pk_ingest_run(j.src, n_sources, j.tmp, o, &j.ing, err);
-	if ((ret = pk_agree(j.c, ret, err)))
-		goto out;
-	if (j.rank == 0)
-		ret = scan_and_layout(&j, o, err);
-	if ((ret = pk_agree(j.c, ret, err)))
-		goto out;
-
-	/* Who writes which containers; what each needs to write them. */
-	if (j.c) {
-		if (j.rank == 0)
-			pk_dist_share(&j.lay, j.c->size, j.share);
-		ret = j.c->bcast(j.c->arg, j.share,
-				 ((size_t)j.c->size + 1) * sizeof(*j.share), 0);
-		if (!ret)
-			ret = pk_dist_layout(j.c, &j.tree, &j.lay, j.share,
-					     err);
+	/* A failure before the steps is this rank's: the others hear of it
+	 * at the first agreement. */
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		const struct step *s = &steps[i];
+		if (!ret && (s->who == ALL || j.rank == 0))
+			ret = s->run(&j, err);
 		if ((ret = pk_agree(j.c, ret, err)))
-			goto out;
-	} else {
-		j.share[1] = (uint32_t)j.lay.n_containers;
+			break;
+		if (j.c && s->share &&
+		    (ret = pk_agree(j.c, s->share(&j, err), err)))
+			break;
 	}
-	uint32_t c0 = j.share[j.rank], c1 = j.share[j.rank + 1];
-
-	/* The data. */
-	j.p.l = &j.lay;
-	j.p.o = o;
-	j.p.src = j.src;
-	j.p.t = &j.tree;
-	j.p.dir = j.tmp;
-	j.p.cs = o->chunk_size;
-	ret = run_pipeline(&j.p, c0, c1, err);
-	/* The chunk buffers (up to 256 MiB) are not needed past here. */
-	free(j.p.bufs);
-	j.p.bufs = NULL;
-	if ((ret = pk_agree(j.c, ret, err)))
-		goto out;
-	if (j.c && (ret = pk_agree(j.c, pk_dist_sums(j.c, &j.lay, &j.p.sums,
-						      j.share, err),
-				   err)))
-		goto out;
-
-	/* The id, then every container's trailer, footer and header. */
-	if (j.rank == 0)
-		ret = pk_dataset_id(&j.tree, &j.lay, o, id, err);
-	if ((ret = pk_agree(j.c, ret, err)))
-		goto out;
-	if (j.c && (ret = pk_agree(j.c, j.c->bcast(j.c->arg, id, sizeof(id),
-						    0),
-				   err)))
-		goto out;
-	j.ct.file_size = calloc(j.lay.n_containers + 1, sizeof(uint64_t));
-	j.ct.footer_xxh3 = calloc(j.lay.n_containers + 1, sizeof(uint64_t));
-	if (!j.ct.file_size || !j.ct.footer_xxh3)
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-	for (uint32_t c = c0; c < c1 && !ret; c++)
-		ret = finish_container(&j.p, c, id, &j.ct, err);
-	if ((ret = pk_agree(j.c, ret, err)))
-		goto out;
-	if (j.c && (ret = pk_agree(j.c, pk_dist_containers(j.c, &j.ct,
-							    j.share, err),
-				   err)))
-		goto out;
-
-	/* The index and publishing: rank 0. */
-	if (j.rank == 0)
-		ret = finish(&j, out, id, o, err);
-	ret = pk_agree(j.c, ret, err);
-out:
 	if (j.rank == 0 && j.tmp) {
 		if (j.tree.spool_fd >= 0) {
 			close(j.tree.spool_fd);
