@@ -1,0 +1,140 @@
+/*
+ * The NVMe tier's insides, shared by its four files (nvme.h is the
+ * contract): nvme.c, the API (reads, opening, closing, counters);
+ * nvme_map.c, the chunks' states, the map file that keeps them, and
+ * CLOCK eviction; nvme_trust.c, which files and directories the tier may
+ * trust; nvme_writer.c, the write queue and its thread. Not for other
+ * modules.
+ *
+ * Locking: n->mu guards the queue, the map's counts and state changes;
+ * a chunk's state byte is read without it (atomics).
+ */
+#ifndef DLFS_NVME_PRIV_H
+#define DLFS_NVME_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "dlfs/format.h"
+#include "nvme.h"
+#include "util.h"
+
+/* Per-chunk state bits. Only PRESENT is persisted (in the map file). */
+#define ST_PRESENT 1u
+#define ST_VERIFIED 2u /* checked against the index since the tier opened */
+#define ST_REF 4u      /* CLOCK's referenced bit */
+#define ST_QUEUED 8u   /* in the write queue or being written */
+
+#define MAP_MAGIC "DLFSNVM1"
+#define MAP_VERSION 1
+#define MAP_HEADER 64
+#define POOL_BYTES (UINT64_C(64) << 20)
+#define MAX_CORRUPT_LOGS 10
+#define TURNED_Q 256 /* chunks turned away for want of room, newest kept */
+
+/* Faults logged once each. */
+enum { LOG_ENOSPC = 1, LOG_WRITE = 2, LOG_READ = 4, LOG_GONE = 8, LOG_MAP = 16 };
+
+struct wbuf {
+	uint32_t c;
+	uint64_t k;
+	size_t len;
+	uint8_t *buf;
+};
+
+struct dlfs_nvme {
+	char *path; /* DIR/<id> */
+	int dirfd, lock_fd, map_fd;
+	uint64_t cs, capacity;
+	enum dlfs_nvme_policy policy;
+	uint32_t n_containers;
+	const struct dlfs_container *cont; /* the container table, borrowed */
+	uint64_t n_chunks;
+	_Atomic uint8_t *st;
+	_Atomic int *fd; /* per container: -1 not open yet */
+	uint8_t *direct; /* per container: fd has O_DIRECT */
+
+	pthread_mutex_t mu; /* guards everything below and state changes */
+	pthread_cond_t work, idle, room;
+	struct wbuf *pool;
+	unsigned pool_n, n_free, q_head, q_len;
+	unsigned *free_idx, *queue;
+	int writing, stop, writer_started, paused;
+	unsigned writing_i; /* the pool entry being written, when writing */
+	int gone; /* the cache directory was removed: write nothing more */
+	uint64_t turned[TURNED_Q]; /* global chunks, a ring */
+	unsigned t_head, t_len;
+	int was_open; /* the directory was not private when opened */
+	pthread_t writer;
+	uint64_t used, present, hand;
+	unsigned logged, corrupt_logs;
+
+	_Atomic uint64_t evict_seq;
+	_Atomic uint64_t hits, misses, bytes, written_chunks, written_bytes;
+	_Atomic uint64_t write_dropped, evicted, corrupt, errors;
+
+	dlfs_log_fn log;
+	void *log_arg;
+};
+
+static inline void add(_Atomic uint64_t *c, uint64_t v)
+{
+	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+
+static inline uint64_t gid(const struct dlfs_nvme *n, uint32_t c, uint64_t k)
+{
+	return n->cont[c].first_chunk + k;
+}
+
+
+static inline size_t clen(const struct dlfs_nvme *n, uint32_t c, uint64_t k)
+{
+	uint64_t left = n->cont[c].data_size - k * n->cs;
+	return (size_t)(left < n->cs ? left : n->cs);
+}
+
+
+static inline uint64_t alloc_of(size_t len)
+{
+	return dlfs_roundup(len, 4096);
+}
+
+
+/* Offset of chunk k in a container (and in its cache file). */
+static inline uint64_t coff(const struct dlfs_nvme *n, uint64_t k)
+{
+	return dlfs_chunk_start(n->cs, k);
+}
+
+/* nvme.c */
+void nv_fault(struct dlfs_nvme *n, unsigned bit, int code,
+	      const char *what, uint32_t c);
+
+/* nvme_map.c */
+uint32_t nv_container_of(const struct dlfs_nvme *n, uint64_t g);
+void nv_map_set(struct dlfs_nvme *n, uint64_t g, uint8_t v, uint32_t c);
+int nv_forget_locked(struct dlfs_nvme *n, uint64_t g, uint32_t c);
+void nv_unmap(struct dlfs_nvme *n, uint64_t g, uint32_t c);
+void nv_forget(struct dlfs_nvme *n, uint32_t c, uint64_t k);
+uint64_t nv_clock_victim(struct dlfs_nvme *n);
+int nv_make_room(struct dlfs_nvme *n, uint64_t need, uint64_t *vict,
+		 int max);
+int nv_load_map(struct dlfs_nvme *n, struct dlfs_err *err);
+
+/* nvme_trust.c */
+int nv_own_stat(const struct stat *st);
+int nv_own_file(int fd);
+int nv_cfd(struct dlfs_nvme *n, uint32_t c, int create);
+int nv_wipe(struct dlfs_nvme *n, int all, struct dlfs_err *err);
+int nv_audit(struct dlfs_nvme *n, struct dlfs_err *err);
+int nv_open_tier_dir(struct dlfs_nvme *n, const char *dir, const char *id,
+		     struct dlfs_err *err);
+
+/* nvme_writer.c */
+void *nv_writer_main(void *arg);
+
+#endif
