@@ -43,18 +43,29 @@ void pk_tree_free(struct pk_tree *t)
 	pk_tree_init(t);
 }
 
+/* Room in array *a (*cap elements of size bytes) for one more after n,
+ * doubling from first. @return 0 or -ENOMEM. */
+static int room_for_one(void **a, uint64_t *cap, uint64_t n, size_t size,
+			uint64_t first)
+{
+	if (n < *cap)
+		return 0;
+	uint64_t c = *cap ? *cap * 2 : first;
+	void *na = realloc(*a, c * size);
+	if (!na)
+		return -ENOMEM;
+	*a = na;
+	*cap = c;
+	return 0;
+}
+
 /* Room for n + 1 bytes that lives as long as t. */
 static char *slab_alloc(struct pk_tree *t, size_t n)
 {
 	char *s;
-	if (t->n_slabs == t->slabs_cap) {
-		uint64_t cap = t->slabs_cap ? t->slabs_cap * 2 : 64;
-		char **a = realloc(t->slabs, cap * sizeof(*a));
-		if (!a)
-			return NULL;
-		t->slabs = a;
-		t->slabs_cap = cap;
-	}
+	if (room_for_one((void **)&t->slabs, &t->slabs_cap, t->n_slabs,
+			 sizeof(*t->slabs), 64))
+		return NULL;
 	if (n + 1 > SLAB / 4) {
 		/* A long string has a slab of its own, before the last one,
 		 * which stays the one being filled. */
@@ -387,14 +398,8 @@ int pk_tree_append(struct pk_tree *t, const char *name, size_t n,
 	if (t->n >= UINT32_MAX - 1)
 		return dlfs_err_set(err, -EFBIG, "more than %u entries",
 				    UINT32_MAX - 2);
-	if (t->n == t->cap) {
-		uint64_t cap = t->cap ? t->cap * 2 : 4096;
-		struct pk_entry *e = realloc(t->e, cap * sizeof(*e));
-		if (!e)
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		t->e = e;
-		t->cap = cap;
-	}
+	if (room_for_one((void **)&t->e, &t->cap, t->n, sizeof(*t->e), 4096))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	struct pk_entry *e = &t->e[t->n];
 	memset(e, 0, sizeof(*e));
 	if (!(e->name = pk_tree_strdup(t, name, n)))
@@ -512,14 +517,9 @@ int pk_tree_set_target(struct pk_tree *t, struct pk_entry *e, const char *tg,
 
 int pk_tree_add_link(struct pk_tree *t, uint64_t k, struct dlfs_err *err)
 {
-	if (t->n_links == t->links_cap) {
-		uint64_t cap = t->links_cap ? t->links_cap * 2 : 64;
-		uint32_t *a = realloc(t->links, cap * sizeof(*a));
-		if (!a)
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		t->links = a;
-		t->links_cap = cap;
-	}
+	if (room_for_one((void **)&t->links, &t->links_cap, t->n_links,
+			 sizeof(*t->links), 64))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	t->links[t->n_links++] = (uint32_t)k;
 	return 0;
 }
@@ -532,14 +532,9 @@ int pk_tree_data_add(struct pk_tree *t, const char *path, uint32_t *idx,
 			*idx = k + 1;
 			return 0;
 		}
-	if (t->n_data == t->data_cap) {
-		uint32_t cap = t->data_cap ? t->data_cap * 2 : 8;
-		struct pk_data *d = realloc(t->data, cap * sizeof(*d));
-		if (!d)
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		t->data = d;
-		t->data_cap = cap;
-	}
+	if (room_for_one((void **)&t->data, &t->data_cap, t->n_data,
+			 sizeof(*t->data), 8))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	struct pk_data *d = &t->data[t->n_data];
 	d->path = strdup(path);
 	if (!d->path)

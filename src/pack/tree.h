@@ -98,7 +98,8 @@ struct pk_tree {
 	int root_set;       /* the root's attributes came from a source */
 	int root_from_dir;  /* 1: a directory source will set them; 2: did */
 	struct pk_data *data; /* ingest spools and LMDB data files */
-	uint32_t n_data, data_cap;
+	uint32_t n_data;
+	uint64_t data_cap;
 };
 
 void pk_tree_init(struct pk_tree *t);

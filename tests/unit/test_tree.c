@@ -326,5 +326,5 @@ int main(void)
 	test_layout(dir, DLFS_ORDER_SHUFFLE, 3);
 	t_rmrf(dir);
 	free(dir);
-	return t_failures != 0;
+	return t_done("test_tree");
 }
