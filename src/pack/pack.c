@@ -748,7 +748,6 @@ static int finish(struct job *j, const char *out, const uint8_t *id,
 enum who { ONE, ALL };
 
 struct step {
-	const char *what;
 	enum who who;
 	int (*run)(struct job *j, struct dlfs_err *err);
 	int (*share)(struct job *j, struct dlfs_err *err);
@@ -884,15 +883,15 @@ static int publish(struct job *j, struct dlfs_err *err)
 }
 
 static const struct step steps[] = {
-	{"classify the sources", ONE, classify, share_sources},
-	{"make the temporary directory", ONE, make_tmp, share_tmp},
-	{"open the scratch files", ALL, scratch, NULL},
-	{"ingest", ALL, ingest, NULL},
-	{"scan and lay out", ONE, scan_and_layout, share_layout},
-	{"write the data", ALL, data, share_sums},
-	{"make the dataset id", ONE, dataset_id, share_id},
-	{"finish the containers", ALL, containers, share_containers},
-	{"write the index and publish", ONE, publish, NULL},
+	{ONE, classify, share_sources},      /* what the sources are */
+	{ONE, make_tmp, share_tmp},          /* the temporary directory */
+	{ALL, scratch, NULL},                /* the scratch files */
+	{ALL, ingest, NULL},                 /* HDF5 and LMDB sources */
+	{ONE, scan_and_layout, share_layout}, /* the tree, laid out */
+	{ALL, data, share_sums},             /* the containers' data */
+	{ONE, dataset_id, share_id},         /* the dataset id */
+	{ALL, containers, share_containers}, /* trailers, footers, headers */
+	{ONE, publish, NULL},                /* the index, then OUT */
 };
 
 int dlfs_pack_dry_run(const char *const *sources, unsigned n,
