@@ -1,7 +1,9 @@
 /*
- * Small private helpers shared by libdlfs modules: full reads and writes
- * that retry short transfers and EINTR, and hex formatting. Stateless and
- * thread-safe. Not installed.
+ * Small helpers the format shares with dlfs's own libraries: full reads
+ * and writes that retry short transfers and EINTR, hex and quoting, size
+ * and LMDB error translation, and a growable string (str.c). Stateless
+ * and thread-safe, but for a struct dlfs_str, which is its owner's. Not
+ * installed.
  */
 #ifndef DLFS_UTIL_H
 #define DLFS_UTIL_H
@@ -59,5 +61,28 @@ void dlfs_quote(const char *in, size_t len, char *out, size_t outlen);
 /* Translate an LMDB return code into a negative errno: the one place
  * (the index, and the packer's index writer and LMDB source). */
 int dlfs_mdb_errno(int rc);
+
+/*
+ * A growable string for building text and byte buffers (numpy headers,
+ * notes, manifests, the packer's messages between ranks), shared by the
+ * ingest and the packer (str.c). Ownership: s is malloc'd and owned by
+ * the struct; dlfs_str_free releases it. Out of memory is sticky: the
+ * first failed append sets oom, later appends do nothing, and the caller
+ * checks oom once at the end. s is always NUL-terminated once anything
+ * was appended. Not thread-safe.
+ */
+struct dlfs_str {
+	char *s;
+	size_t n, cap;
+	int oom;
+};
+
+void dlfs_str_add(struct dlfs_str *b, const void *p, size_t n);
+void dlfs_str_addf(struct dlfs_str *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void dlfs_str_free(struct dlfs_str *b);
+
+/* Is s[0..n) valid UTF-8 (no overlong forms, no surrogates)? */
+int dlfs_utf8_valid(const void *s, size_t n);
 
 #endif

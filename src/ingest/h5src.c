@@ -6,7 +6,7 @@
 #include "dlfs/format.h"
 #include "h5lib.h"
 #include "h5src.h"
-#include "pkstr.h"
+#include "util.h"
 
 /* The chunk cache bound per dataset: a band of chunks across axis 0. */
 #define CACHE_MAX (256u << 20)
@@ -120,7 +120,7 @@ static int check_storage(struct pk_h5_src *s, struct pk_h5_dset *d,
 {
 	int ret = 0;
 	hid_t dapl = -1, dcpl = H5Dget_create_plist(d->id);
-	struct pk_str lay = {0};
+	struct dlfs_str lay = {0};
 	if (dcpl < 0)
 		return pk_h5_fail(err, "%s: dataset '%s'", s->path, d->name);
 	H5D_layout_t l = H5Pget_layout(dcpl);
@@ -135,7 +135,7 @@ static int check_storage(struct pk_h5_src *s, struct pk_h5_dset *d,
 		d->chunk0 = ch[0];
 		char shape[256];
 		pk_shape_str(ch, nd, NULL, 0, shape, sizeof(shape));
-		pk_str_addf(&lay, "chunked %s", shape);
+		dlfs_str_addf(&lay, "chunked %s", shape);
 		/*
 		 * A cache that holds one band of chunks across axis 0, so a
 		 * block boundary inside a chunk never decompresses it twice.
@@ -168,7 +168,7 @@ static int check_storage(struct pk_h5_src *s, struct pk_h5_dset *d,
 			goto out;
 		}
 	} else {
-		pk_str_addf(&lay, "%s",
+		dlfs_str_addf(&lay, "%s",
 			    l == H5D_CONTIGUOUS ? "contiguous"
 			    : l == H5D_COMPACT  ? "compact"
 			    : l == H5D_VIRTUAL  ? "virtual"
@@ -187,7 +187,7 @@ static int check_storage(struct pk_h5_src *s, struct pk_h5_dset *d,
 					 s->path, d->name, i);
 			goto out;
 		}
-		pk_str_addf(&lay, ", %s", name[0] ? name : "filter");
+		dlfs_str_addf(&lay, ", %s", name[0] ? name : "filter");
 		if (H5Zfilter_avail(f) <= 0 ||
 		    H5Zget_filter_info(f, &info) < 0 ||
 		    !(info & H5Z_FILTER_CONFIG_DECODE_ENABLED)) {
@@ -208,7 +208,7 @@ static int check_storage(struct pk_h5_src *s, struct pk_h5_dset *d,
 	}
 	snprintf(d->layout, sizeof(d->layout), "%s", lay.s ? lay.s : "");
 out:
-	pk_str_free(&lay);
+	dlfs_str_free(&lay);
 	pk_h5_close(dapl);
 	pk_h5_close(dcpl);
 	return ret;
@@ -378,8 +378,8 @@ void pk_h5_src_close(struct pk_h5_src *s)
 int pk_h5_src_describe(const struct pk_h5_src *s, char **out,
 		       struct dlfs_err *err)
 {
-	struct pk_str b = {0};
-	pk_str_addf(&b, "%llu samples; split:", (unsigned long long)s->n);
+	struct dlfs_str b = {0};
+	dlfs_str_addf(&b, "%llu samples; split:", (unsigned long long)s->n);
 	for (unsigned i = 0; i < s->nd; i++) {
 		const struct pk_h5_dset *d = &s->d[i];
 		if (!d->split)
@@ -387,16 +387,16 @@ int pk_h5_src_describe(const struct pk_h5_src *s, char **out,
 		char shape[512];
 		pk_shape_str(d->dims + 1, d->rank - 1, d->np.extra,
 			     d->np.n_extra, shape, sizeof(shape));
-		pk_str_addf(&b, " %s %s %s [%s];", d->name, shape, d->np.descr,
+		dlfs_str_addf(&b, " %s %s %s [%s];", d->name, shape, d->np.descr,
 			    d->layout);
 	}
 	int kept = 0;
 	for (unsigned i = 0; i < s->nd; i++)
 		if (!s->d[i].split)
-			pk_str_addf(&b, "%s %s", kept++ ? "," : " kept whole:",
+			dlfs_str_addf(&b, "%s %s", kept++ ? "," : " kept whole:",
 				    s->d[i].name);
 	if (b.oom) {
-		pk_str_free(&b);
+		dlfs_str_free(&b);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
 	*out = b.s;

@@ -5,7 +5,7 @@
 
 #include "h5lib.h"
 #include "h5type.h"
-#include "pkstr.h"
+#include "util.h"
 
 #define MAX_DEPTH 8
 
@@ -33,25 +33,25 @@ static char order_char(hid_t t, size_t size)
 }
 
 /* A Python string literal: ASCII controls and quotes escaped. */
-static void py_quote(struct pk_str *b, const char *s, struct ctx *c)
+static void py_quote(struct dlfs_str *b, const char *s, struct ctx *c)
 {
-	pk_str_add(b, "'", 1);
+	dlfs_str_add(b, "'", 1);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (*p == '\\' || *p == '\'')
-			pk_str_addf(b, "\\%c", *p);
+			dlfs_str_addf(b, "\\%c", *p);
 		else if (*p < 0x20 || *p == 0x7f)
-			pk_str_addf(b, "\\x%02x", *p);
+			dlfs_str_addf(b, "\\x%02x", *p);
 		else
-			pk_str_add(b, p, 1);
+			dlfs_str_add(b, p, 1);
 		if (*p >= 0x80)
 			c->utf8 = 1;
 	}
-	pk_str_add(b, "'", 1);
+	dlfs_str_add(b, "'", 1);
 }
 
-static int describe(hid_t t, struct pk_str *b, int depth, struct ctx *c);
+static int describe(hid_t t, struct dlfs_str *b, int depth, struct ctx *c);
 
-static int int_descr(hid_t t, struct pk_str *b, int is_signed,
+static int int_descr(hid_t t, struct dlfs_str *b, int is_signed,
 		     struct ctx *c)
 {
 	size_t size = H5Tget_size(t);
@@ -69,12 +69,12 @@ static int int_descr(hid_t t, struct pk_str *b, int is_signed,
 	H5T_order_t o = H5Tget_order(t);
 	if (size > 1 && o != H5T_ORDER_LE && o != H5T_ORDER_BE)
 		return refuse(c, "an integer of mixed byte order");
-	pk_str_addf(b, "'%c%c%zu'", order_char(t, size), is_signed ? 'i' : 'u',
+	dlfs_str_addf(b, "'%c%c%zu'", order_char(t, size), is_signed ? 'i' : 'u',
 		    size);
 	return 0;
 }
 
-static int float_descr(hid_t t, struct pk_str *b, struct ctx *c)
+static int float_descr(hid_t t, struct dlfs_str *b, struct ctx *c)
 {
 	static const struct {
 		size_t size, spos, epos, esize, mpos, msize, bias;
@@ -96,7 +96,7 @@ static int float_descr(hid_t t, struct pk_str *b, struct ctx *c)
 			H5T_order_t o = H5Tget_order(t);
 			if (o != H5T_ORDER_LE && o != H5T_ORDER_BE)
 				break;
-			pk_str_addf(b, "'%cf%zu'", order_char(t, size), size);
+			dlfs_str_addf(b, "'%cf%zu'", order_char(t, size), size);
 			return 0;
 		}
 	}
@@ -127,7 +127,7 @@ static int is_h5py_bool(hid_t t)
  * h5py's complex: compound {r, i} of two equal IEEE floats. @return 1
  * (described), 0 (not one), or a negative errno.
  */
-static int complex_descr(hid_t t, struct pk_str *b, struct ctx *c)
+static int complex_descr(hid_t t, struct dlfs_str *b, struct ctx *c)
 {
 	if (H5Tget_nmembers(t) != 2)
 		return 0;
@@ -141,14 +141,14 @@ static int complex_descr(hid_t t, struct pk_str *b, struct ctx *c)
 		  H5Tget_member_offset(t, 0) == 0 &&
 		  H5Tget_member_offset(t, 1) == size / 2;
 	if (yes) {
-		struct pk_str tmp = {0};
+		struct dlfs_str tmp = {0};
 		/* The parts must be IEEE floats numpy knows. */
 		int r = float_descr(m0, &tmp, c);
 		if (r)
 			yes = r;
 		else
-			pk_str_addf(b, "'%cc%zu'", order_char(m0, 2), size);
-		pk_str_free(&tmp);
+			dlfs_str_addf(b, "'%cc%zu'", order_char(m0, 2), size);
+		dlfs_str_free(&tmp);
 	}
 	if (n0)
 		H5free_memory(n0);
@@ -172,14 +172,14 @@ static int by_offset(const void *a, const void *b)
 }
 
 /* One field of a compound: ('name', DESCR) or ('name', DESCR, SHAPE). */
-static int field_descr(struct member *m, struct pk_str *b, int depth,
+static int field_descr(struct member *m, struct dlfs_str *b, int depth,
 		       struct ctx *c)
 {
 	int ret = 0;
 	hid_t base = -1;
-	pk_str_add(b, "(", 1);
+	dlfs_str_add(b, "(", 1);
 	py_quote(b, m->name, c);
-	pk_str_add(b, ", ", 2);
+	dlfs_str_add(b, ", ", 2);
 	if (H5Tget_class(m->type) == H5T_ARRAY) {
 		int nd = H5Tget_array_ndims(m->type);
 		hsize_t dims[H5S_MAX_RANK];
@@ -198,17 +198,17 @@ static int field_descr(struct member *m, struct pk_str *b, int depth,
 			goto out;
 		char shape[256];
 		pk_shape_str(dims, nd, NULL, 0, shape, sizeof(shape));
-		pk_str_addf(b, ", %s", shape);
+		dlfs_str_addf(b, ", %s", shape);
 	} else {
 		ret = describe(m->type, b, depth + 1, c);
 	}
-	pk_str_add(b, ")", 1);
+	dlfs_str_add(b, ")", 1);
 out:
 	pk_h5_close(base);
 	return ret;
 }
 
-static int compound_descr(hid_t t, struct pk_str *b, int depth,
+static int compound_descr(hid_t t, struct dlfs_str *b, int depth,
 			  struct ctx *c)
 {
 	int ret = complex_descr(t, b, c);
@@ -241,24 +241,24 @@ static int compound_descr(hid_t t, struct pk_str *b, int depth,
 	qsort(m, (size_t)n, sizeof(*m), by_offset);
 	/* numpy wants every byte named: gaps become ('', '|VN') padding. */
 	size_t at = 0;
-	pk_str_add(b, "[", 1);
+	dlfs_str_add(b, "[", 1);
 	for (int i = 0; i < n; i++) {
 		if (m[i].off < at || m[i].off + m[i].size > size) {
 			ret = refuse(c, "a compound with overlapping members");
 			goto out;
 		}
 		if (m[i].off > at)
-			pk_str_addf(b, "('', '|V%zu'), ", m[i].off - at);
+			dlfs_str_addf(b, "('', '|V%zu'), ", m[i].off - at);
 		ret = field_descr(&m[i], b, depth, c);
 		if (ret)
 			goto out;
 		if (i + 1 < n || m[i].off + m[i].size < size)
-			pk_str_add(b, ", ", 2);
+			dlfs_str_add(b, ", ", 2);
 		at = m[i].off + m[i].size;
 	}
 	if (at < size)
-		pk_str_addf(b, "('', '|V%zu')", size - at);
-	pk_str_add(b, "]", 1);
+		dlfs_str_addf(b, "('', '|V%zu')", size - at);
+	dlfs_str_add(b, "]", 1);
 out:
 	for (int i = 0; i < n; i++) {
 		if (m[i].name)
@@ -269,7 +269,7 @@ out:
 	return ret;
 }
 
-static int describe(hid_t t, struct pk_str *b, int depth, struct ctx *c)
+static int describe(hid_t t, struct dlfs_str *b, int depth, struct ctx *c)
 {
 	if (depth > MAX_DEPTH)
 		return refuse(c, "a type nested more than 8 levels deep");
@@ -284,14 +284,14 @@ static int describe(hid_t t, struct pk_str *b, int depth, struct ctx *c)
 	case H5T_STRING:
 		if (H5Tis_variable_str(t) > 0)
 			return refuse(c, "a variable-length string");
-		pk_str_addf(b, "'|S%zu'", size);
+		dlfs_str_addf(b, "'|S%zu'", size);
 		return 0;
 	case H5T_OPAQUE:
-		pk_str_addf(b, "'|V%zu'", size);
+		dlfs_str_addf(b, "'|V%zu'", size);
 		return 0;
 	case H5T_ENUM: {
 		if (is_h5py_bool(t)) {
-			pk_str_addf(b, "'|b1'");
+			dlfs_str_addf(b, "'|b1'");
 			return 0;
 		}
 		hid_t base = H5Tget_super(t);
@@ -320,7 +320,7 @@ int pk_h5_npy_type(hid_t t, struct pk_npy_type *out, const char *where,
 		   struct dlfs_err *err)
 {
 	struct ctx c = {.where = where, .err = err};
-	struct pk_str b = {0};
+	struct dlfs_str b = {0};
 	hid_t base = -1;
 	int ret = 0;
 	memset(out, 0, sizeof(*out));
@@ -352,7 +352,7 @@ int pk_h5_npy_type(hid_t t, struct pk_npy_type *out, const char *where,
 	b.s = NULL;
 out:
 	pk_h5_close(base);
-	pk_str_free(&b);
+	dlfs_str_free(&b);
 	return ret;
 }
 
@@ -381,12 +381,12 @@ int pk_npy_header(const struct pk_npy_type *t, const hsize_t *dims, int n,
 		  char **out, size_t *len, struct dlfs_err *err)
 {
 	char shape[1024];
-	struct pk_str d = {0};
+	struct dlfs_str d = {0};
 	pk_shape_str(dims, n, t->extra, t->n_extra, shape, sizeof(shape));
-	pk_str_addf(&d, "{'descr': %s, 'fortran_order': False, 'shape': %s, }",
+	dlfs_str_addf(&d, "{'descr': %s, 'fortran_order': False, 'shape': %s, }",
 		    t->descr, shape);
 	if (d.oom) {
-		pk_str_free(&d);
+		dlfs_str_free(&d);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
 	/* Magic, version, length; then the dict, spaces and a newline. */
@@ -400,7 +400,7 @@ int pk_npy_header(const struct pk_npy_type *t, const hsize_t *dims, int n,
 	size_t hlen = total - pre;
 	char *h = malloc(total);
 	if (!h) {
-		pk_str_free(&d);
+		dlfs_str_free(&d);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
 	memcpy(h, "\x93NUMPY", 6);
@@ -416,7 +416,7 @@ int pk_npy_header(const struct pk_npy_type *t, const hsize_t *dims, int n,
 	memcpy(h + pre, d.s, d.n);
 	memset(h + pre + d.n, ' ', total - pre - d.n - 1);
 	h[total - 1] = '\n';
-	pk_str_free(&d);
+	dlfs_str_free(&d);
 	*out = h;
 	*len = total;
 	return 0;

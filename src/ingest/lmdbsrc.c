@@ -11,7 +11,6 @@
 
 #include "dlfs/format.h"
 #include "lmdbsrc.h"
-#include "pkstr.h"
 #include "util.h"
 
 int pk_lmdb_data_path(const char *path, int subdir, char **out)
@@ -29,7 +28,7 @@ static int good_name(const unsigned char *k, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (k[i] < 0x20 || k[i] == 0x7f || k[i] == '/')
 			return 0;
-	return pk_utf8_valid(k, n);
+	return dlfs_utf8_valid(k, n);
 }
 
 void pk_lmdb_name(const void *key, size_t len, char *out)

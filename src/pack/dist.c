@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "dist.h"
-#include "pkstr.h"
+#include "util.h"
 
 #define FAILED UINT64_MAX /* a length that says "the sender failed" */
 
@@ -48,20 +48,20 @@ int pk_agree(const struct dlfs_pack_comm *c, int ret, struct dlfs_err *err)
 
 /* ---- encoding ---- */
 
-static void put_u32(struct pk_str *b, uint32_t v)
+static void put_u32(struct dlfs_str *b, uint32_t v)
 {
-	pk_str_add(b, &v, sizeof(v));
+	dlfs_str_add(b, &v, sizeof(v));
 }
 
-static void put_u64(struct pk_str *b, uint64_t v)
+static void put_u64(struct dlfs_str *b, uint64_t v)
 {
-	pk_str_add(b, &v, sizeof(v));
+	dlfs_str_add(b, &v, sizeof(v));
 }
 
-static void put_s(struct pk_str *b, const char *s, size_t n)
+static void put_s(struct dlfs_str *b, const char *s, size_t n)
 {
 	put_u32(b, (uint32_t)n);
-	pk_str_add(b, s, n);
+	dlfs_str_add(b, s, n);
 }
 
 struct rd {
@@ -113,7 +113,7 @@ static char *get_s(struct rd *r, uint32_t *len)
 
 /* One buffer to dest, its length first (FAILED: the sender failed). */
 static int send_buf(const struct dlfs_pack_comm *c, int dest,
-		    const struct pk_str *b, int failed, struct dlfs_err *err)
+		    const struct dlfs_str *b, int failed, struct dlfs_err *err)
 {
 	uint64_t len = failed || b->oom ? FAILED : b->n;
 	int rc = c->send(c->arg, &len, sizeof(len), dest);
@@ -125,7 +125,7 @@ static int send_buf(const struct dlfs_pack_comm *c, int dest,
 }
 
 /* The buffer send_buf sent from src, into b (empty before). */
-static int recv_buf(const struct dlfs_pack_comm *c, int src, struct pk_str *b,
+static int recv_buf(const struct dlfs_pack_comm *c, int src, struct dlfs_str *b,
 		    struct dlfs_err *err)
 {
 	uint64_t len;
@@ -145,7 +145,7 @@ static int recv_buf(const struct dlfs_pack_comm *c, int src, struct pk_str *b,
 	return 0;
 }
 
-static int bcast_buf(const struct dlfs_pack_comm *c, struct pk_str *b,
+static int bcast_buf(const struct dlfs_pack_comm *c, struct dlfs_str *b,
 		     struct dlfs_err *err)
 {
 	uint64_t len = c->rank == 0 ? (b->oom ? FAILED : b->n) : 0;
@@ -168,26 +168,26 @@ static int bcast_buf(const struct dlfs_pack_comm *c, struct pk_str *b,
 int pk_dist_string(const struct dlfs_pack_comm *c, char **s,
 		   struct dlfs_err *err)
 {
-	struct pk_str b = {0};
+	struct dlfs_str b = {0};
 	if (c->rank == 0)
-		pk_str_add(&b, *s, strlen(*s) + 1);
+		dlfs_str_add(&b, *s, strlen(*s) + 1);
 	int ret = bcast_buf(c, &b, err);
 	if (!ret && c->rank != 0) {
 		if (!b.n || b.s[b.n - 1] != '\0') {
-			pk_str_free(&b);
+			dlfs_str_free(&b);
 			return dlfs_err_set(err, -EPROTO, "a bad string");
 		}
 		*s = b.s;
 		return 0;
 	}
-	pk_str_free(&b);
+	dlfs_str_free(&b);
 	return ret;
 }
 
 int pk_dist_sources(const struct dlfs_pack_comm *c, struct pk_source *src,
 		    unsigned n, struct dlfs_err *err)
 {
-	struct pk_str b = {0};
+	struct dlfs_str b = {0};
 	if (c->rank == 0)
 		for (unsigned i = 0; i < n; i++) {
 			put_u32(&b, src[i].kind);
@@ -212,7 +212,7 @@ int pk_dist_sources(const struct dlfs_pack_comm *c, struct pk_source *src,
 			ret = dlfs_err_set(err, -EPROTO,
 					   "a bad list of sources from rank 0");
 	}
-	pk_str_free(&b);
+	dlfs_str_free(&b);
 	return ret;
 }
 
@@ -247,7 +247,7 @@ static uint64_t end_chunk(const struct pk_layout *l, uint32_t c)
 }
 
 static int encode(const struct pk_tree *t, const struct pk_layout *l,
-		  uint32_t c0, uint32_t c1, struct pk_str *b,
+		  uint32_t c0, uint32_t c1, struct dlfs_str *b,
 		  struct dlfs_err *err)
 {
 	put_u32(b, c0);
@@ -331,7 +331,7 @@ struct link_src {
 	uint32_t len;
 };
 
-static int decode(struct pk_tree *t, struct pk_layout *l, struct pk_str *b,
+static int decode(struct pk_tree *t, struct pk_layout *l, struct dlfs_str *b,
 		  struct dlfs_err *err)
 {
 	struct rd r = {b->s, b->s + b->n, 0};
@@ -477,15 +477,15 @@ int pk_dist_layout(const struct dlfs_pack_comm *c, struct pk_tree *t,
 {
 	int ret = 0;
 	if (c->rank != 0) {
-		struct pk_str b = {0};
+		struct dlfs_str b = {0};
 		ret = recv_buf(c, 0, &b, err);
 		if (!ret)
 			ret = decode(t, l, &b, err);
-		pk_str_free(&b);
+		dlfs_str_free(&b);
 		return ret;
 	}
 	for (int r = 1; r < c->size; r++) {
-		struct pk_str b = {0};
+		struct dlfs_str b = {0};
 		if (!ret)
 			ret = encode(t, l, share[r], share[r + 1], &b, err);
 		if (!ret && b.oom)
@@ -494,7 +494,7 @@ int pk_dist_layout(const struct dlfs_pack_comm *c, struct pk_tree *t,
 		int rc = send_buf(c, r, &b, ret != 0, err);
 		if (!ret)
 			ret = rc;
-		pk_str_free(&b);
+		dlfs_str_free(&b);
 	}
 	return ret;
 }
@@ -512,7 +512,7 @@ int pk_dist_sums(const struct dlfs_pack_comm *c, struct pk_layout *l,
 		uint64_t f1 = c0 < c1 ? end_file(l, c1) : 0;
 		uint64_t g0 = c0 < c1 ? l->first_chunk[c0] : 0;
 		uint64_t g1 = c0 < c1 ? end_chunk(l, c1) : 0;
-		struct pk_str b = {0};
+		struct dlfs_str b = {0};
 		if (c->rank == r) {
 			for (uint64_t i = f0; i < f1; i++)
 				put_u64(&b, l->xxh3[i - l->base]);
@@ -521,7 +521,7 @@ int pk_dist_sums(const struct dlfs_pack_comm *c, struct pk_layout *l,
 				put_u32(&b, ch->length[g]);
 			}
 			ret = send_buf(c, 0, &b, 0, err);
-			pk_str_free(&b);
+			dlfs_str_free(&b);
 			return ret;
 		}
 		/* Rank 0 hears every rank out, even after a failure. */
@@ -540,7 +540,7 @@ int pk_dist_sums(const struct dlfs_pack_comm *c, struct pk_layout *l,
 		}
 		if (!ret)
 			ret = rc;
-		pk_str_free(&b);
+		dlfs_str_free(&b);
 	}
 	return ret;
 }

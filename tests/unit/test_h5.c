@@ -14,7 +14,7 @@
 #include "h5src.h"
 #include "h5type.h"
 #include "lmdbsrc.h"
-#include "pkstr.h"
+#include "util.h"
 #include "tutil.h"
 
 /* descr of t, or "REFUSED: <code>" */
@@ -157,17 +157,17 @@ static void test_npy_header(void)
 	CHECK(strstr(h + 10, "'shape': (3,), }") != NULL);
 	free(h);
 	/* a header past 64 KiB is version 2.0, with a 4-byte length */
-	struct pk_str big = {0};
-	pk_str_add(&big, "[", 1);
+	struct dlfs_str big = {0};
+	dlfs_str_add(&big, "[", 1);
 	for (int i = 0; i < 5000; i++)
-		pk_str_addf(&big, "%s('field%05d', '<f8')", i ? ", " : "", i);
-	pk_str_add(&big, "]", 1);
+		dlfs_str_addf(&big, "%s('field%05d', '<f8')", i ? ", " : "", i);
+	dlfs_str_add(&big, "]", 1);
 	struct pk_npy_type bt = {.descr = big.s, .size = 8 * 5000};
 	CHECK(!pk_npy_header(&bt, dims, 1, &h, &len, NULL));
 	CHECK(h[6] == 2 && len % 64 == 0 && len > 65536);
 	CHECK_EQ((size_t)dlfs_get_le32((const uint8_t *)h + 8), len - 12);
 	free(h);
-	pk_str_free(&big);
+	dlfs_str_free(&big);
 }
 
 /* A source file with several datasets of several types. */
@@ -347,10 +347,10 @@ static void test_lmdb_names(void)
 	k[0] = '/';
 	pk_lmdb_name(k, 127, out);
 	CHECK(out[0] == '%' && strlen(out) == 255);
-	CHECK(pk_utf8_valid("\xe2\x82\xac", 3));
-	CHECK(!pk_utf8_valid("\xe2\x82", 2));
-	CHECK(!pk_utf8_valid("\xed\xa0\x80", 3)); /* a surrogate */
-	CHECK(!pk_utf8_valid("\xc0\xaf", 2));     /* overlong */
+	CHECK(dlfs_utf8_valid("\xe2\x82\xac", 3));
+	CHECK(!dlfs_utf8_valid("\xe2\x82", 2));
+	CHECK(!dlfs_utf8_valid("\xed\xa0\x80", 3)); /* a surrogate */
+	CHECK(!dlfs_utf8_valid("\xc0\xaf", 2));     /* overlong */
 }
 
 int main(void)

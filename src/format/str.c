@@ -1,12 +1,12 @@
-/* A growable string: see pkstr.h. */
+/* A growable string: see util.h. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pkstr.h"
+#include "util.h"
 
-static int grow(struct pk_str *b, size_t need)
+static int grow(struct dlfs_str *b, size_t need)
 {
 	if (b->oom)
 		return -1;
@@ -25,7 +25,7 @@ static int grow(struct pk_str *b, size_t need)
 	return 0;
 }
 
-void pk_str_add(struct pk_str *b, const void *p, size_t n)
+void dlfs_str_add(struct dlfs_str *b, const void *p, size_t n)
 {
 	if (grow(b, n))
 		return;
@@ -34,7 +34,7 @@ void pk_str_add(struct pk_str *b, const void *p, size_t n)
 	b->s[b->n] = '\0';
 }
 
-void pk_str_addf(struct pk_str *b, const char *fmt, ...)
+void dlfs_str_addf(struct dlfs_str *b, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -52,7 +52,7 @@ void pk_str_addf(struct pk_str *b, const char *fmt, ...)
 	b->n += (size_t)n;
 }
 
-void pk_str_free(struct pk_str *b)
+void dlfs_str_free(struct dlfs_str *b)
 {
 	free(b->s);
 	b->s = NULL;
@@ -60,7 +60,7 @@ void pk_str_free(struct pk_str *b)
 	b->oom = 0;
 }
 
-int pk_utf8_valid(const void *sv, size_t n)
+int dlfs_utf8_valid(const void *sv, size_t n)
 {
 	const unsigned char *s = sv;
 	size_t i = 0;
