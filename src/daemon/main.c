@@ -16,7 +16,6 @@
 #include "fatal.h"
 #include "fuse_ll.h"
 #include "ixsrc.h"
-#include "launch.h"
 #include "mountpoint.h"
 #include "opts.h"
 

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "dlfs/err.h"
+#include "launch.h" /* dlfs_launch_size: is this an MPI launch? */
 
 struct dlfs_peer;
 
