@@ -150,11 +150,11 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	put(&o,
 	    "  \"peer\": {\"enabled\": %d, \"rank\": %u, \"ranks\": %u, "
 	    "\"requests\": %llu, \"hits\": %llu, \"bytes\": %llu, "
-	    "\"timeouts\": %llu, \"errors\": %llu, \"latency_us_avg\": %llu, "
+	    "\"timeouts\": %llu, \"lost\": %llu, \"errors\": %llu, \"latency_us_avg\": %llu, "
 	    "\"latency_us_max\": %llu, \"served\": %llu, \"served_bytes\": "
 	    "%llu, \"latency_us_hist\": [",
 	    t->peer_enabled, t->rank, t->ranks, U(ps->requests), U(ps->hits),
-	    U(ps->bytes), U(ps->timeouts), U(ps->errors),
+	    U(ps->bytes), U(ps->timeouts), U(ps->lost), U(ps->errors),
 	    U(ps->hits ? ps->latency_us_sum / ps->hits : 0),
 	    U(ps->latency_us_max), U(ps->served), U(ps->served_bytes));
 	for (int b = 0; b < DLFS_LAT_BUCKETS; b++)

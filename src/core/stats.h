@@ -60,7 +60,7 @@ void dlfs_stats_pfs_read(struct dlfs_stats *s, uint64_t len);
  * counts answers within 16 << b microseconds (the last: all longer). */
 #define DLFS_LAT_BUCKETS 20
 struct dlfs_peer_snap {
-	uint64_t requests, hits, bytes, timeouts, errors;
+	uint64_t requests, hits, bytes, timeouts, lost, errors;
 	uint64_t latency_us_sum, latency_us_max;
 	uint64_t served, served_bytes;
 	uint64_t lat_hist[DLFS_LAT_BUCKETS];

@@ -254,7 +254,7 @@ static int render_stats(void *arg, char **json, size_t *len)
 		struct dlfs_peer_stats p;
 		dlfs_peer_get_stats(fs->peer, &p);
 		ts.peer = (struct dlfs_peer_snap){
-			p.requests, p.hits, p.bytes, p.timeouts, p.errors,
+			p.requests, p.hits, p.bytes, p.timeouts, p.lost, p.errors,
 			p.latency_us_sum, p.latency_us_max, p.served,
 			p.served_bytes, {0}};
 		_Static_assert(DLFS_LAT_BUCKETS == DLFS_PEER_LAT_BUCKETS,

@@ -91,7 +91,7 @@ struct dlfs_peer_share_result {
 #define DLFS_PEER_LAT_BUCKETS 20
 
 struct dlfs_peer_stats {
-	uint64_t requests, hits, bytes, timeouts, errors;
+	uint64_t requests, hits, bytes, timeouts, lost, errors;
 	uint64_t latency_us_sum, latency_us_max;
 	uint64_t latency_hist[DLFS_PEER_LAT_BUCKETS];
 	uint64_t served, served_bytes;

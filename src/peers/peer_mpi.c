@@ -340,7 +340,7 @@ static int requests(struct dlfs_peer *p)
 						MPI_COMM_WORLD,
 						&s->sreq) != MPI_SUCCESS;
 			if (bad) {
-				s->result = -EHOSTDOWN;
+				s->result = -ECONNRESET;
 				s->state = S_DONE;
 				pthread_cond_signal(&s->cv);
 			} else {
@@ -358,20 +358,30 @@ static int requests(struct dlfs_peer *p)
 			MPI_Cancel(&s->rreq);
 			s->cancelled = 1;
 		}
-		MPI_Status status;
 		flag = 0;
-		if (MPI_Test(&s->rreq, &flag, &status) != MPI_SUCCESS) {
-			flag = 1; /* the peer is gone: give up on it */
-			status.MPI_ERROR = MPI_ERR_OTHER;
-		}
-		if (!flag)
+		int gone = MPI_Test(&s->rreq, &flag, MPI_STATUS_IGNORE) !=
+			   MPI_SUCCESS;
+		if (!flag && !gone)
 			continue;
 		work++;
+		if (gone) {
+			/* MPI says the peer is gone: nothing more will come
+			 * for this slot, and its buffer holds no answer. */
+			s->rreq = MPI_REQUEST_NULL;
+			if (s->sreq != MPI_REQUEST_NULL)
+				MPI_Request_free(&s->sreq);
+		}
 		if (s->state == S_ABANDONED) {
 			if (s->sreq != MPI_REQUEST_NULL)
 				continue; /* wait for the send to finish too */
 			s->state = S_FREE;
 			pthread_cond_broadcast(&p->cv);
+			continue;
+		}
+		if (gone) {
+			s->result = -ECONNRESET;
+			s->state = S_DONE;
+			pthread_cond_signal(&s->cv);
 			continue;
 		}
 		/* The home has our request, so its send is over locally. */
@@ -841,10 +851,20 @@ int dlfs_peer_get(struct dlfs_peer *p, uint64_t g, void *buf, size_t cap,
 		while (b < DLFS_PEER_LAT_BUCKETS - 1 && us > (16u << b))
 			b++;
 		p->st.latency_hist[b]++;
+	} else if (ret == -ECONNRESET) {
+		/* As for a timeout: the PFS instead, and skip this peer. */
+		p->st.lost++;
+		p->dead_until[home] = now_s() + DEAD_MS / 1000.0;
 	} else {
 		p->st.errors++;
 	}
 	pthread_mutex_unlock(&p->mu);
+	if (ret == -ECONNRESET)
+		dlfs_logf(p->conf.log, p->conf.arg, LOG_WARNING,
+			  "peer rank %u is gone (MPI reports its failure) "
+			  "for chunk %llu: reading from the PFS, and skipping "
+			  "it for %d s",
+			  home, (unsigned long long)g, DEAD_MS / 1000);
 	return ret;
 }
 

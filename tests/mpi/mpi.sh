@@ -220,8 +220,9 @@ for r in 0 1 3; do
 	(cd "$SRC" && xargs cat <"$T/f-list$r") | cmp -s - "$T/f-got$r" || soft_fail "(f) rank $r read wrong bytes with rank 2 dead"
 done
 TMO=$(stat_sum f peer.timeouts 0 1 3)
-[ "$TMO" -gt 0 ] || soft_fail "(f) no peer timeout was counted with rank 2 dead"
-note "(f) peer timeouts $TMO"
+LOST=$(stat_sum f peer.lost 0 1 3)
+note "(f) peer timeouts $TMO, lost $LOST"
+[ $((TMO + LOST)) -gt 0 ] || soft_fail "(f) no peer timeout or lost request was counted with rank 2 dead"
 for r in 0 1 3; do timeout 30 fusermount3 -u "$T/f-mnt$r" || soft_fail "(f) rank $r: fusermount3 -u failed"; done
 for r in 0 1 3; do
 	p=$(pgrep -f -- "$T/f-mnt$r -f" || true)
