@@ -2,8 +2,28 @@
 # exports: libdlfs.so exports exactly the functions the installed headers
 # (include/dlfs/) declare, no private helper and nothing missing, each in
 # the version node DLFS_0; and src/libdlfs.map lists the same names.
+# Also: no src/ folder includes another folder's private header (*_priv.h,
+# or a header of format/ or ingest/ outside their shared/ folders, which
+# the build does not expose; this catches a path written out in full).
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
+
+for d in "$SRC_ROOT"/src/*/; do
+	t=$(basename "$d")
+	for f in "$d"*.[ch]; do
+		{ grep -ho '#include "[^"]*"' "$f" || true; } | sed 's/#include "//; s/"$//' | while read -r h; do
+			case $h in
+			dlfs/*) ;;
+			*/*) echo "$t/$(basename "$f") includes $h" ;;
+			*_priv.h) [ -f "$d$h" ] || echo "$t/$(basename "$f") includes $h" ;;
+			esac
+		done
+	done
+done >"$T/reach"
+if [ -s "$T/reach" ]; then
+	cat "$T/reach" >&2
+	fail "a src/ folder reaches another folder's private header"
+fi
 
 [ -n "${LIBDLFS:-}" ] && [ -f "$LIBDLFS" ] || fail "LIBDLFS (the built libdlfs.so) is not set"
 "$PYTHON" - "$SRC_ROOT/include/dlfs" "$SRC_ROOT/src/meson.build" \
