@@ -90,11 +90,24 @@ static int name_cmp(const void *a, const void *b, void *arg)
  */
 #define TXN_BYTES (32u << 20)
 
+/* The index being written: its environment, the open transaction and the
+ * databases, which every step below fills in turn. */
 struct writer {
 	MDB_env *env;
 	MDB_txn *t;
 	uint64_t bytes; /* put in this transaction */
+	const char *path; /* the index, for messages */
+	MDB_dbi meta, inodes, symlinks, dirents, chunks, conts;
 };
+
+/* An LMDB failure in step what, as an error that names the index.
+ * @return the negative errno it maps to. */
+static int mdb_fail(const struct writer *w, int rc, const char *what,
+		    struct dlfs_err *err)
+{
+	return dlfs_err_set(err, dlfs_mdb_errno(rc), "%s: %s: %s", w->path,
+			    what, mdb_strerror(rc));
+}
 
 static int put(struct writer *w, MDB_dbi dbi, void *k, size_t kl, void *v,
 	       size_t vl, unsigned flags)
@@ -110,112 +123,59 @@ static int put(struct writer *w, MDB_dbi dbi, void *k, size_t kl, void *v,
 	return rc ? rc : mdb_txn_begin(w->env, NULL, 0, &w->t);
 }
 
-/*
- * The directory entries in key order (parent inode, then name): entries
- * bucketed by parent in one counting pass, then each directory's sorted
- * by name. 4 bytes an entry, where sorting pairs took 16.
- */
-static int write_dirents(struct writer *w, MDB_dbi dirents,
-			 const struct pk_tree *t, const struct pk_layout *l,
-			 uint64_t n,
-			 const char *path, struct dlfs_err *err)
+/* The map size: generous, and a pure function of the content, since
+ * LMDB records it in the file. */
+static uint64_t index_mapsize(const struct pk_tree *t,
+			      const struct pk_layout *l, uint64_t n)
 {
-	uint64_t nd = l->n_dirs;
-	uint32_t *at = calloc(nd + 1, sizeof(*at));
-	uint32_t *ord = malloc((n ? n : 1) * sizeof(*ord));
-	int rc = 0;
-	if (!at || !ord) {
-		free(at);
-		free(ord);
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	}
-	/* Parents are 0 .. nd - 1 (ino - 1): d below is the parent's ino. */
-	for (uint64_t i = 1; i < n; i++)
-		at[t->e[i].parent + 1]++;
-	for (uint64_t d = 1; d <= nd; d++)
-		at[d] += at[d - 1]; /* at[d]: the end of d's entries */
-	for (uint64_t i = n; i-- > 1;)
-		ord[--at[t->e[i].parent + 1]] = (uint32_t)i;
-	/* at[d] is now where d's entries start; they end at at[d + 1]. */
-	for (uint64_t d = 1; d <= nd; d++) {
-		uint64_t end = d < nd ? at[d + 1] : n - 1;
-		qsort_r(ord + at[d], end - at[d], sizeof(*ord), name_cmp,
-			(void *)t->e);
-		for (uint64_t j = at[d]; j < end && !rc; j++) {
-			const struct pk_entry *e = &t->e[ord[j]];
-			size_t nl;
-			const char *nm = pk_entry_name(e, &nl);
-			uint8_t kb[8 + DLFS_NAME_MAX], vb[8];
-			dlfs_put_be64(kb, d);
-			memcpy(kb + 8, nm, nl);
-			dlfs_put_le64(vb, e->ino | ((uint64_t)(e->mode >> 12)
-						    << DLFS_DIRENT_TYPE_SHIFT));
-			rc = put(w, dirents, kb, 8 + nl, vb, 8, MDB_APPEND);
-		}
-		if (rc)
-			break;
-	}
-	free(at);
-	free(ord);
-	if (rc)
-		return dlfs_err_set(err, dlfs_mdb_errno(rc),
-				    "%s: writing directory entries: %s", path,
-				    mdb_strerror(rc));
-	return 0;
-}
-
-int pk_index_write(const char *path, const struct pk_tree *t,
-		   const struct pk_layout *l,
-		   const struct dlfs_pack_opts *o, const uint8_t *id,
-		   const struct pk_chunks *ch, const struct pk_containers *ct,
-		   struct dlfs_err *err)
-{
-	struct writer w = {0};
-	MDB_dbi meta, inodes, symlinks, dirents, chunks, conts;
-	uint8_t *vbuf = NULL;
-	enum { AB = 1024 };
-	struct pk_attr *ab = NULL;
-	const char *what = "creating the index";
-	uint64_t n = l->n_dirs + l->n_symlinks + l->n_files;
-	int rc, ret = 0;
-
-	/* Generous and a pure function of the content (it is recorded). */
 	uint64_t bytes = 0;
 	for (uint64_t i = 0; i < n; i++)
 		bytes += pk_entry_path_len(t, &t->e[i]);
-	uint64_t mapsize = dlfs_roundup(
-		(1 << 24) + n * 512 + bytes * 4 + l->n_chunks * 128 +
-			l->n_containers * 256,
-		1 << 20);
+	return dlfs_roundup((1 << 24) + n * 512 + bytes * 4 +
+				    l->n_chunks * 128 + l->n_containers * 256,
+			    1 << 20);
+}
 
-	rc = mdb_env_create(&w.env);
+/* Create the environment at w->path, begin the first transaction and
+ * create the databases. */
+static int open_index(struct writer *w, uint64_t mapsize,
+		      struct dlfs_err *err)
+{
+	int rc = mdb_env_create(&w->env);
 	if (!rc)
-		rc = mdb_env_set_maxdbs(w.env, 8);
+		rc = mdb_env_set_maxdbs(w->env, 8);
 	if (!rc)
-		rc = mdb_env_set_mapsize(w.env, mapsize);
+		rc = mdb_env_set_mapsize(w->env, mapsize);
 	if (!rc)
-		rc = mdb_env_open(w.env, path,
+		rc = mdb_env_open(w->env, w->path,
 				  MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC |
 					  MDB_NORDAHEAD,
 				  0644);
 	if (!rc)
-		rc = mdb_txn_begin(w.env, NULL, 0, &w.t);
+		rc = mdb_txn_begin(w->env, NULL, 0, &w->t);
 	if (!rc)
-		rc = mdb_dbi_open(w.t, DLFS_DB_META, MDB_CREATE, &meta);
+		rc = mdb_dbi_open(w->t, DLFS_DB_META, MDB_CREATE, &w->meta);
 	if (!rc)
-		rc = mdb_dbi_open(w.t, DLFS_DB_INODES, MDB_CREATE, &inodes);
+		rc = mdb_dbi_open(w->t, DLFS_DB_INODES, MDB_CREATE, &w->inodes);
 	if (!rc)
-		rc = mdb_dbi_open(w.t, DLFS_DB_SYMLINKS, MDB_CREATE, &symlinks);
+		rc = mdb_dbi_open(w->t, DLFS_DB_SYMLINKS, MDB_CREATE,
+				  &w->symlinks);
 	if (!rc)
-		rc = mdb_dbi_open(w.t, DLFS_DB_DIRENTS, MDB_CREATE, &dirents);
+		rc = mdb_dbi_open(w->t, DLFS_DB_DIRENTS, MDB_CREATE,
+				  &w->dirents);
 	if (!rc)
-		rc = mdb_dbi_open(w.t, DLFS_DB_CHUNKS, MDB_CREATE, &chunks);
+		rc = mdb_dbi_open(w->t, DLFS_DB_CHUNKS, MDB_CREATE, &w->chunks);
 	if (!rc)
-		rc = mdb_dbi_open(w.t, DLFS_DB_CONTAINERS, MDB_CREATE, &conts);
-	if (rc)
-		goto lmdb_fail;
+		rc = mdb_dbi_open(w->t, DLFS_DB_CONTAINERS, MDB_CREATE,
+				  &w->conts);
+	return rc ? mdb_fail(w, rc, "creating the index", err) : 0;
+}
 
-	what = "writing the superblock";
+/* The superblock record, for the n entries of layout l. */
+static void encode_super(const struct pk_layout *l,
+			 const struct dlfs_pack_opts *o, const uint8_t *id,
+			 uint64_t n, uint8_t sb[DLFS_SUPER_REC_SIZE])
+{
 	struct dlfs_super_rec s = {
 		.format_major = DLFS_FORMAT_MAJOR,
 		.format_minor = DLFS_FORMAT_MINOR,
@@ -232,8 +192,16 @@ int pk_index_write(const char *path, const struct pk_tree *t,
 		.max_mtime_sec = l->max_mtime,
 	};
 	memcpy(s.dataset_id, id, DLFS_ID_SIZE);
-	uint8_t sb[DLFS_SUPER_REC_SIZE];
 	dlfs_super_encode(&s, sb);
+}
+
+/* The meta database: the creator, the file order and the superblock. */
+static int write_meta(struct writer *w, const struct pk_layout *l,
+		      const struct dlfs_pack_opts *o, const uint8_t *id,
+		      uint64_t n, struct dlfs_err *err)
+{
+	uint8_t sb[DLFS_SUPER_REC_SIZE];
+	encode_super(l, o, id, n, sb);
 	static const char *orders[] = {"sorted", "input", "size", "shuffle"};
 	char order[64];
 	snprintf(order, sizeof(order), "%s", orders[o->order]);
@@ -241,25 +209,33 @@ int pk_index_write(const char *path, const struct pk_tree *t,
 		snprintf(order, sizeof(order), "shuffle:%llu",
 			 (unsigned long long)o->seed);
 	const char *creator = o->creator ? o->creator : "libdlfs";
-	rc = put(&w, meta, DLFS_META_CREATOR, strlen(DLFS_META_CREATOR),
-		 (void *)creator, strlen(creator), 0);
+	int rc = put(w, w->meta, DLFS_META_CREATOR, strlen(DLFS_META_CREATOR),
+		     (void *)creator, strlen(creator), 0);
 	if (!rc)
-		rc = put(&w, meta, DLFS_META_ORDER, strlen(DLFS_META_ORDER),
+		rc = put(w, w->meta, DLFS_META_ORDER, strlen(DLFS_META_ORDER),
 			 order, strlen(order), 0);
 	if (!rc)
-		rc = put(&w, meta, DLFS_META_SUPER, strlen(DLFS_META_SUPER), sb,
-			 sizeof(sb), 0);
-	if (rc)
-		goto lmdb_fail;
+		rc = put(w, w->meta, DLFS_META_SUPER, strlen(DLFS_META_SUPER),
+			 sb, sizeof(sb), 0);
+	return rc ? mdb_fail(w, rc, "writing the superblock", err) : 0;
+}
 
-	what = "writing inodes";
-	vbuf = malloc(DLFS_INODE_REC_SIZE * DLFS_INODES_PER_BLOCK);
-	ab = malloc(AB * sizeof(*ab));
+/* The inode records of all n entries, DLFS_INODES_PER_BLOCK a value
+ * (the last block holds the rest); the attributes are read AB at a time
+ * from the attribute file, which is in ino order by now. */
+static int write_inodes(struct writer *w, const struct pk_tree *t,
+			const struct pk_layout *l, uint64_t n,
+			struct dlfs_err *err)
+{
+	enum { AB = 1024 };
+	uint8_t *vbuf = malloc(DLFS_INODE_REC_SIZE * DLFS_INODES_PER_BLOCK);
+	struct pk_attr *ab = malloc(AB * sizeof(*ab));
+	int rc = 0, ret = 0;
 	if (!vbuf || !ab) {
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	for (uint64_t i = 0; i < n; i++) {
+	for (uint64_t i = 0; i < n && !rc; i++) {
 		const struct pk_entry *e = &t->e[i];
 		uint64_t slot = i % DLFS_INODES_PER_BLOCK;
 		if (!(i % AB) &&
@@ -279,79 +255,166 @@ int pk_index_write(const char *path, const struct pk_tree *t,
 		if (slot + 1 == DLFS_INODES_PER_BLOCK || i + 1 == n) {
 			uint8_t kb[8];
 			dlfs_put_be64(kb, i / DLFS_INODES_PER_BLOCK);
-			rc = put(&w, inodes, kb, 8, vbuf,
+			rc = put(w, w->inodes, kb, 8, vbuf,
 				 (slot + 1) * DLFS_INODE_REC_SIZE, MDB_APPEND);
-			if (rc)
-				goto lmdb_fail;
 		}
 	}
-	what = "writing symlink targets";
-	for (uint64_t i = l->n_dirs; i < l->n_dirs + l->n_symlinks; i++) {
-		const struct pk_entry *e = &t->e[i];
-		uint8_t kb[8];
-		dlfs_put_be64(kb, e->ino);
-		rc = put(&w, symlinks, kb, 8, (void *)pk_target(e), e->size,
-			 MDB_APPEND);
-		if (rc)
-			goto lmdb_fail;
-	}
-
-	what = "writing directory entries";
-	if (n > UINT32_MAX) {
-		ret = dlfs_err_set(err, -EFBIG, "more than %u entries",
-				   UINT32_MAX);
-		goto out;
-	}
-	if ((ret = write_dirents(&w, dirents, t, l, n, path, err)))
-		goto out;
-
-	what = "writing chunk checksums";
-	for (uint64_t c = 0; c < l->n_containers; c++) {
-		uint64_t nc = (l->data_size[c] + o->chunk_size - 1) /
-			      o->chunk_size;
-		for (uint64_t k = 0; k < nc; k++) {
-			uint64_t g = l->first_chunk[c] + k;
-			struct dlfs_chunk_rec r = {.xxh3 = ch->xxh3[g],
-						   .length = ch->length[g]};
-			uint8_t kb[8], vb[DLFS_CHUNK_REC_SIZE];
-			dlfs_put_be32(kb, (uint32_t)c);
-			dlfs_put_be32(kb + 4, (uint32_t)k);
-			dlfs_chunk_encode(&r, vb);
-			rc = put(&w, chunks, kb, 8, vb, sizeof(vb), MDB_APPEND);
-			if (rc)
-				goto lmdb_fail;
-		}
-		struct dlfs_container_rec cr = {
-			.file_size = ct->file_size[c],
-			.data_size = l->data_size[c],
-			.n_chunks = nc,
-			.n_files = l->n_cfiles[c],
-			.first_ino = l->first_file[c] + 1,
-			.footer_xxh3 = ct->footer_xxh3[c],
-		};
-		uint8_t kb[4], vb[DLFS_CONTAINER_REC_SIZE];
-		dlfs_put_be32(kb, (uint32_t)c);
-		dlfs_container_rec_encode(&cr, vb);
-		rc = put(&w, conts, kb, 4, vb, sizeof(vb), MDB_APPEND);
-		if (rc)
-			goto lmdb_fail;
-	}
-
-	what = "committing the index";
-	rc = mdb_txn_commit(w.t);
-	w.t = NULL;
-	if (!rc)
-		rc = mdb_env_sync(w.env, 1);
 	if (rc)
-		goto lmdb_fail;
-	goto out;
-
-lmdb_fail:
-	ret = dlfs_err_set(err, dlfs_mdb_errno(rc), "%s: %s: %s", path, what,
-			   mdb_strerror(rc));
+		ret = mdb_fail(w, rc, "writing inodes", err);
 out:
 	free(vbuf);
 	free(ab);
+	return ret;
+}
+
+/* Each symlink's target, keyed by its ino. */
+static int write_symlinks(struct writer *w, const struct pk_tree *t,
+			  const struct pk_layout *l, struct dlfs_err *err)
+{
+	int rc = 0;
+	for (uint64_t i = l->n_dirs; i < l->n_dirs + l->n_symlinks && !rc;
+	     i++) {
+		const struct pk_entry *e = &t->e[i];
+		uint8_t kb[8];
+		dlfs_put_be64(kb, e->ino);
+		rc = put(w, w->symlinks, kb, 8, (void *)pk_target(e), e->size,
+			 MDB_APPEND);
+	}
+	return rc ? mdb_fail(w, rc, "writing symlink targets", err) : 0;
+}
+
+/*
+ * The directory entries in key order (parent inode, then name): entries
+ * bucketed by parent in one counting pass, then each directory's sorted
+ * by name. 4 bytes an entry, where sorting pairs took 16; hence at most
+ * UINT32_MAX entries.
+ */
+static int write_dirents(struct writer *w, const struct pk_tree *t,
+			 const struct pk_layout *l, uint64_t n,
+			 struct dlfs_err *err)
+{
+	if (n > UINT32_MAX)
+		return dlfs_err_set(err, -EFBIG, "more than %u entries",
+				    UINT32_MAX);
+	uint64_t nd = l->n_dirs;
+	uint32_t *at = calloc(nd + 1, sizeof(*at));
+	uint32_t *ord = malloc((n ? n : 1) * sizeof(*ord));
+	int rc = 0;
+	if (!at || !ord) {
+		free(at);
+		free(ord);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	/* Parents are 0 .. nd - 1 (ino - 1): d below is the parent's ino. */
+	for (uint64_t i = 1; i < n; i++)
+		at[t->e[i].parent + 1]++;
+	for (uint64_t d = 1; d <= nd; d++)
+		at[d] += at[d - 1]; /* at[d]: the end of d's entries */
+	for (uint64_t i = n; i-- > 1;)
+		ord[--at[t->e[i].parent + 1]] = (uint32_t)i;
+	/* at[d] is now where d's entries start; they end at at[d + 1]. */
+	for (uint64_t d = 1; d <= nd && !rc; d++) {
+		uint64_t end = d < nd ? at[d + 1] : n - 1;
+		qsort_r(ord + at[d], end - at[d], sizeof(*ord), name_cmp,
+			(void *)t->e);
+		for (uint64_t j = at[d]; j < end && !rc; j++) {
+			const struct pk_entry *e = &t->e[ord[j]];
+			size_t nl;
+			const char *nm = pk_entry_name(e, &nl);
+			uint8_t kb[8 + DLFS_NAME_MAX], vb[8];
+			dlfs_put_be64(kb, d);
+			memcpy(kb + 8, nm, nl);
+			dlfs_put_le64(vb, e->ino | ((uint64_t)(e->mode >> 12)
+						    << DLFS_DIRENT_TYPE_SHIFT));
+			rc = put(w, w->dirents, kb, 8 + nl, vb, 8, MDB_APPEND);
+		}
+	}
+	free(at);
+	free(ord);
+	return rc ? mdb_fail(w, rc, "writing directory entries", err) : 0;
+}
+
+/* Container c's chunk checksums, then its own record. The two databases
+ * are filled in this interleaved order because where the transactions
+ * commit, and so the file's bytes, depends on it. @return an LMDB code. */
+static int put_container(struct writer *w, const struct pk_layout *l,
+			 const struct dlfs_pack_opts *o,
+			 const struct pk_chunks *ch,
+			 const struct pk_containers *ct, uint64_t c)
+{
+	uint64_t nc = (l->data_size[c] + o->chunk_size - 1) / o->chunk_size;
+	int rc = 0;
+	for (uint64_t k = 0; k < nc && !rc; k++) {
+		uint64_t g = l->first_chunk[c] + k;
+		struct dlfs_chunk_rec r = {.xxh3 = ch->xxh3[g],
+					   .length = ch->length[g]};
+		uint8_t kb[8], vb[DLFS_CHUNK_REC_SIZE];
+		dlfs_put_be32(kb, (uint32_t)c);
+		dlfs_put_be32(kb + 4, (uint32_t)k);
+		dlfs_chunk_encode(&r, vb);
+		rc = put(w, w->chunks, kb, 8, vb, sizeof(vb), MDB_APPEND);
+	}
+	if (rc)
+		return rc;
+	struct dlfs_container_rec cr = {
+		.file_size = ct->file_size[c],
+		.data_size = l->data_size[c],
+		.n_chunks = nc,
+		.n_files = l->n_cfiles[c],
+		.first_ino = l->first_file[c] + 1,
+		.footer_xxh3 = ct->footer_xxh3[c],
+	};
+	uint8_t kb[4], vb[DLFS_CONTAINER_REC_SIZE];
+	dlfs_put_be32(kb, (uint32_t)c);
+	dlfs_container_rec_encode(&cr, vb);
+	return put(w, w->conts, kb, 4, vb, sizeof(vb), MDB_APPEND);
+}
+
+/* Every container's chunk checksums and record. */
+static int write_containers(struct writer *w, const struct pk_layout *l,
+			    const struct dlfs_pack_opts *o,
+			    const struct pk_chunks *ch,
+			    const struct pk_containers *ct,
+			    struct dlfs_err *err)
+{
+	int rc = 0;
+	for (uint64_t c = 0; c < l->n_containers && !rc; c++)
+		rc = put_container(w, l, o, ch, ct, c);
+	return rc ? mdb_fail(w, rc, "writing chunk checksums", err) : 0;
+}
+
+/* Commit the last transaction and sync the file once, at the end, since
+ * the environment is opened with MDB_NOSYNC. */
+static int commit_index(struct writer *w, struct dlfs_err *err)
+{
+	int rc = mdb_txn_commit(w->t);
+	w->t = NULL;
+	if (!rc)
+		rc = mdb_env_sync(w->env, 1);
+	return rc ? mdb_fail(w, rc, "committing the index", err) : 0;
+}
+
+int pk_index_write(const char *path, const struct pk_tree *t,
+		   const struct pk_layout *l,
+		   const struct dlfs_pack_opts *o, const uint8_t *id,
+		   const struct pk_chunks *ch, const struct pk_containers *ct,
+		   struct dlfs_err *err)
+{
+	struct writer w = {.path = path};
+	uint64_t n = l->n_dirs + l->n_symlinks + l->n_files;
+	int ret = open_index(&w, index_mapsize(t, l, n), err);
+	if (!ret)
+		ret = write_meta(&w, l, o, id, n, err);
+	if (!ret)
+		ret = write_inodes(&w, t, l, n, err);
+	if (!ret)
+		ret = write_symlinks(&w, t, l, err);
+	if (!ret)
+		ret = write_dirents(&w, t, l, n, err);
+	if (!ret)
+		ret = write_containers(&w, l, o, ch, ct, err);
+	if (!ret)
+		ret = commit_index(&w, err);
 	if (w.t)
 		mdb_txn_abort(w.t);
 	if (w.env)
