@@ -81,125 +81,169 @@ struct brec {
 	struct pk_attr a;
 };
 
-static int reorder_attrs(struct pk_tree *t, struct pk_layout *l,
-			 struct dlfs_err *err)
+/* The two passes' state. Bucket k's records start at record k * bucket
+ * of the scratch file. */
+struct reorder {
+	struct pk_tree *t;
+	uint64_t n, bucket, nb; /* records, inos a bucket, buckets */
+	char *spath, *opath;    /* the scratch file, the file in ino order */
+	int sfd, ofd;
+	struct brec *bb; /* pass 1: BLOCK records a bucket; pass 2: BLOCK */
+	uint64_t *fill;  /* per bucket: buffered */
+	uint64_t *done;  /* per bucket: written to the scratch file */
+};
+
+/* A scratch file named attr_path + suffix, unlinked at once so that
+ * nothing is left behind whatever happens. */
+static int open_scratch(const char *attr_path, const char *suffix,
+			char **path, int *fd, struct dlfs_err *err)
 {
-	const uint64_t bucket = t->bucket ? t->bucket : UINT64_C(1) << 20;
-	uint64_t n = t->n, nb = (n + bucket - 1) / bucket;
-	int ret = 0, sfd = -1, ofd = -1;
-	char *spath = NULL, *opath = NULL;
-	struct pk_attr *in = malloc(BLOCK * sizeof(*in));
-	struct brec *bb = calloc(nb * BLOCK, sizeof(*bb)); /* bucket buffers */
-	uint64_t *fill = calloc(nb, sizeof(*fill));	   /* buffered */
-	uint64_t *done = calloc(nb, sizeof(*done));	   /* written */
-	struct pk_attr *out = NULL;
-	if (!in || !bb || !fill || !done ||
-	    asprintf(&spath, "%s.sort", t->attr_path) < 0 ||
-	    asprintf(&opath, "%s.ino", t->attr_path) < 0) {
-		spath = opath = NULL;
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-		goto out;
+	if (asprintf(path, "%s%s", attr_path, suffix) < 0) {
+		*path = NULL;
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
-	sfd = open(spath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (sfd < 0 || unlink(spath) < 0) {
-		ret = dlfs_err_sys(err, -errno, "%s", spath);
-		goto out;
-	}
-	ofd = open(opath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (ofd < 0 || unlink(opath) < 0) {
-		ret = dlfs_err_sys(err, -errno, "%s", opath);
-		goto out;
-	}
-	int64_t max = INT64_MIN;
-	for (uint64_t j = 0; j < n && !ret; j += BLOCK) {
-		uint64_t m = n - j < BLOCK ? n - j : BLOCK;
+	*fd = open(*path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (*fd < 0 || unlink(*path) < 0)
+		return dlfs_err_sys(err, -errno, "%s", *path);
+	return 0;
+}
+
+/* Bucket k's buffered records to the end of its part of the scratch
+ * file. */
+static int flush_bucket(struct reorder *r, uint64_t k, struct dlfs_err *err)
+{
+	off_t at = (off_t)((k * r->bucket + r->done[k]) * sizeof(*r->bb));
+	int ret = dlfs_pwrite_full(r->sfd, r->bb + k * BLOCK,
+				   r->fill[k] * sizeof(*r->bb), at);
+	if (ret)
+		return dlfs_err_sys(err, ret, "%s: write", r->spath);
+	r->done[k] += r->fill[k];
+	r->fill[k] = 0;
+	return 0;
+}
+
+/* Pass 1: each record, its data_from made an ino, to its bucket, read
+ * BLOCK at a time into in; the newest mtime to *max. The root counts only
+ * if a source described it, and implied directories never do. */
+static int bucket_attrs(struct reorder *r, struct pk_attr *in, int64_t *max,
+			struct dlfs_err *err)
+{
+	struct pk_tree *t = r->t;
+	int ret = 0;
+	for (uint64_t j = 0; j < r->n && !ret; j += BLOCK) {
+		uint64_t m = r->n - j < BLOCK ? r->n - j : BLOCK;
 		if ((ret = pk_attr_read(t, j, m, in, err)))
 			break;
 		for (uint64_t i = 0; i < m && !ret; i++) {
 			struct pk_attr *a = &in[i];
 			if (j + i == 0) {
 				if (t->root_set)
-					max = a->mtime_sec;
-			} else if (!a->implicit && a->mtime_sec > max) {
-				max = a->mtime_sec;
+					*max = a->mtime_sec;
+			} else if (!a->implicit && a->mtime_sec > *max) {
+				*max = a->mtime_sec;
 			}
 			if (a->data_from)
 				a->data_from = t->e[a->data_from - 1].ino;
-			uint64_t to = t->e[j + i].ino - 1, k = to / bucket;
-			bb[k * BLOCK + fill[k]++] = (struct brec){to, *a};
-			if (fill[k] < BLOCK)
-				continue;
-			off_t at = (off_t)((k * bucket + done[k]) * sizeof(*bb));
-			ret = dlfs_pwrite_full(sfd, bb + k * BLOCK,
-					       BLOCK * sizeof(*bb), at);
-			if (ret)
-				ret = dlfs_err_sys(err, ret, "%s: write", spath);
-			done[k] += BLOCK;
-			fill[k] = 0;
+			uint64_t to = t->e[j + i].ino - 1, k = to / r->bucket;
+			r->bb[k * BLOCK + r->fill[k]++] = (struct brec){to, *a};
+			if (r->fill[k] == BLOCK)
+				ret = flush_bucket(r, k, err);
 		}
 	}
-	for (uint64_t k = 0; k < nb && !ret; k++) {
-		if (!fill[k])
-			continue;
-		off_t at = (off_t)((k * bucket + done[k]) * sizeof(*bb));
-		ret = dlfs_pwrite_full(sfd, bb + k * BLOCK,
-				       fill[k] * sizeof(*bb), at);
-		if (ret)
-			ret = dlfs_err_sys(err, ret, "%s: write", spath);
-		done[k] += fill[k];
+	for (uint64_t k = 0; k < r->nb && !ret; k++)
+		if (r->fill[k])
+			ret = flush_bucket(r, k, err);
+	return ret;
+}
+
+/* Pass 2, bucket k: its records read back BLOCK at a time into r->bb,
+ * put in ino order in out, and written at their place in the output. */
+static int order_bucket(struct reorder *r, uint64_t k, struct pk_attr *out,
+			struct dlfs_err *err)
+{
+	uint64_t first = k * r->bucket;
+	uint64_t m = r->n - first < r->bucket ? r->n - first : r->bucket;
+	for (uint64_t j = 0; j < r->done[k]; j += BLOCK) {
+		uint64_t c = r->done[k] - j < BLOCK ? r->done[k] - j : BLOCK;
+		off_t at = (off_t)((first + j) * sizeof(*r->bb));
+		ssize_t got = dlfs_pread_full(r->sfd, r->bb,
+					      c * sizeof(*r->bb), at);
+		if (got != (ssize_t)(c * sizeof(*r->bb)))
+			return dlfs_err_sys(err, got < 0 ? (int)got : -EIO,
+					    "%s: read", r->spath);
+		for (uint64_t i = 0; i < c; i++)
+			out[r->bb[i].to - first] = r->bb[i].a;
 	}
-	free(bb);
-	bb = NULL;
-	if (!ret && !(bb = malloc(BLOCK * sizeof(*bb))))
+	if (r->done[k] != m)
+		return dlfs_err_set(err, -EIO, "%s: bucket %llu holds "
+				    "%llu records, not %llu", r->spath,
+				    (unsigned long long)k,
+				    (unsigned long long)r->done[k],
+				    (unsigned long long)m);
+	int ret = dlfs_pwrite_full(r->ofd, out, m * sizeof(*out),
+				   (off_t)(first * sizeof(*out)));
+	return ret ? dlfs_err_sys(err, ret, "%s: write", r->opath) : 0;
+}
+
+/* Pass 2: every bucket in turn. The bucket buffers of pass 1 give way to
+ * one block and one bucket's records. */
+static int order_buckets(struct reorder *r, struct dlfs_err *err)
+{
+	struct pk_attr *out = NULL;
+	int ret = 0;
+	free(r->bb);
+	r->bb = malloc(BLOCK * sizeof(*r->bb));
+	if (r->bb)
+		out = malloc((r->n < r->bucket ? r->n : r->bucket) *
+			     sizeof(*out));
+	if (!r->bb || !out)
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-	if (!ret && !(out = malloc((n < bucket ? n : bucket) * sizeof(*out))))
+	for (uint64_t k = 0; k < r->nb && !ret; k++)
+		ret = order_bucket(r, k, out, err);
+	free(out);
+	return ret;
+}
+
+/* t's attribute file replaced by one in ino order, through the two passes
+ * above; l->max_mtime set. */
+static int reorder_attrs(struct pk_tree *t, struct pk_layout *l,
+			 struct dlfs_err *err)
+{
+	struct reorder r = {.t = t, .n = t->n, .sfd = -1, .ofd = -1};
+	r.bucket = t->bucket ? t->bucket : UINT64_C(1) << 20;
+	r.nb = (r.n + r.bucket - 1) / r.bucket;
+	struct pk_attr *in = malloc(BLOCK * sizeof(*in));
+	r.bb = calloc(r.nb * BLOCK, sizeof(*r.bb));
+	r.fill = calloc(r.nb, sizeof(*r.fill));
+	r.done = calloc(r.nb, sizeof(*r.done));
+	int64_t max = INT64_MIN;
+	int ret = 0;
+	if (!in || !r.bb || !r.fill || !r.done)
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-	for (uint64_t k = 0; k < nb && !ret; k++) {
-		uint64_t first = k * bucket;
-		uint64_t m = n - first < bucket ? n - first : bucket;
-		for (uint64_t r = 0; r < done[k] && !ret; r += BLOCK) {
-			uint64_t c = done[k] - r < BLOCK ? done[k] - r : BLOCK;
-			off_t at = (off_t)((first + r) * sizeof(*bb));
-			ssize_t got = dlfs_pread_full(sfd, bb, c * sizeof(*bb),
-						      at);
-			if (got != (ssize_t)(c * sizeof(*bb))) {
-				ret = dlfs_err_sys(err, got < 0 ? (int)got
-								: -EIO,
-						   "%s: read", spath);
-				break;
-			}
-			for (uint64_t i = 0; i < c; i++)
-				out[bb[i].to - first] = bb[i].a;
-		}
-		if (!ret && done[k] != m)
-			ret = dlfs_err_set(err, -EIO, "%s: bucket %llu holds "
-					   "%llu records, not %llu", spath,
-					   (unsigned long long)k,
-					   (unsigned long long)done[k],
-					   (unsigned long long)m);
-		if (!ret &&
-		    (ret = dlfs_pwrite_full(ofd, out, m * sizeof(*out),
-					    (off_t)(first * sizeof(*out)))))
-			ret = dlfs_err_sys(err, ret, "%s: write", opath);
-	}
+	if (!ret)
+		ret = open_scratch(t->attr_path, ".sort", &r.spath, &r.sfd, err);
+	if (!ret)
+		ret = open_scratch(t->attr_path, ".ino", &r.opath, &r.ofd, err);
+	if (!ret)
+		ret = bucket_attrs(&r, in, &max, err);
+	if (!ret)
+		ret = order_buckets(&r, err);
 	if (!ret) {
 		close(t->attr_fd);
-		t->attr_fd = ofd;
-		ofd = -1;
+		t->attr_fd = r.ofd;
+		r.ofd = -1;
 		l->max_mtime = max == INT64_MIN ? 0 : max;
 	}
-out:
-	if (sfd >= 0)
-		close(sfd);
-	if (ofd >= 0)
-		close(ofd);
-	free(spath);
-	free(opath);
+	if (r.sfd >= 0)
+		close(r.sfd);
+	if (r.ofd >= 0)
+		close(r.ofd);
+	free(r.spath);
+	free(r.opath);
 	free(in);
-	free(bb);
-	free(fill);
-	free(done);
-	free(out);
+	free(r.bb);
+	free(r.fill);
+	free(r.done);
 	return ret;
 }
 
@@ -246,35 +290,33 @@ static int date_dirs(struct pk_tree *t, const struct pk_layout *l,
 	return 0;
 }
 
-int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
-	      struct pk_layout *l, struct dlfs_err *err)
+/* The entries of group g (0 directories, 1 symlinks, 2 regular files)
+ * into it. @return how many. */
+static uint64_t collect_group(struct pk_tree *t, int g, struct sort_item *it)
 {
-	memset(l, 0, sizeof(*l));
-	int ret = pk_attr_flush(t, err);
-	if (ret)
-		return ret;
-	/* The path map goes (4 bytes a slot, two slots an entry) before
-	 * the sort takes its room: parents are entry indices already. */
-	free(t->map);
-	t->map = NULL;
-	t->map_cap = 0;
+	uint64_t m = 0;
+	for (uint64_t i = 0; i < t->n; i++) {
+		mode_t md = t->e[i].mode;
+		if ((g == 0 && S_ISDIR(md)) || (g == 1 && S_ISLNK(md)) ||
+		    (g == 2 && S_ISREG(md)))
+			it[m++].e = &t->e[i];
+	}
+	return m;
+}
+
+/* Inode numbers, in three groups, each sorted: directories (by path),
+ * symlinks (by path), then files (in o's order). */
+static int number_entries(struct pk_tree *t, const struct dlfs_pack_opts *o,
+			  struct pk_layout *l, struct dlfs_err *err)
+{
+	uint64_t *count[] = {&l->n_dirs, &l->n_symlinks, &l->n_files};
 	struct sort_item *it = malloc((t->n ? t->n : 1) * sizeof(*it));
 	if (!it)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
-
-	/* Three groups, each sorted: dirs (by path), symlinks, files. */
 	uint64_t n = 0;
-	for (int pass = 0; pass < 3; pass++) {
-		uint64_t m = 0;
-		for (uint64_t i = 0; i < t->n; i++) {
-			mode_t md = t->e[i].mode;
-			if ((pass == 0 && S_ISDIR(md)) ||
-			    (pass == 1 && S_ISLNK(md)) ||
-			    (pass == 2 && S_ISREG(md)))
-				it[m++].e = &t->e[i];
-		}
-		if (sort_group(t, it, m,
-			       pass == 2 ? o->order : DLFS_ORDER_SORTED,
+	for (int g = 0; g < 3; g++) {
+		uint64_t m = collect_group(t, g, it);
+		if (sort_group(t, it, m, g == 2 ? o->order : DLFS_ORDER_SORTED,
 			       o->seed)) {
 			free(it);
 			return dlfs_err_set(err, -ENOMEM, "out of memory");
@@ -282,37 +324,30 @@ int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
 		for (uint64_t i = 0; i < m; i++)
 			it[i].e->ino = (uint32_t)(n + i + 1);
 		n += m;
-		if (pass == 0)
-			l->n_dirs = m;
-		else if (pass == 1)
-			l->n_symlinks = m;
-		else
-			l->n_files = m;
+		*count[g] = m;
 	}
 	free(it);
 	if (n != t->n)
 		return dlfs_err_set(err, -EINVAL, "%llu entries of no known "
 				    "type", (unsigned long long)(t->n - n));
+	return 0;
+}
 
-	/* A directory's size is its number of entries. */
-	for (uint64_t i = 0; i < n; i++)
+/* A directory's size is its number of entries. */
+static void size_dirs(struct pk_tree *t)
+{
+	for (uint64_t i = 0; i < t->n; i++)
 		if (S_ISDIR(t->e[i].mode))
 			t->e[i].size = 0;
-	for (uint64_t i = 1; i < n; i++)
+	for (uint64_t i = 1; i < t->n; i++)
 		t->e[t->e[i].parent].size++;
+}
 
-	if ((ret = reorder_attrs(t, l, err)))
-		return ret;
-	reorder_entries(t);
-	if ((ret = date_dirs(t, l, err)))
-		return ret;
-
-	/*
-	 * Placement. A file that fits in a chunk never straddles a chunk
-	 * boundary; a larger one starts where it is. A container is closed
-	 * when the next file would take it past container_size. Container
-	 * arrays are sized for the worst case of one file each.
-	 */
+/* The placement arrays: per entry, and per container for the worst case
+ * of one file each. */
+static int alloc_placement(struct pk_layout *l, uint64_t n,
+			   struct dlfs_err *err)
+{
 	uint64_t cap = 1 + l->n_files;
 	l->loc = calloc(n + 1, sizeof(uint64_t));
 	l->xxh3 = calloc(n + 1, sizeof(uint64_t));
@@ -323,15 +358,48 @@ int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
 	if (!l->loc || !l->xxh3 || !l->data_size || !l->first_chunk ||
 	    !l->first_file || !l->n_cfiles)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* Where a file of s bytes goes in a container filled up to pos: aligned,
+ * and, if it fits in a chunk, not straddling a chunk boundary (a larger
+ * one starts where it is). */
+static uint64_t file_offset(uint64_t pos, uint64_t s,
+			    const struct dlfs_pack_opts *o)
+{
+	const uint64_t cs = o->chunk_size;
+	uint64_t p = dlfs_roundup(pos, o->align);
+	if (s > 0 && s <= cs && p / cs != (p + s - 1) / cs)
+		p = dlfs_roundup(p, cs);
+	return p;
+}
+
+/* Each container's first chunk, and the chunks in all. */
+static void number_chunks(struct pk_layout *l, uint64_t cs)
+{
+	for (uint64_t k = 0; k < l->n_containers; k++) {
+		l->first_chunk[k] = l->n_chunks;
+		l->n_chunks += (l->data_size[k] + cs - 1) / cs;
+	}
+}
+
+/* Placement: each file in data order at file_offset in the current
+ * container, which is closed when the next file would take it past
+ * container_size. */
+static int place_files(const struct pk_tree *t,
+		       const struct dlfs_pack_opts *o, struct pk_layout *l,
+		       struct dlfs_err *err)
+{
+	int ret = alloc_placement(l, t->n, err);
+	if (ret)
+		return ret;
 	const uint64_t cs = o->chunk_size;
 	uint64_t c = 0, pos = 0;
 	uint64_t first = l->n_dirs + l->n_symlinks;
 	l->first_file[0] = first;
-	for (uint64_t i = first; i < n; i++) {
+	for (uint64_t i = first; i < t->n; i++) {
 		uint64_t s = t->e[i].size;
-		uint64_t p = dlfs_roundup(pos, o->align);
-		if (s > 0 && s <= cs && p / cs != (p + s - 1) / cs)
-			p = dlfs_roundup(p, cs);
+		uint64_t p = file_offset(pos, s, o);
 		if (pos > 0 && p + s > o->container_size) {
 			l->data_size[c] = pos;
 			c++;
@@ -353,11 +421,31 @@ int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
 	}
 	l->data_size[c] = pos;
 	l->n_containers = c + 1;
-	for (uint64_t k = 0; k < l->n_containers; k++) {
-		l->first_chunk[k] = l->n_chunks;
-		l->n_chunks += (l->data_size[k] + cs - 1) / cs;
-	}
+	number_chunks(l, cs);
 	return 0;
+}
+
+int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
+	      struct pk_layout *l, struct dlfs_err *err)
+{
+	memset(l, 0, sizeof(*l));
+	int ret = pk_attr_flush(t, err);
+	if (ret)
+		return ret;
+	/* The path map goes (4 bytes a slot, two slots an entry) before
+	 * the sort takes its room: parents are entry indices already. */
+	free(t->map);
+	t->map = NULL;
+	t->map_cap = 0;
+	if ((ret = number_entries(t, o, l, err)))
+		return ret;
+	size_dirs(t);
+	if ((ret = reorder_attrs(t, l, err)))
+		return ret;
+	reorder_entries(t);
+	if ((ret = date_dirs(t, l, err)))
+		return ret;
+	return place_files(t, o, l, err);
 }
 
 void pk_layout_free(struct pk_layout *l)
