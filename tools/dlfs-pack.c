@@ -204,149 +204,179 @@ static int dry_run(char **srcs, unsigned n, const struct dlfs_pack_opts *o)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	enum {
-		O_CHUNK = 256,
-		O_CONT,
-		O_ALIGN,
-		O_ORDER,
-		O_THREADS,
-		O_SKIP,
-		O_SPLIT_HDF5,
-		O_SAMPLE_FORMAT,
-		O_SPLIT_LMDB,
-		O_PROCS,
-		O_DRY_RUN,
-	};
-	static const struct option lo[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"chunk-size", required_argument, NULL, O_CHUNK},
-		{"container-size", required_argument, NULL, O_CONT},
-		{"align", required_argument, NULL, O_ALIGN},
-		{"order", required_argument, NULL, O_ORDER},
-		{"threads", required_argument, NULL, O_THREADS},
-		{"force", no_argument, NULL, 'f'},
-		{"quiet", no_argument, NULL, 'q'},
-		{"skip-errors", no_argument, NULL, O_SKIP},
-		{"split-hdf5", optional_argument, NULL, O_SPLIT_HDF5},
-		{"sample-format", required_argument, NULL, O_SAMPLE_FORMAT},
-		{"split-lmdb", no_argument, NULL, O_SPLIT_LMDB},
-		{"procs", required_argument, NULL, O_PROCS},
-		{"dry-run", no_argument, NULL, O_DRY_RUN},
-		{"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},
-		{0},
-	};
-	struct dlfs_pack_opts o;
-	struct ui ui = {.tty = isatty(2)};
-	const char *out = NULL;
-	int c, dry = 0;
+enum {
+	O_CHUNK = 256,
+	O_CONT,
+	O_ALIGN,
+	O_ORDER,
+	O_THREADS,
+	O_SKIP,
+	O_SPLIT_HDF5,
+	O_SAMPLE_FORMAT,
+	O_SPLIT_LMDB,
+	O_PROCS,
+	O_DRY_RUN,
+};
 
-	dlfs_pack_opts_init(&o);
-	while ((c = getopt_long(argc, argv, "o:fqhV", lo, NULL)) != -1) {
-		uint64_t v;
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case O_CHUNK:
-		case O_CONT:
-		case O_ALIGN:
-			if (dlfs_parse_size(optarg, &v)) {
-				fprintf(stderr,
-					PROG ": %s '%s': not a size (e.g. "
-					"4096, 64K, 4M, 1G)\n",
-					c == O_CHUNK  ? "--chunk-size"
-					: c == O_CONT ? "--container-size"
-						      : "--align",
-					optarg);
-				return 2;
-			}
-			if (c == O_CHUNK)
-				o.chunk_size = v;
-			else if (c == O_CONT)
-				o.container_size = v;
-			else
-				o.align = v;
-			break;
-		case O_ORDER:
-			if (dlfs_parse_order(optarg, &o.order, &o.seed)) {
-				fprintf(stderr,
-					PROG ": --order '%s': expected "
-					"sorted, input, size or "
-					"shuffle[:SEED]\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case O_THREADS: {
-			char *end;
-			long t = strtol(optarg, &end, 10);
-			if (*end || t < 1 || t > 1024) {
-				fprintf(stderr,
-					PROG ": --threads '%s': expected a "
-					"number from 1 to 1024\n",
-					optarg);
-				return 2;
-			}
-			o.threads = (unsigned)t;
-			break;
-		}
-		case 'f':
-			o.force = 1;
-			break;
-		case 'q':
-			ui.quiet = 1;
-			break;
-		case O_SKIP:
-			o.skip_errors = 1;
-			break;
-		case O_SPLIT_HDF5:
-			o.split_hdf5 = 1;
-			o.hdf5_datasets = optarg;
-			break;
-		case O_SAMPLE_FORMAT:
-			if (dlfs_parse_sample_format(optarg,
-						     &o.sample_format)) {
-				fprintf(stderr,
-					PROG ": --sample-format '%s': "
-					"expected npy or h5\n",
-					optarg);
-				return 2;
-			}
-			break;
-		case O_SPLIT_LMDB:
-			o.split_lmdb = 1;
-			break;
-		case O_PROCS: {
-			char *end;
-			long t = strtol(optarg, &end, 10);
-			if (*end || t < 1 || t > 256) {
-				fprintf(stderr,
-					PROG ": --procs '%s': expected a "
-					"number from 1 to 256\n",
-					optarg);
-				return 2;
-			}
-			o.procs = (unsigned)t;
-			break;
-		}
-		case O_DRY_RUN:
-			dry = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			printf(PROG " %s\n", DLFS_VERSION);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+static const struct option long_opts[] = {
+	{"output", required_argument, NULL, 'o'},
+	{"chunk-size", required_argument, NULL, O_CHUNK},
+	{"container-size", required_argument, NULL, O_CONT},
+	{"align", required_argument, NULL, O_ALIGN},
+	{"order", required_argument, NULL, O_ORDER},
+	{"threads", required_argument, NULL, O_THREADS},
+	{"force", no_argument, NULL, 'f'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"skip-errors", no_argument, NULL, O_SKIP},
+	{"split-hdf5", optional_argument, NULL, O_SPLIT_HDF5},
+	{"sample-format", required_argument, NULL, O_SAMPLE_FORMAT},
+	{"split-lmdb", no_argument, NULL, O_SPLIT_LMDB},
+	{"procs", required_argument, NULL, O_PROCS},
+	{"dry-run", no_argument, NULL, O_DRY_RUN},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, 'V'},
+	{0},
+};
+
+/* What the command line asks for besides the sources (argv + optind). */
+struct cli {
+	struct dlfs_pack_opts o;
+	const char *out;
+	int dry, quiet;
+};
+
+/* An option handler's "no exit yet": any other value is main's status. */
+#define GO_ON -1
+
+/* --chunk-size, --container-size and --align: a size with a suffix. */
+static int opt_size(int c, const char *arg, struct dlfs_pack_opts *o)
+{
+	uint64_t v;
+	if (dlfs_parse_size(arg, &v)) {
+		fprintf(stderr,
+			PROG ": %s '%s': not a size (e.g. "
+			"4096, 64K, 4M, 1G)\n",
+			c == O_CHUNK  ? "--chunk-size"
+			: c == O_CONT ? "--container-size"
+				      : "--align",
+			arg);
+		return 2;
 	}
-	if ((!out && !dry) || optind >= argc) {
+	if (c == O_CHUNK)
+		o->chunk_size = v;
+	else if (c == O_CONT)
+		o->container_size = v;
+	else
+		o->align = v;
+	return GO_ON;
+}
+
+/* --threads and --procs: a count from 1 to max. */
+static int opt_count(const char *name, const char *arg, long max,
+		     unsigned *out)
+{
+	char *end;
+	long t = strtol(arg, &end, 10);
+	if (*end || t < 1 || t > max) {
+		fprintf(stderr,
+			PROG ": %s '%s': expected a number from 1 to %ld\n",
+			name, arg, max);
+		return 2;
+	}
+	*out = (unsigned)t;
+	return GO_ON;
+}
+
+/* --order: sorted, input, size or shuffle with a seed. */
+static int opt_order(const char *arg, struct dlfs_pack_opts *o)
+{
+	if (dlfs_parse_order(arg, &o->order, &o->seed)) {
+		fprintf(stderr,
+			PROG ": --order '%s': expected "
+			"sorted, input, size or "
+			"shuffle[:SEED]\n",
+			arg);
+		return 2;
+	}
+	return GO_ON;
+}
+
+/* --sample-format: what a split HDF5 or LMDB sample becomes. */
+static int opt_sample_format(const char *arg, struct dlfs_pack_opts *o)
+{
+	if (dlfs_parse_sample_format(arg, &o->sample_format)) {
+		fprintf(stderr,
+			PROG ": --sample-format '%s': "
+			"expected npy or h5\n",
+			arg);
+		return 2;
+	}
+	return GO_ON;
+}
+
+/* One option from getopt_long. @return GO_ON, or the status to exit with
+ * (help and version end the command line there, as does a bad value). */
+static int on_option(int c, const char *arg, struct cli *cl)
+{
+	struct dlfs_pack_opts *o = &cl->o;
+	switch (c) {
+	case 'o':
+		cl->out = arg;
+		return GO_ON;
+	case O_CHUNK:
+	case O_CONT:
+	case O_ALIGN:
+		return opt_size(c, arg, o);
+	case O_ORDER:
+		return opt_order(arg, o);
+	case O_SAMPLE_FORMAT:
+		return opt_sample_format(arg, o);
+	case O_THREADS:
+		return opt_count("--threads", arg, 1024, &o->threads);
+	case O_PROCS:
+		return opt_count("--procs", arg, 256, &o->procs);
+	case 'f':
+		o->force = 1;
+		return GO_ON;
+	case 'q':
+		cl->quiet = 1;
+		return GO_ON;
+	case O_SKIP:
+		o->skip_errors = 1;
+		return GO_ON;
+	case O_SPLIT_HDF5:
+		o->split_hdf5 = 1;
+		o->hdf5_datasets = arg;
+		return GO_ON;
+	case O_SPLIT_LMDB:
+		o->split_lmdb = 1;
+		return GO_ON;
+	case O_DRY_RUN:
+		cl->dry = 1;
+		return GO_ON;
+	case 'h':
+		usage(stdout);
+		return 0;
+	case 'V':
+		printf(PROG " %s\n", DLFS_VERSION);
+		return 0;
+	default:
+		usage(stderr);
+		return 2;
+	}
+}
+
+/* The command line into cl, then checked: sources and an output are
+ * there, and the options agree. @return GO_ON or the status to exit with. */
+static int parse_args(int argc, char **argv, struct cli *cl)
+{
+	int c, st;
+	*cl = (struct cli){0};
+	dlfs_pack_opts_init(&cl->o);
+	while ((c = getopt_long(argc, argv, "o:fqhV", long_opts, NULL)) != -1)
+		if ((st = on_option(c, optarg, cl)) != GO_ON)
+			return st;
+	if ((!cl->out && !cl->dry) || optind >= argc) {
 		fprintf(stderr, PROG ": %s\n",
 			optind >= argc ? "no SOURCE given"
 				       : "no output given (-o OUT.dlfs)");
@@ -354,49 +384,57 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct dlfs_err err = {0};
-	if (dlfs_pack_opts_check(&o, &err)) {
+	if (dlfs_pack_opts_check(&cl->o, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return 2;
 	}
+	return GO_ON;
+}
 
-	/* Several processes of one launch pack one dataset together. */
-	struct dlfs_pack_comm comm;
-	char cmsg[256];
-	int joined = 0, rank = 0;
-	if (pack_comm_init(&argc, &argv, &comm, &joined, cmsg, sizeof(cmsg))) {
-		fprintf(stderr, PROG ": %s\n", cmsg);
-		return 1;
+/* Several processes of one launch pack one dataset together: join the
+ * job, if there is one, and let rank 0 alone speak for it. @return the
+ * rank (0 alone), or -1 when the launch cannot be joined (said here). */
+static int join_job(int *argc, char ***argv, struct dlfs_pack_comm *comm,
+		    int *joined, struct cli *cl)
+{
+	char msg[256];
+	*joined = 0;
+	if (pack_comm_init(argc, argv, comm, joined, msg, sizeof(msg))) {
+		fprintf(stderr, PROG ": %s\n", msg);
+		return -1;
 	}
-	if (joined) {
-		rank = comm.rank;
-		o.comm = &comm;
-		if (rank) /* rank 0 speaks for the job */
-			ui.quiet = 1;
-	}
-	if (dry) {
-		int st = rank == 0 ? dry_run(argv + optind,
-					     (unsigned)(argc - optind), &o)
-				   : 0;
-		if (joined)
-			pack_comm_fini(&comm);
-		return st;
-	}
+	if (!*joined)
+		return 0;
+	cl->o.comm = comm;
+	if (comm->rank) /* rank 0 speaks for the job */
+		cl->quiet = 1;
+	return comm->rank;
+}
 
+/* Signals cancel the pack; its warnings and progress go to the terminal. */
+static void hook_ui(struct dlfs_pack_opts *o, struct ui *ui)
+{
 	struct sigaction sa = {.sa_handler = on_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	o.cancel = &cancelled;
-	o.warn = on_warn;
-	o.progress = on_progress;
-	o.cb_arg = &ui;
-	o.creator = PROG " " DLFS_VERSION;
-	ui.start = now();
+	o->cancel = &cancelled;
+	o->warn = on_warn;
+	o->progress = on_progress;
+	o->cb_arg = ui;
+	o->creator = PROG " " DLFS_VERSION;
+	ui->start = now();
+}
 
-	int ret = dlfs_pack((const char *const *)argv + optind,
-			    (unsigned)(argc - optind), out, &o, &err);
-	if (ui.drew)
+/* Pack, and on failure say why (rank 0 only). @return the exit status. */
+static int pack(char **srcs, unsigned n, const struct cli *cl,
+		struct ui *ui, int rank)
+{
+	struct dlfs_err err = {0};
+	int ret = dlfs_pack((const char *const *)srcs, n, cl->out, &cl->o,
+			    &err);
+	if (ui->drew)
 		fputs("\r\033[K", stderr);
 	/* Every rank has the message and rank 0 prints it, before leaving
 	 * the job: a launcher may kill the job as soon as any rank exits
@@ -405,16 +443,38 @@ int main(int argc, char **argv)
 	if (ret && rank == 0) {
 		if (ret == -ECANCELED && cancelled)
 			fprintf(stderr, PROG ": interrupted; %s not created\n",
-				out);
+				cl->out);
 		else
 			fprintf(stderr, PROG ": %s\n", err.msg);
 		fflush(stderr);
 	}
+	return ret ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli cl;
+	struct ui ui = {.tty = isatty(2)};
+	int st = parse_args(argc, argv, &cl);
+	if (st != GO_ON)
+		return st;
+
+	struct dlfs_pack_comm comm;
+	int joined, rank = join_job(&argc, &argv, &comm, &joined, &cl);
+	if (rank < 0)
+		return 1;
+	ui.quiet = cl.quiet;
+	char **srcs = argv + optind;
+	unsigned n = (unsigned)(argc - optind);
+	if (cl.dry) {
+		st = rank == 0 ? dry_run(srcs, n, &cl.o) : 0;
+	} else {
+		hook_ui(&cl.o, &ui);
+		st = pack(srcs, n, &cl, &ui, rank);
+	}
 	if (joined)
 		pack_comm_fini(&comm);
-	if (ret)
-		return 1;
-	if (!ui.quiet)
-		summary(out, now() - ui.start);
-	return 0;
+	if (!st && !cl.dry && !ui.quiet)
+		summary(cl.out, now() - ui.start);
+	return st;
 }
