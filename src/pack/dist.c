@@ -234,11 +234,15 @@ void pk_dist_share(const struct pk_layout *l, int size, uint32_t *share)
 	}
 }
 
+/* Entries in the whole tree: directories, then symlinks, then files. */
+static uint64_t n_entries(const struct pk_layout *l)
+{
+	return l->n_dirs + l->n_symlinks + l->n_files;
+}
+
 static uint64_t end_file(const struct pk_layout *l, uint32_t c)
 {
-	return c < l->n_containers
-		       ? l->first_file[c]
-		       : l->n_dirs + l->n_symlinks + l->n_files;
+	return c < l->n_containers ? l->first_file[c] : n_entries(l);
 }
 
 static uint64_t end_chunk(const struct pk_layout *l, uint32_t c)
@@ -246,9 +250,15 @@ static uint64_t end_chunk(const struct pk_layout *l, uint32_t c)
 	return c < l->n_containers ? l->first_chunk[c] : l->n_chunks;
 }
 
-static int encode(const struct pk_tree *t, const struct pk_layout *l,
-		  uint32_t c0, uint32_t c1, struct dlfs_str *b,
-		  struct dlfs_err *err)
+/*
+ * The layout message, rank 0 to rank r: the share [c0, c1), the counts
+ * and every container's table; the spool and the ingested data files;
+ * then the files [f0, f1) of the share, each with its hard-link source.
+ */
+
+/* The counts and the containers' tables: the whole layout's. */
+static void encode_layout(const struct pk_layout *l, uint32_t c0,
+			  uint32_t c1, struct dlfs_str *b)
 {
 	put_u32(b, c0);
 	put_u32(b, c1);
@@ -264,19 +274,79 @@ static int encode(const struct pk_tree *t, const struct pk_layout *l,
 		put_u64(b, l->first_file[k]);
 		put_u64(b, l->n_cfiles[k]);
 	}
+}
+
+/* The files the bytes are read from: the spool ("" if none) and the
+ * ingested data files, in the order a->data numbers them. */
+static void encode_inputs(const struct pk_tree *t, struct dlfs_str *b)
+{
 	const char *sp = t->spool_fd >= 0 && t->spool_path ? t->spool_path : "";
 	put_s(b, sp, strlen(sp));
 	put_u32(b, t->n_data);
 	for (uint32_t k = 0; k < t->n_data; k++)
 		put_s(b, t->data[k].path, strlen(t->data[k].path));
-	uint64_t f0 = c0 < c1 ? l->first_file[c0] : 0;
-	uint64_t f1 = c0 < c1 ? end_file(l, c1) : 0;
-	put_u64(b, f0);
-	put_u64(b, f1);
+}
+
+/* An entry's path buffer, grown as needed. */
+struct pathbuf {
+	char *s;
+	size_t cap, len;
+};
+
+/*
+ * A hard link's bytes are where its group's first entry (k) has them, and
+ * data_from indexes rank 0's tree: send that entry's source, spool and
+ * path.
+ */
+static int encode_link_src(const struct pk_tree *t, uint64_t k,
+			   struct pathbuf *pb, struct dlfs_str *b,
+			   struct dlfs_err *err)
+{
+	const struct pk_entry *d = &t->e[k];
+	struct pk_attr da;
+	int ret = pk_attr_read(t, k, 1, &da, err);
+	if (ret)
+		return ret;
+	if (pk_entry_path(t, d, &pb->s, &pb->cap, &pb->len))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	put_u32(b, d->src);
+	put_u32(b, da.data);
+	put_u64(b, da.spool_off);
+	put_s(b, pb->s, pb->len);
+	return 0;
+}
+
+/* One file: where to read it, where it goes, its path; a hard link's
+ * source after it. */
+static int encode_file(const struct pk_tree *t, const struct pk_layout *l,
+		       const struct pk_entry *e, const struct pk_attr *a,
+		       struct pathbuf *pb, struct dlfs_str *b,
+		       struct dlfs_err *err)
+{
+	if (pk_entry_path(t, e, &pb->s, &pb->cap, &pb->len))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	put_u32(b, e->src);
+	put_u32(b, a->data);
+	put_u32(b, e->mode);
+	put_u32(b, a->mtime_nsec);
+	put_u64(b, (uint64_t)a->mtime_sec);
+	put_u64(b, e->size);
+	put_u64(b, a->spool_off);
+	put_u64(b, l->loc[e - t->e]);
+	put_s(b, pb->s, pb->len);
+	put_u32(b, a->data_from != 0);
+	return a->data_from ? encode_link_src(t, a->data_from - 1, pb, b, err)
+			    : 0;
+}
+
+/* Files [f0, f1) in layout order, their attributes read AB at a time. */
+static int encode_files(const struct pk_tree *t, const struct pk_layout *l,
+			uint64_t f0, uint64_t f1, struct dlfs_str *b,
+			struct dlfs_err *err)
+{
 	enum { AB = 1024 };
-	struct pk_attr ab[AB], da;
-	char *pb = NULL;
-	size_t pcap = 0, plen;
+	struct pk_attr ab[AB];
+	struct pathbuf pb = {0};
 	int ret = 0;
 	for (uint64_t i = f0; i < f1 && !ret; i++) {
 		const struct pk_entry *e = pk_at(t, l, i);
@@ -285,42 +355,23 @@ static int encode(const struct pk_tree *t, const struct pk_layout *l,
 		    (ret = pk_attr_read(t, k, f1 - i < AB ? f1 - i : AB, ab,
 					err)))
 			break;
-		const struct pk_attr *a = &ab[(i - f0) % AB];
-		if (pk_entry_path(t, e, &pb, &pcap, &plen)) {
-			ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-			break;
-		}
-		put_u32(b, e->src);
-		put_u32(b, a->data);
-		put_u32(b, e->mode);
-		put_u32(b, a->mtime_nsec);
-		put_u64(b, (uint64_t)a->mtime_sec);
-		put_u64(b, e->size);
-		put_u64(b, a->spool_off);
-		put_u64(b, l->loc[k]);
-		put_s(b, pb, plen);
-		/* A hard link's bytes are where its group's first entry has
-		 * them, and data_from indexes rank 0's tree: send that
-		 * entry's source, spool and path. */
-		put_u32(b, a->data_from != 0);
-		if (a->data_from) {
-			const struct pk_entry *d = &t->e[a->data_from - 1];
-			if ((ret = pk_attr_read(t, a->data_from - 1, 1, &da,
-						err)))
-				break;
-			if (pk_entry_path(t, d, &pb, &pcap, &plen)) {
-				ret = dlfs_err_set(err, -ENOMEM,
-						   "out of memory");
-				break;
-			}
-			put_u32(b, d->src);
-			put_u32(b, da.data);
-			put_u64(b, da.spool_off);
-			put_s(b, pb, plen);
-		}
+		ret = encode_file(t, l, e, &ab[(i - f0) % AB], &pb, b, err);
 	}
-	free(pb);
+	free(pb.s);
 	return ret;
+}
+
+static int encode(const struct pk_tree *t, const struct pk_layout *l,
+		  uint32_t c0, uint32_t c1, struct dlfs_str *b,
+		  struct dlfs_err *err)
+{
+	encode_layout(l, c0, c1, b);
+	encode_inputs(t, b);
+	uint64_t f0 = c0 < c1 ? l->first_file[c0] : 0;
+	uint64_t f1 = c0 < c1 ? end_file(l, c1) : 0;
+	put_u64(b, f0);
+	put_u64(b, f1);
+	return encode_files(t, l, f0, f1, b, err);
 }
 
 /* A hard link's source, met in the message: appended after the files. */
@@ -331,25 +382,37 @@ struct link_src {
 	uint32_t len;
 };
 
-static int decode(struct pk_tree *t, struct pk_layout *l, struct dlfs_str *b,
-		  struct dlfs_err *err)
+/* The receiving side of a layout message. */
+struct dec {
+	struct rd r;
+	struct pk_tree *t;
+	struct pk_layout *l;
+	uint64_t n_files;     /* the files in the message */
+	struct link_src *ls;  /* the hard links' sources met so far */
+	uint64_t n_links;
+};
+
+static int bad_layout(struct dlfs_err *err)
 {
-	struct rd r = {b->s, b->s + b->n, 0};
-	int ret = 0;
-	struct link_src *ls = NULL;
-	uint64_t n_links = 0;
-	get_u32(&r);
-	get_u32(&r);
-	l->n_dirs = get_u64(&r);
-	l->n_symlinks = get_u64(&r);
-	l->n_files = get_u64(&r);
-	l->n_containers = get_u64(&r);
-	l->n_chunks = get_u64(&r);
-	l->total_bytes = get_u64(&r);
-	uint64_t nc = l->n_containers, ni = l->n_dirs + l->n_symlinks +
-					     l->n_files;
-	if (r.bad || nc > DLFS_MAX_CONTAINERS || ni > (UINT64_C(1) << 40))
-		goto bad;
+	return dlfs_err_set(err, -EPROTO, "a bad layout message from rank 0");
+}
+
+/* The counts and the containers' tables. @return 0, -EPROTO or -ENOMEM. */
+static int decode_layout(struct dec *d, struct dlfs_err *err)
+{
+	struct pk_layout *l = d->l;
+	get_u32(&d->r); /* c0 and c1: this rank's share, known already */
+	get_u32(&d->r);
+	l->n_dirs = get_u64(&d->r);
+	l->n_symlinks = get_u64(&d->r);
+	l->n_files = get_u64(&d->r);
+	l->n_containers = get_u64(&d->r);
+	l->n_chunks = get_u64(&d->r);
+	l->total_bytes = get_u64(&d->r);
+	uint64_t nc = l->n_containers;
+	if (d->r.bad || nc > DLFS_MAX_CONTAINERS ||
+	    n_entries(l) > (UINT64_C(1) << 40))
+		return bad_layout(err);
 	l->data_size = calloc(nc + 1, sizeof(uint64_t));
 	l->first_chunk = calloc(nc + 1, sizeof(uint64_t));
 	l->first_file = calloc(nc + 1, sizeof(uint64_t));
@@ -358,13 +421,20 @@ static int decode(struct pk_tree *t, struct pk_layout *l, struct dlfs_str *b,
 	    !l->n_cfiles)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	for (uint64_t k = 0; k < nc; k++) {
-		l->data_size[k] = get_u64(&r);
-		l->first_chunk[k] = get_u64(&r);
-		l->first_file[k] = get_u64(&r);
-		l->n_cfiles[k] = get_u64(&r);
+		l->data_size[k] = get_u64(&d->r);
+		l->first_chunk[k] = get_u64(&d->r);
+		l->first_file[k] = get_u64(&d->r);
+		l->n_cfiles[k] = get_u64(&d->r);
 	}
+	return 0;
+}
+
+/* The spool, opened here, and the data files, numbered as on rank 0. */
+static int decode_inputs(struct dec *d, struct dlfs_err *err)
+{
+	struct pk_tree *t = d->t;
 	uint32_t len;
-	char *sp = get_s(&r, &len);
+	char *sp = get_s(&d->r, &len);
 	if (sp && len) {
 		t->spool_path = sp;
 		t->spool_fd = open(sp, O_RDONLY | O_CLOEXEC);
@@ -373,102 +443,140 @@ static int decode(struct pk_tree *t, struct pk_layout *l, struct dlfs_str *b,
 	} else {
 		free(sp);
 	}
-	uint32_t nd = get_u32(&r);
-	for (uint32_t k = 0; k < nd && !r.bad; k++) {
+	uint32_t nd = get_u32(&d->r);
+	for (uint32_t k = 0; k < nd && !d->r.bad; k++) {
 		uint32_t idx;
-		char *p = get_s(&r, NULL);
-		if (p)
-			ret = pk_tree_data_add(t, p, &idx, err);
+		char *p = get_s(&d->r, NULL);
+		if (!p)
+			return bad_layout(err); /* get_s failed: d->r.bad */
+		int ret = pk_tree_data_add(t, p, &idx, err);
 		free(p);
 		if (ret)
 			return ret;
 		if (idx != k + 1)
-			goto bad;
+			return bad_layout(err);
 	}
-	uint64_t f0 = get_u64(&r), f1 = get_u64(&r);
-	if (r.bad || f0 > f1 || f1 > ni)
-		goto bad;
-	/* e[i - f0] has ino i + 1; hard links' sources follow the files. */
-	uint64_t n_files = f1 - f0;
+	return 0;
+}
+
+/* File i's hard-link source, kept until the files are in (e's attributes
+ * in a; mode and size are the link's own). */
+static int decode_link_src(struct dec *d, struct pk_attr *a, uint32_t mode,
+			   uint64_t size, struct dlfs_err *err)
+{
+	struct link_src *nl = realloc(d->ls, (d->n_links + 1) * sizeof(*nl));
+	if (!nl)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	d->ls = nl;
+	struct link_src *x = &d->ls[d->n_links++];
+	x->src = get_u32(&d->r);
+	x->data = get_u32(&d->r);
+	x->spool_off = get_u64(&d->r);
+	x->path = get_s(&d->r, &x->len);
+	x->mode = mode;
+	x->size = size;
+	a->data_from = (uint32_t)(d->n_files + d->n_links);
+	if (x->data > d->t->n_data)
+		d->r.bad = 1;
+	return 0;
+}
+
+/* File i (ino i + 1) into the tree. A bad message sets d->r.bad. */
+static int decode_file(struct dec *d, uint64_t i, struct dlfs_err *err)
+{
+	struct rd *r = &d->r;
+	struct pk_entry *e;
+	struct pk_attr *a;
+	uint32_t src = get_u32(r), data = get_u32(r);
+	uint32_t mode = get_u32(r), nsec = get_u32(r);
+	int64_t sec = (int64_t)get_u64(r);
+	uint64_t size = get_u64(r), spool_off = get_u64(r);
+	d->l->loc[i - d->l->base] = get_u64(r);
+	uint32_t n = get_u32(r);
+	if (r->bad || (size_t)(r->end - r->p) < n) {
+		r->bad = 1;
+		return 0;
+	}
+	int ret = pk_tree_append(d->t, r->p, n, PK_WHOLE, &e, &a, err);
+	if (ret)
+		return ret;
+	r->p += n;
+	e->src = src;
+	e->mode = mode;
+	e->size = size;
+	e->ino = (uint32_t)(i + 1);
+	a->data = data;
+	a->mtime_nsec = nsec;
+	a->mtime_sec = sec;
+	a->spool_off = spool_off;
+	if (data > d->t->n_data)
+		r->bad = 1;
+	return get_u32(r) ? decode_link_src(d, a, mode, size, err) : 0;
+}
+
+/* The files [f0, f1): e[i - f0] has ino i + 1. */
+static int decode_files(struct dec *d, struct dlfs_err *err)
+{
+	struct pk_layout *l = d->l;
+	uint64_t f0 = get_u64(&d->r), f1 = get_u64(&d->r);
+	if (d->r.bad || f0 > f1 || f1 > n_entries(l))
+		return bad_layout(err);
+	d->n_files = f1 - f0;
 	l->base = f0;
-	l->loc = calloc(n_files + 1, sizeof(uint64_t));
-	l->xxh3 = calloc(n_files + 1, sizeof(uint64_t));
+	l->loc = calloc(d->n_files + 1, sizeof(uint64_t));
+	l->xxh3 = calloc(d->n_files + 1, sizeof(uint64_t));
 	if (!l->loc || !l->xxh3)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	for (uint64_t i = f0; i < f1 && !r.bad && !ret; i++) {
+	int ret = 0;
+	for (uint64_t i = f0; i < f1 && !d->r.bad && !ret; i++)
+		ret = decode_file(d, i, err);
+	return ret;
+}
+
+/* The hard links' sources, entries after the files, in the order met. */
+static int decode_links(struct dec *d, struct dlfs_err *err)
+{
+	int ret = 0;
+	for (uint64_t k = 0; k < d->n_links && !ret && !d->r.bad; k++) {
+		const struct link_src *x = &d->ls[k];
 		struct pk_entry *e;
 		struct pk_attr *a;
-		uint32_t src = get_u32(&r), data = get_u32(&r);
-		uint32_t mode = get_u32(&r), nsec = get_u32(&r);
-		int64_t sec = (int64_t)get_u64(&r);
-		uint64_t size = get_u64(&r), spool_off = get_u64(&r);
-		l->loc[i - f0] = get_u64(&r);
-		uint32_t n = get_u32(&r);
-		if (r.bad || (size_t)(r.end - r.p) < n) {
-			r.bad = 1;
+		if (!x->path) {
+			d->r.bad = 1;
 			break;
 		}
-		if ((ret = pk_tree_append(t, r.p, n, PK_WHOLE, &e, &a, err)))
-			break;
-		r.p += n;
-		e->src = src;
-		e->mode = mode;
-		e->size = size;
-		e->ino = (uint32_t)(i + 1);
-		a->data = data;
-		a->mtime_nsec = nsec;
-		a->mtime_sec = sec;
-		a->spool_off = spool_off;
-		if (data > t->n_data)
-			r.bad = 1;
-		if (get_u32(&r)) {
-			struct link_src *nl =
-				realloc(ls, (n_links + 1) * sizeof(*ls));
-			if (!nl) {
-				ret = dlfs_err_set(err, -ENOMEM,
-						   "out of memory");
-				break;
-			}
-			ls = nl;
-			struct link_src *x = &ls[n_links++];
-			x->src = get_u32(&r);
-			x->data = get_u32(&r);
-			x->spool_off = get_u64(&r);
-			x->path = get_s(&r, &x->len);
-			x->mode = mode;
-			x->size = size;
-			a->data_from = (uint32_t)(n_files + n_links);
-			if (x->data > t->n_data)
-				r.bad = 1;
-		}
-	}
-	for (uint64_t k = 0; k < n_links && !ret && !r.bad; k++) {
-		struct pk_entry *e;
-		struct pk_attr *a;
-		if (!ls[k].path) {
-			r.bad = 1;
-			break;
-		}
-		ret = pk_tree_append(t, ls[k].path, ls[k].len, PK_WHOLE, &e, &a,
+		ret = pk_tree_append(d->t, x->path, x->len, PK_WHOLE, &e, &a,
 				     err);
 		if (ret)
 			break;
-		e->src = ls[k].src;
-		e->mode = ls[k].mode;
-		e->size = ls[k].size;
-		a->data = ls[k].data;
-		a->spool_off = ls[k].spool_off;
+		e->src = x->src;
+		e->mode = x->mode;
+		e->size = x->size;
+		a->data = x->data;
+		a->spool_off = x->spool_off;
 	}
-	for (uint64_t k = 0; k < n_links; k++)
-		free(ls[k].path);
-	free(ls);
+	return ret;
+}
+
+static int decode(struct pk_tree *t, struct pk_layout *l, struct dlfs_str *b,
+		  struct dlfs_err *err)
+{
+	struct dec d = {.r = {b->s, b->s + b->n, 0}, .t = t, .l = l};
+	int ret = decode_layout(&d, err);
+	if (!ret)
+		ret = decode_inputs(&d, err);
+	if (!ret)
+		ret = decode_files(&d, err);
+	if (!ret)
+		ret = decode_links(&d, err);
+	for (uint64_t k = 0; k < d.n_links; k++)
+		free(d.ls[k].path);
+	free(d.ls);
 	if (ret)
 		return ret;
-	if (r.bad || r.p != r.end)
-		goto bad;
+	if (d.r.bad || d.r.p != d.r.end)
+		return bad_layout(err);
 	return pk_attr_flush(t, err);
-bad:
-	return dlfs_err_set(err, -EPROTO, "a bad layout message from rank 0");
 }
 
 int pk_dist_layout(const struct dlfs_pack_comm *c, struct pk_tree *t,
