@@ -76,62 +76,125 @@ static uint8_t *chunk_buf(struct pipe *p, uint64_t g)
 	return p->bufs + (g % p->w) * p->cs;
 }
 
-/* Read one file into its chunk buffers; hash it on the way. */
 /* A reader thread's buffers: a file's path, and its source's + path. */
 struct rbufs {
 	char *rel, *full;
 	size_t relcap, fullcap;
 };
 
-static int read_file(struct pipe *p, uint64_t i, struct pk_attr a,
-		     struct rbufs *rb, XXH3_state_t *hs, struct dlfs_err *err)
-{
-	const struct pk_tree *t = p->t;
-	const struct pk_entry *e = pk_at(t, p->l, i);
-	uint64_t k = (uint64_t)(e - t->e), *xxh3 = &p->l->xxh3[k];
-	int ret = 0;
-	/* A hard link's bytes are where its group's first entry has them. */
-	if (a.data_from) {
-		k = a.data_from - 1;
-		if ((ret = pk_attr_read(t, k, 1, &a, err)))
-			return ret;
-	}
-	const struct pk_entry *d = &t->e[k];
-	const struct pk_source *s = &p->src[d->src];
-	int fd, own = 0;
-	uint64_t base_off = 0;
-	const char *where;
-	if (s->kind == PK_SRC_DIR) {
-		size_t rl = strlen(s->path), pl;
-		if (pk_entry_path(t, d, &rb->rel, &rb->relcap, &pl))
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		size_t need = rl + pl + 2;
-		if (need > rb->fullcap) {
-			char *b = realloc(rb->full, need * 2);
-			if (!b)
-				return dlfs_err_set(err, -ENOMEM,
-						    "out of memory");
-			rb->full = b;
-			rb->fullcap = need * 2;
-		}
-		snprintf(rb->full, rb->fullcap, "%s/%s", s->path, rb->rel);
-		where = rb->full;
-		fd = dlfs_open_long(where, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-		if (fd < 0)
-			return dlfs_err_sys(err, fd, "%s", where);
-		own = 1;
-	} else {
-		/* Archive members are in the spool; ingested files in theirs. */
-		where = s->path;
-		fd = a.data ? t->data[a.data - 1].fd : t->spool_fd;
-		base_off = a.spool_off;
-	}
+/* Where a file's bytes are read from. */
+struct src_fd {
+	int fd, own;       /* own: opened for this file, closed after it */
+	uint64_t off;      /* where the bytes start in fd */
+	const char *where; /* the name errors give */
+};
 
-	uint64_t cs = p->cs, loc = p->l->loc[e - t->e];
+/* rb->full: the path of entry d under the directory source s. */
+static int full_path(const struct pk_tree *t, const struct pk_source *s,
+		     const struct pk_entry *d, struct rbufs *rb,
+		     struct dlfs_err *err)
+{
+	size_t rl = strlen(s->path), pl;
+	if (pk_entry_path(t, d, &rb->rel, &rb->relcap, &pl))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	size_t need = rl + pl + 2;
+	if (need > rb->fullcap) {
+		char *b = realloc(rb->full, need * 2);
+		if (!b)
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+		rb->full = b;
+		rb->fullcap = need * 2;
+	}
+	snprintf(rb->full, rb->fullcap, "%s/%s", s->path, rb->rel);
+	return 0;
+}
+
+/* Entry d's bytes (attributes a): its file under a directory source,
+ * opened here, or the spool or data file that holds them. */
+static int open_bytes(struct pipe *p, const struct pk_entry *d,
+		      const struct pk_attr *a, struct rbufs *rb,
+		      struct src_fd *f, struct dlfs_err *err)
+{
+	const struct pk_source *s = &p->src[d->src];
+	*f = (struct src_fd){.fd = -1};
+	if (s->kind != PK_SRC_DIR) {
+		/* Archive members are in the spool; ingested files in theirs. */
+		f->where = s->path;
+		f->fd = a->data ? p->t->data[a->data - 1].fd : p->t->spool_fd;
+		f->off = a->spool_off;
+		return 0;
+	}
+	int ret = full_path(p->t, s, d, rb, err);
+	if (ret)
+		return ret;
+	f->where = rb->full;
+	f->fd = dlfs_open_long(f->where, O_RDONLY | O_CLOEXEC | O_NOFOLLOW,
+			       0);
+	if (f->fd < 0)
+		return dlfs_err_sys(err, f->fd, "%s", f->where);
+	f->own = 1;
+	return 0;
+}
+
+/* Wait until chunk g is in the window. @return 0 if the pipe stopped. */
+static int wait_window(struct pipe *p, uint64_t g)
+{
+	if (atomic_load(&p->base) + p->w <= g) {
+		pthread_mutex_lock(&p->mu);
+		while (atomic_load(&p->base) + p->w <= g &&
+		       !atomic_load(&p->stop))
+			pthread_cond_wait(&p->cv_window, &p->mu);
+		pthread_mutex_unlock(&p->mu);
+	}
+	return !atomic_load(&p->stop);
+}
+
+/* Bytes [fo, fo + len) of a file of size bytes into dst, in chunk g's
+ * buffer, once g is in the window. */
+static int read_piece(struct pipe *p, uint64_t g, const struct src_fd *f,
+		      uint64_t fo, uint8_t *dst, size_t len, uint64_t size,
+		      struct dlfs_err *err)
+{
+	if (!wait_window(p, g))
+		return -ECANCELED;
+	ssize_t n = dlfs_pread_full(f->fd, dst, len, f->off + fo);
+	if (n < 0)
+		return dlfs_err_sys(err, (int)n, "%s: read at offset %llu",
+				    f->where, (unsigned long long)fo);
+	if ((size_t)n < len)
+		return dlfs_err_set(err, -EIO,
+				    "%s: file shrank while packing "
+				    "(%llu bytes, expected %llu)",
+				    f->where,
+				    (unsigned long long)(fo + (uint64_t)n),
+				    (unsigned long long)size);
+	return 0;
+}
+
+/* A piece of chunk g (len bytes) has landed; the writer hears of the
+ * chunk's last. */
+static void piece_landed(struct pipe *p, uint64_t g, size_t len)
+{
+	atomic_fetch_add(&p->bytes_done, len);
+	if (atomic_fetch_sub(&p->pieces[g], 1) == 1) {
+		pthread_mutex_lock(&p->mu);
+		pthread_cond_broadcast(&p->cv_chunk);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
+/* File e's bytes from f into its chunks' buffers, piece by piece, hashed
+ * on the way: in one call if it fits in one chunk, else through hs. */
+static int copy_file(struct pipe *p, const struct pk_entry *e,
+		     const struct src_fd *f, XXH3_state_t *hs,
+		     struct dlfs_err *err)
+{
+	uint64_t k = (uint64_t)(e - p->t->e), *xxh3 = &p->l->xxh3[k];
+	uint64_t cs = p->cs, loc = p->l->loc[k];
 	/* in the data region */
 	uint64_t data = pk_loc_offset(loc) - DLFS_DATA_OFFSET(cs);
 	uint64_t g0 = p->l->first_chunk[pk_loc_container(loc)];
-	int single = data / cs == (data + e->size - 1) / cs;
+	int single = data / cs == (data + e->size - 1) / cs, ret = 0;
 	if (!single)
 		XXH3_64bits_reset(hs);
 	for (uint64_t fo = 0; fo < e->size;) {
@@ -139,49 +202,43 @@ static int read_file(struct pipe *p, uint64_t i, struct pk_attr a,
 		uint64_t g = g0 + at / cs, in = at % cs;
 		size_t len = (size_t)(cs - in < e->size - fo ? cs - in
 							     : e->size - fo);
-		if (atomic_load(&p->base) + p->w <= g) {
-			pthread_mutex_lock(&p->mu);
-			while (atomic_load(&p->base) + p->w <= g &&
-			       !atomic_load(&p->stop))
-				pthread_cond_wait(&p->cv_window, &p->mu);
-			pthread_mutex_unlock(&p->mu);
-		}
-		if (atomic_load(&p->stop)) {
-			ret = -ECANCELED;
-			break;
-		}
 		uint8_t *dst = chunk_buf(p, g) + in;
-		ssize_t n = dlfs_pread_full(fd, dst, len, base_off + fo);
-		if (n < 0) {
-			ret = dlfs_err_sys(err, (int)n, "%s: read at offset %llu",
-					   where, (unsigned long long)fo);
+		ret = read_piece(p, g, f, fo, dst, len, e->size, err);
+		if (ret)
 			break;
-		}
-		if ((size_t)n < len) {
-			ret = dlfs_err_set(err, -EIO,
-					   "%s: file shrank while packing "
-					   "(%llu bytes, expected %llu)",
-					   where,
-					   (unsigned long long)(fo + (uint64_t)n),
-					   (unsigned long long)e->size);
-			break;
-		}
 		if (single)
 			*xxh3 = XXH3_64bits(dst, len);
 		else
 			XXH3_64bits_update(hs, dst, len);
 		fo += len;
-		atomic_fetch_add(&p->bytes_done, len);
-		if (atomic_fetch_sub(&p->pieces[g], 1) == 1) {
-			pthread_mutex_lock(&p->mu);
-			pthread_cond_broadcast(&p->cv_chunk);
-			pthread_mutex_unlock(&p->mu);
-		}
+		piece_landed(p, g, len);
 	}
 	if (!ret && !single)
 		*xxh3 = XXH3_64bits_digest(hs);
-	if (own)
-		close(fd);
+	return ret;
+}
+
+/* Read file i (attributes a) into its chunk buffers; hash it on the way. */
+static int read_file(struct pipe *p, uint64_t i, struct pk_attr a,
+		     struct rbufs *rb, XXH3_state_t *hs, struct dlfs_err *err)
+{
+	const struct pk_tree *t = p->t;
+	const struct pk_entry *e = pk_at(t, p->l, i);
+	uint64_t k = (uint64_t)(e - t->e);
+	struct src_fd f;
+	int ret;
+	/* A hard link's bytes are where its group's first entry has them. */
+	if (a.data_from) {
+		k = a.data_from - 1;
+		if ((ret = pk_attr_read(t, k, 1, &a, err)))
+			return ret;
+	}
+	ret = open_bytes(p, &t->e[k], &a, rb, &f, err);
+	if (ret)
+		return ret;
+	ret = copy_file(p, e, &f, hs, err);
+	if (f.own)
+		close(f.fd);
 	return ret;
 }
 
@@ -273,102 +330,143 @@ static int open_container(const char *dir, uint32_t c, int flags, int *fd,
 	return 0;
 }
 
+/* buf to fd at off; an error names path and the offset. */
+static int write_at(int fd, const void *buf, size_t len, uint64_t off,
+		    const char *path, struct dlfs_err *err)
+{
+	int ret = dlfs_pwrite_full(fd, buf, len, off);
+	if (ret)
+		return dlfs_err_sys(err, ret, "%s: write at offset %llu", path,
+				    (unsigned long long)off);
+	return 0;
+}
+
+static int cancel_asked(const struct dlfs_pack_opts *o)
+{
+	return o->cancel && *o->cancel;
+}
+
+/* The time 200 ms from now, for a timed wait. */
+static struct timespec in_200ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 200 * 1000 * 1000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return ts;
+}
+
+/*
+ * Wait until every piece of chunk g has landed, reporting progress every
+ * 0.2 s (*last: the last report). @return 0, or -ECANCELED when the pipe
+ * stops or the user cancels.
+ */
+static int wait_chunk(struct pipe *p, uint64_t g, double *last,
+		      struct dlfs_err *err)
+{
+	pthread_mutex_lock(&p->mu);
+	while (atomic_load(&p->pieces[g]) && !atomic_load(&p->stop)) {
+		struct timespec ts = in_200ms();
+		pthread_cond_timedwait(&p->cv_chunk, &p->mu, &ts);
+		if (cancel_asked(p->o)) {
+			pthread_mutex_unlock(&p->mu);
+			return dlfs_err_set(err, -ECANCELED, "cancelled");
+		}
+		if (now() - *last > 0.2) {
+			pthread_mutex_unlock(&p->mu);
+			report(p, "pack");
+			*last = now();
+			pthread_mutex_lock(&p->mu);
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	if (atomic_load(&p->stop))
+		return -ECANCELED;
+	if (cancel_asked(p->o))
+		return dlfs_err_set(err, -ECANCELED, "cancelled");
+	return 0;
+}
+
+/* The container file the writer has open. */
+struct wfile {
+	int fd;     /* -1: none */
+	uint32_t c; /* its container; UINT32_MAX: none */
+	char path[4096];
+};
+
+/* Have container c's file open: close the one before, create c's. */
+static int to_container(struct pipe *p, struct wfile *w, uint32_t c,
+			struct dlfs_err *err)
+{
+	if (c == w->c)
+		return 0;
+	if (w->fd >= 0 && close(w->fd) < 0) {
+		w->fd = -1;
+		return dlfs_err_sys(err, -errno, "%s", w->path);
+	}
+	w->fd = -1;
+	int ret = open_container(p->dir, c, O_CREAT | O_EXCL, &w->fd, w->path,
+				 sizeof(w->path), err);
+	if (!ret)
+		w->c = c;
+	return ret;
+}
+
+/* Chunk g, hashed, into w's container; then its buffer is free for the
+ * window's next chunk. */
+static int write_chunk(struct pipe *p, const struct wfile *w, uint64_t g,
+		       struct dlfs_err *err)
+{
+	const struct pk_layout *l = p->l;
+	uint64_t k = g - l->first_chunk[w->c];
+	uint64_t len = l->data_size[w->c] - k * p->cs;
+	if (len > p->cs)
+		len = p->cs;
+	uint8_t *b = chunk_buf(p, g);
+	p->sums.xxh3[g] = XXH3_64bits(b, len);
+	p->sums.length[g] = (uint32_t)len;
+	/* The zeroed tail pads the last chunk to 4 KiB. */
+	int ret = write_at(w->fd, b, dlfs_roundup(len, 4096),
+			   DLFS_DATA_OFFSET(p->cs) + k * p->cs, w->path, err);
+	if (ret)
+		return ret;
+	memset(b, 0, p->cs);
+	pthread_mutex_lock(&p->mu);
+	atomic_fetch_add(&p->base, 1);
+	pthread_cond_broadcast(&p->cv_window);
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
 /* The writer: the calling thread, in chunk order. */
 static int write_chunks(struct pipe *p, struct dlfs_err *err)
 {
-	const struct pk_layout *l = p->l;
-	int fd = -1, ret = 0;
-	uint32_t cur = UINT32_MAX;
-	char path[4096];
+	struct wfile w = {.fd = -1, .c = UINT32_MAX};
 	double last = now();
-
-	for (uint64_t g = p->g0; g < p->g1; g++) {
-		pthread_mutex_lock(&p->mu);
-		while (atomic_load(&p->pieces[g]) && !atomic_load(&p->stop)) {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 200 * 1000 * 1000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			pthread_cond_timedwait(&p->cv_chunk, &p->mu, &ts);
-			if (p->o->cancel && *p->o->cancel) {
-				pthread_mutex_unlock(&p->mu);
-				ret = dlfs_err_set(err, -ECANCELED,
-						   "cancelled");
-				goto out;
-			}
-			if (now() - last > 0.2) {
-				pthread_mutex_unlock(&p->mu);
-				report(p, "pack");
-				last = now();
-				pthread_mutex_lock(&p->mu);
-			}
-		}
-		pthread_mutex_unlock(&p->mu);
-		if (atomic_load(&p->stop)) {
-			ret = -ECANCELED;
-			goto out;
-		}
-		if (p->o->cancel && *p->o->cancel) {
-			ret = dlfs_err_set(err, -ECANCELED, "cancelled");
-			goto out;
-		}
-		uint32_t c = p->chunk_container[g];
-		if (c != cur) {
-			if (fd >= 0 && close(fd) < 0) {
-				fd = -1;
-				ret = dlfs_err_sys(err, -errno, "%s", path);
-				goto out;
-			}
-			fd = -1;
-			ret = open_container(p->dir, c, O_CREAT | O_EXCL, &fd,
-					     path, sizeof(path), err);
-			if (ret)
-				goto out;
-			cur = c;
-		}
-		uint64_t k = g - l->first_chunk[c];
-		uint64_t len = l->data_size[c] - k * p->cs;
-		if (len > p->cs)
-			len = p->cs;
-		uint8_t *b = chunk_buf(p, g);
-		p->sums.xxh3[g] = XXH3_64bits(b, len);
-		p->sums.length[g] = (uint32_t)len;
-		/* The zeroed tail pads the last chunk to 4 KiB. */
-		ret = dlfs_pwrite_full(fd, b, dlfs_roundup(len, 4096),
-				       DLFS_DATA_OFFSET(p->cs) + k * p->cs);
-		if (ret) {
-			ret = dlfs_err_sys(err, ret, "%s: write at offset %llu",
-					   path,
-					   (unsigned long long)(DLFS_DATA_OFFSET(p->cs) +
-								k * p->cs));
-			goto out;
-		}
-		memset(b, 0, p->cs);
-		pthread_mutex_lock(&p->mu);
-		atomic_fetch_add(&p->base, 1);
-		pthread_cond_broadcast(&p->cv_window);
-		pthread_mutex_unlock(&p->mu);
-		if (now() - last > 0.2) {
+	int ret = 0;
+	for (uint64_t g = p->g0; g < p->g1 && !ret; g++) {
+		ret = wait_chunk(p, g, &last, err);
+		if (!ret)
+			ret = to_container(p, &w, p->chunk_container[g], err);
+		if (!ret)
+			ret = write_chunk(p, &w, g, err);
+		if (!ret && now() - last > 0.2) {
 			report(p, "pack");
 			last = now();
 		}
 	}
-out:
-	if (fd >= 0 && close(fd) < 0 && !ret)
-		ret = dlfs_err_sys(err, -errno, "%s", path);
+	if (w.fd >= 0 && close(w.fd) < 0 && !ret)
+		ret = dlfs_err_sys(err, -errno, "%s", w.path);
 	return ret;
 }
 
-/* Write containers [c0, c1) of the layout. */
-static int run_pipeline(struct pipe *p, uint32_t c0, uint32_t c1,
-			struct dlfs_err *err)
+/* This process's chunks and files: those of containers [c0, c1). */
+static void pipe_range(struct pipe *p, uint32_t c0, uint32_t c1)
 {
 	const struct pk_layout *l = p->l;
-	int ret = 0;
-	uint64_t cs = p->cs;
 	p->g0 = c0 < c1 ? l->first_chunk[c0] : 0;
 	p->g1 = c0 >= c1		    ? 0
 		: c1 < l->n_containers ? l->first_chunk[c1]
@@ -378,26 +476,46 @@ static int run_pipeline(struct pipe *p, uint32_t c0, uint32_t c1,
 		: c1 < l->n_containers ? l->first_file[c1]
 				       : l->n_dirs + l->n_symlinks + l->n_files;
 	atomic_store(&p->base, p->g0);
+}
+
+/* The window: two chunks per reader and two more, within 256 MiB, at
+ * least two, and no more than there are chunks to write. */
+static void pipe_window(struct pipe *p)
+{
 	p->w = 2 * (uint64_t)p->o->threads + 2;
-	if (p->w * cs > (UINT64_C(256) << 20))
-		p->w = (UINT64_C(256) << 20) / cs;
+	if (p->w * p->cs > (UINT64_C(256) << 20))
+		p->w = (UINT64_C(256) << 20) / p->cs;
 	if (p->w < 2)
 		p->w = 2;
 	if (p->w > p->g1 - p->g0 && p->g1 > p->g0)
 		p->w = p->g1 - p->g0;
-	p->pieces = calloc(l->n_chunks + 1, sizeof(*p->pieces));
-	p->chunk_container = calloc(l->n_chunks + 1, sizeof(uint32_t));
-	p->sums.xxh3 = calloc(l->n_chunks + 1, sizeof(uint64_t));
-	p->sums.length = calloc(l->n_chunks + 1, sizeof(uint32_t));
+}
+
+/* The per-chunk arrays and the window's buffers, zeroed. */
+static int pipe_alloc(struct pipe *p, struct dlfs_err *err)
+{
+	uint64_t n = p->l->n_chunks + 1;
+	p->pieces = calloc(n, sizeof(*p->pieces));
+	p->chunk_container = calloc(n, sizeof(uint32_t));
+	p->sums.xxh3 = calloc(n, sizeof(uint64_t));
+	p->sums.length = calloc(n, sizeof(uint32_t));
 	if (!p->pieces || !p->chunk_container || !p->sums.xxh3 ||
 	    !p->sums.length ||
-	    posix_memalign((void **)&p->bufs, 4096, p->w * cs)) {
+	    posix_memalign((void **)&p->bufs, 4096, p->w * p->cs)) {
 		p->bufs = NULL;
 		return dlfs_err_set(err, -ENOMEM,
 				    "out of memory for %llu chunk buffers",
 				    (unsigned long long)p->w);
 	}
-	memset(p->bufs, 0, p->w * cs);
+	memset(p->bufs, 0, p->w * p->cs);
+	return 0;
+}
+
+/* Each chunk's container, and how many pieces of files it waits for. */
+static void pipe_count(struct pipe *p, uint32_t c0, uint32_t c1)
+{
+	const struct pk_layout *l = p->l;
+	uint64_t cs = p->cs;
 	for (uint64_t c = c0; c < c1; c++) {
 		uint64_t nc = (l->data_size[c] + cs - 1) / cs;
 		for (uint64_t k = 0; k < nc; k++)
@@ -413,7 +531,14 @@ static int run_pipeline(struct pipe *p, uint32_t c0, uint32_t c1,
 		for (uint64_t g = d / cs; g <= (d + e->size - 1) / cs; g++)
 			p->pieces[g0 + g]++;
 	}
+}
 
+/* The readers on their threads, the writer on this one, then the last
+ * progress report; the first failure (a reader's over this thread's
+ * cancellation) in err. */
+static int pipe_run(struct pipe *p, struct dlfs_err *err)
+{
+	int ret = 0;
 	pthread_t *tids = calloc(p->o->threads, sizeof(*tids));
 	if (!tids)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
@@ -441,6 +566,19 @@ static int run_pipeline(struct pipe *p, uint32_t c0, uint32_t c1,
 	}
 	report(p, "pack");
 	return ret;
+}
+
+/* Write containers [c0, c1) of the layout. */
+static int run_pipeline(struct pipe *p, uint32_t c0, uint32_t c1,
+			struct dlfs_err *err)
+{
+	pipe_range(p, c0, c1);
+	pipe_window(p);
+	int ret = pipe_alloc(p, err);
+	if (ret)
+		return ret;
+	pipe_count(p, c0, c1);
+	return pipe_run(p, err);
 }
 
 /* Trailer, footer and header of container c, once the id is known. */
