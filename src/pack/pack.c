@@ -1102,6 +1102,79 @@ int dlfs_pack_dry_run(const char *const *sources, unsigned n,
 	return ret;
 }
 
+/* The job's arrays and locks; the sources' paths. Whatever fails, the
+ * job is ready for job_free. */
+static int job_init(struct job *j, const char *const *sources,
+		    struct dlfs_err *err)
+{
+	const struct dlfs_pack_opts *o = j->o;
+	int ret = 0;
+	j->c = o->comm && o->comm->size > 1 ? o->comm : NULL;
+	j->rank = j->c ? j->c->rank : 0;
+	j->src = calloc(j->n, sizeof(*j->src));
+	j->share = calloc(j->c ? (size_t)j->c->size + 1 : 2, sizeof(*j->share));
+	pk_tree_init(&j->tree);
+	pthread_mutex_init(&j->p.mu, NULL);
+	pthread_cond_init(&j->p.cv_window, NULL);
+	pthread_cond_init(&j->p.cv_chunk, NULL);
+	if (!j->src || !j->share)
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (unsigned i = 0; !ret && i < j->n; i++)
+		j->src[i].path = sources[i];
+	return ret;
+}
+
+/* The steps in order, the ranks agreeing after each (and after each
+ * share). A failure before them (ret) is this rank's: the others hear of
+ * it at the first agreement. */
+static int run_steps(struct job *j, int ret, struct dlfs_err *err)
+{
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		const struct step *s = &steps[i];
+		if (!ret && (s->who == ALL || j->rank == 0))
+			ret = s->run(j, err);
+		if ((ret = pk_agree(j->c, ret, err)))
+			break;
+		if (j->c && s->share &&
+		    (ret = pk_agree(j->c, s->share(j, err), err)))
+			break;
+	}
+	return ret;
+}
+
+/* Rank 0 removes what is left of the temporary directory (a failed
+ * pack's); every rank frees the job. */
+static void job_free(struct job *j)
+{
+	if (j->rank == 0 && j->tmp) {
+		if (j->tree.spool_fd >= 0) {
+			close(j->tree.spool_fd);
+			j->tree.spool_fd = -1;
+		}
+		remove_flat_dir(j->tmp);
+	}
+	pk_ingest_free(j->ing, 0);
+	free(j->tmp);
+	free(j->spool);
+	free(j->ipath);
+	free(j->parent);
+	free(j->share);
+	free(j->ct.file_size);
+	free(j->ct.footer_xxh3);
+	free(j->p.bufs);
+	free((void *)j->p.pieces);
+	free(j->p.chunk_container);
+	free(j->p.sums.xxh3);
+	free(j->p.sums.length);
+	pthread_mutex_destroy(&j->p.mu);
+	pthread_cond_destroy(&j->p.cv_window);
+	pthread_cond_destroy(&j->p.cv_chunk);
+	pk_layout_free(&j->lay);
+	pk_tree_free(&j->tree);
+	pk_sources_free(j->src, j->n);
+	free(j->src);
+}
+
 int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 	      const struct dlfs_pack_opts *o, struct dlfs_err *err)
 {
@@ -1114,57 +1187,7 @@ int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 		return ret;
 	if (!n_sources)
 		return dlfs_err_set(err, -EINVAL, "no sources given");
-
-	j.c = o->comm && o->comm->size > 1 ? o->comm : NULL;
-	j.rank = j.c ? j.c->rank : 0;
-	j.src = calloc(n_sources, sizeof(*j.src));
-	j.share = calloc(j.c ? (size_t)j.c->size + 1 : 2, sizeof(*j.share));
-	pk_tree_init(&j.tree);
-	pthread_mutex_init(&j.p.mu, NULL);
-	pthread_cond_init(&j.p.cv_window, NULL);
-	pthread_cond_init(&j.p.cv_chunk, NULL);
-	if (!j.src || !j.share)
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-	for (unsigned i = 0; !ret && i < n_sources; i++)
-		j.src[i].path = sources[i];
-	/* A failure before the steps is this rank's: the others hear of it
-	 * at the first agreement. */
-	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-		const struct step *s = &steps[i];
-		if (!ret && (s->who == ALL || j.rank == 0))
-			ret = s->run(&j, err);
-		if ((ret = pk_agree(j.c, ret, err)))
-			break;
-		if (j.c && s->share &&
-		    (ret = pk_agree(j.c, s->share(&j, err), err)))
-			break;
-	}
-	if (j.rank == 0 && j.tmp) {
-		if (j.tree.spool_fd >= 0) {
-			close(j.tree.spool_fd);
-			j.tree.spool_fd = -1;
-		}
-		remove_flat_dir(j.tmp);
-	}
-	pk_ingest_free(j.ing, 0);
-	free(j.tmp);
-	free(j.spool);
-	free(j.ipath);
-	free(j.parent);
-	free(j.share);
-	free(j.ct.file_size);
-	free(j.ct.footer_xxh3);
-	free(j.p.bufs);
-	free((void *)j.p.pieces);
-	free(j.p.chunk_container);
-	free(j.p.sums.xxh3);
-	free(j.p.sums.length);
-	pthread_mutex_destroy(&j.p.mu);
-	pthread_cond_destroy(&j.p.cv_window);
-	pthread_cond_destroy(&j.p.cv_chunk);
-	pk_layout_free(&j.lay);
-	pk_tree_free(&j.tree);
-	pk_sources_free(j.src, n_sources);
-	free(j.src);
+	ret = run_steps(&j, job_init(&j, sources, err), err);
+	job_free(&j);
 	return ret;
 }
