@@ -602,9 +602,11 @@ struct trailer {
 	size_t pcap;
 };
 
+/* buf holds TRAILER_BUF bytes of records and, after the last, the footer:
+ * records are flushed at TRAILER_BUF, so the footer may start at its end. */
 static int trailer_init(struct trailer *tr, struct dlfs_err *err)
 {
-	tr->buf = malloc(TRAILER_BUF);
+	tr->buf = malloc(TRAILER_BUF + DLFS_FOOTER_SIZE);
 	tr->ab = malloc(TRAILER_AB * sizeof(*tr->ab));
 	tr->hs = XXH3_createState();
 	if (!tr->buf || !tr->hs || !tr->ab)
