@@ -162,160 +162,244 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Walk directory rel (relative to the source root; "" for the root). */
-static int walk_dir(struct walk *w, const char *rel, size_t rlen)
+/* A directory's names, each malloc'd; names_free releases them. */
+struct names {
+	char **v;
+	size_t n, cap;
+};
+
+static int names_add(struct names *nm, const char *name)
 {
-	const char *full;
-	int ret = walk_path(w, rel, rlen, &full);
-	if (ret)
-		return dlfs_err_set(w->err, ret, "out of memory");
+	if (nm->n == nm->cap) {
+		size_t cap = nm->cap ? nm->cap * 2 : 64;
+		char **v = realloc(nm->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		nm->v = v;
+		nm->cap = cap;
+	}
+	if (!(nm->v[nm->n] = strdup(name)))
+		return -ENOMEM;
+	nm->n++;
+	return 0;
+}
+
+static void names_free(struct names *nm)
+{
+	for (size_t i = 0; i < nm->n; i++)
+		free(nm->v[i]);
+	free(nm->v);
+}
+
+/*
+ * Open the directory at full. One that cannot be opened is skipped with a
+ * warning under skip_errors: then 0 with *d NULL.
+ */
+static int open_dir(struct walk *w, const char *full, DIR **d)
+{
+	*d = NULL;
 	int dfd = dlfs_open_long(full,
 				 O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
 				 0);
 	if (dfd < 0) {
-		ret = dfd;
 		if (w->o->skip_errors) {
 			warn(w->o, "warning: skipping %s: %s", full,
-			     strerror(-ret));
+			     strerror(-dfd));
 			return 0;
 		}
-		return dlfs_err_sys(w->err, ret, "%s", full);
+		return dlfs_err_sys(w->err, dfd, "%s", full);
 	}
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		ret = dlfs_err_sys(w->err, -errno, "%s", full);
+	*d = fdopendir(dfd);
+	if (!*d) {
+		int ret = dlfs_err_sys(w->err, -errno, "%s", full);
 		close(dfd);
 		return ret;
 	}
-	char **names = NULL;
-	size_t nn = 0, ncap = 0;
+	return 0;
+}
+
+/* The names in d but "." and "..", sorted, so that discovery order does
+ * not depend on the fs. */
+static int read_names(struct walk *w, DIR *d, const char *full,
+		      struct names *nm)
+{
 	struct dirent *de;
 	errno = 0;
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (nn == ncap) {
-			ncap = ncap ? ncap * 2 : 64;
-			char **nb = realloc(names, ncap * sizeof(*nb));
-			if (!nb) {
-				ret = dlfs_err_set(w->err, -ENOMEM,
-						   "out of memory");
-				goto out;
-			}
-			names = nb;
-		}
-		if (!(names[nn] = strdup(de->d_name))) {
-			ret = dlfs_err_set(w->err, -ENOMEM, "out of memory");
-			goto out;
-		}
-		nn++;
+		if (names_add(nm, de->d_name))
+			return dlfs_err_set(w->err, -ENOMEM, "out of memory");
 	}
-	if (errno) {
-		ret = dlfs_err_sys(w->err, -errno, "%s: readdir", full);
-		goto out;
+	if (errno)
+		return dlfs_err_sys(w->err, -errno, "%s: readdir", full);
+	if (nm->n)
+		qsort(nm->v, nm->n, sizeof(*nm->v), name_cmp);
+	return 0;
+}
+
+/* rel/name (name alone when rel is the root's "") into *sub, grown as
+ * needed; *slen is its length. @return 0 or -ENOMEM. */
+static int child_path(char **sub, size_t *cap, const char *rel, size_t rlen,
+		      const char *name, size_t *slen)
+{
+	size_t len = strlen(name);
+	*slen = rlen + (rlen ? 1 : 0) + len;
+	if (*slen + 1 > *cap) {
+		size_t c = (*slen + 1) * 2;
+		char *s = realloc(*sub, c);
+		if (!s)
+			return -ENOMEM;
+		*sub = s;
+		*cap = c;
 	}
-	/* Sorted, so that discovery order does not depend on the fs. */
-	if (nn)
-		qsort(names, nn, sizeof(*names), name_cmp);
+	memcpy(*sub, rel, rlen);
+	if (rlen)
+		(*sub)[rlen] = '/';
+	memcpy(*sub + *slen - len, name, len);
+	(*sub)[*slen] = '\0';
+	return 0;
+}
 
-	char *sub = NULL;
-	size_t subcap = 0;
-	for (size_t i = 0; i < nn && !ret; i++) {
-		if (w->o->cancel && *w->o->cancel) {
-			ret = dlfs_err_set(w->err, -ECANCELED, "cancelled");
-			break;
-		}
-		size_t len = strlen(names[i]);
-		size_t slen = rlen + (rlen ? 1 : 0) + len;
-		if (slen + 1 > subcap) {
-			subcap = (slen + 1) * 2;
-			char *s2 = realloc(sub, subcap);
-			if (!s2) {
-				ret = dlfs_err_set(w->err, -ENOMEM,
-						   "out of memory");
-				break;
-			}
-			sub = s2;
-		}
-		memcpy(sub, rel, rlen);
-		if (rlen)
-			sub[rlen] = '/';
-		memcpy(sub + slen - len, names[i], len);
-		sub[slen] = '\0';
+/*
+ * Under skip_errors, a file this process cannot open is skipped here,
+ * with a warning, rather than failing the pack when it comes to be read.
+ * @return 1 if skipped.
+ */
+static int skip_unreadable(struct walk *w, int dfd, const char *name,
+			   const char *sub, size_t slen)
+{
+	const char *full = w->buf;
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	walk_path(w, sub, slen, &full);
+	warn(w->o, "warning: skipping %s: %s", full, strerror(errno));
+	return 1;
+}
 
-		struct stat st;
-		if (fstatat(dfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			walk_path(w, sub, slen, &full);
-			if (w->o->skip_errors) {
-				warn(w->o, "warning: skipping %s: %s", full,
-				     strerror(errno));
-				continue;
-			}
-			ret = dlfs_err_sys(w->err, -errno, "%s", full);
-			break;
-		}
-		if (len > DLFS_NAME_MAX) {
-			walk_path(w, sub, slen, &full);
-			ret = check_names(names[i], len, full, w->err);
-			break;
-		}
-		if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
-		    !S_ISLNK(st.st_mode)) {
-			walk_path(w, sub, slen, &full);
-			warn(w->o, "warning: skipping %s: %s", full,
-			     special_kind(st.st_mode));
-			continue;
-		}
-		if (S_ISREG(st.st_mode) && w->o->skip_errors) {
-			int fd = openat(dfd, names[i],
-					O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-			if (fd < 0) {
-				walk_path(w, sub, slen, &full);
-				warn(w->o, "warning: skipping %s: %s", full,
-				     strerror(errno));
-				continue;
-			}
-			close(fd);
-		}
-		struct pk_entry *e;
-		struct pk_attr *a;
+/* Symlink name's target into e, read at the length lstat gave: one that
+ * changed since is -EAGAIN. */
+static int put_target(struct walk *w, int dfd, const char *name,
+		      const struct stat *st, struct pk_entry *e,
+		      const char *full)
+{
+	char *tg = malloc((size_t)st->st_size + 1);
+	ssize_t n = tg ? readlinkat(dfd, name, tg, (size_t)st->st_size + 1)
+		       : -1;
+	if (n < 0 || n > st->st_size) {
+		free(tg);
+		return dlfs_err_sys(w->err, n < 0 ? -errno : -EAGAIN,
+				    "%s: readlink", full);
+	}
+	int ret = pk_tree_set_target(w->t, e, tg, (size_t)n, w->err);
+	free(tg);
+	return ret;
+}
+
+/* Entry sub (name in dfd) into the tree, with what st says of it. */
+static int put_entry(struct walk *w, int dfd, const char *name,
+		     const struct stat *st, const char *sub, size_t slen)
+{
+	const char *full = w->buf;
+	struct pk_entry *e;
+	struct pk_attr *a;
+	walk_path(w, sub, slen, &full);
+	note_hdf5(w, dfd, name, st, full);
+	int ret = pk_tree_put(w->t, sub, slen, st->st_mode, w->src, full, &e,
+			      &a, w->err);
+	if (ret || !e)
+		return ret; /* or a directory merged into one put before */
+	a->mtime_sec = st->st_mtim.tv_sec;
+	a->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+	if (S_ISREG(st->st_mode))
+		e->size = (uint64_t)st->st_size;
+	else if (S_ISLNK(st->st_mode))
+		ret = put_target(w, dfd, name, st, e, full);
+	return ret;
+}
+
+static int walk_dir(struct walk *w, const char *rel, size_t rlen);
+
+/*
+ * One entry of a directory, sub relative to the source root: checked,
+ * put into the tree, and walked when a directory. What cannot be packed
+ * (a special file; under skip_errors, what cannot be read) is skipped
+ * with a warning.
+ */
+static int walk_entry(struct walk *w, int dfd, const char *name,
+		      const char *sub, size_t slen)
+{
+	const char *full = w->buf;
+	size_t len = strlen(name);
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		walk_path(w, sub, slen, &full);
-		note_hdf5(w, dfd, names[i], &st, full);
-		ret = pk_tree_put(w->t, sub, slen, st.st_mode, w->src, full, &e,
-				  &a, w->err);
-		if (ret || !e)
-			goto recurse;
-		a->mtime_sec = st.st_mtim.tv_sec;
-		a->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
-		if (S_ISREG(st.st_mode)) {
-			e->size = (uint64_t)st.st_size;
-		} else if (S_ISLNK(st.st_mode)) {
-			char *tg = malloc((size_t)st.st_size + 1);
-			ssize_t n = tg ? readlinkat(dfd, names[i], tg,
-						    (size_t)st.st_size + 1)
-				       : -1;
-			if (n < 0 || n > st.st_size) {
-				free(tg);
-				ret = dlfs_err_sys(w->err,
-						   n < 0 ? -errno : -EAGAIN,
-						   "%s: readlink", full);
-				break;
-			}
-			ret = pk_tree_set_target(w->t, e, tg, (size_t)n,
-						 w->err);
-			free(tg);
-			if (ret)
-				break;
+		if (w->o->skip_errors) {
+			warn(w->o, "warning: skipping %s: %s", full,
+			     strerror(errno));
+			return 0;
 		}
-	recurse:
-		if (!ret && S_ISDIR(st.st_mode))
-			ret = walk_dir(w, sub, slen);
+		return dlfs_err_sys(w->err, -errno, "%s", full);
+	}
+	if (len > DLFS_NAME_MAX) {
+		walk_path(w, sub, slen, &full);
+		return check_names(name, len, full, w->err);
+	}
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
+	    !S_ISLNK(st.st_mode)) {
+		walk_path(w, sub, slen, &full);
+		warn(w->o, "warning: skipping %s: %s", full,
+		     special_kind(st.st_mode));
+		return 0;
+	}
+	if (S_ISREG(st.st_mode) && w->o->skip_errors &&
+	    skip_unreadable(w, dfd, name, sub, slen))
+		return 0;
+	int ret = put_entry(w, dfd, name, &st, sub, slen);
+	if (!ret && S_ISDIR(st.st_mode))
+		ret = walk_dir(w, sub, slen);
+	return ret;
+}
+
+/* The entries named in nm, in order, until one fails or the pack is
+ * cancelled. */
+static int walk_names(struct walk *w, int dfd, const char *rel, size_t rlen,
+		      const struct names *nm)
+{
+	char *sub = NULL;
+	size_t subcap = 0, slen;
+	int ret = 0;
+	for (size_t i = 0; i < nm->n && !ret; i++) {
+		if (w->o->cancel && *w->o->cancel)
+			ret = dlfs_err_set(w->err, -ECANCELED, "cancelled");
+		else if (child_path(&sub, &subcap, rel, rlen, nm->v[i], &slen))
+			ret = dlfs_err_set(w->err, -ENOMEM, "out of memory");
+		else
+			ret = walk_entry(w, dfd, nm->v[i], sub, slen);
 	}
 	free(sub);
-out:
-	for (size_t i = 0; i < nn; i++)
-		free(names[i]);
-	free(names);
+	return ret;
+}
+
+/* Walk directory rel (relative to the source root; "" for the root). */
+static int walk_dir(struct walk *w, const char *rel, size_t rlen)
+{
+	const char *full;
+	struct names nm = {0};
+	DIR *d;
+	int ret = walk_path(w, rel, rlen, &full);
+	if (ret)
+		return dlfs_err_set(w->err, ret, "out of memory");
+	ret = open_dir(w, full, &d);
+	if (ret || !d)
+		return ret; /* or skipped */
+	ret = read_names(w, d, full, &nm);
+	if (!ret)
+		ret = walk_names(w, dirfd(d), rel, rlen, &nm);
+	names_free(&nm);
 	closedir(d);
 	return ret;
 }
