@@ -582,15 +582,32 @@ static int hard_link(struct pk_tree *t, struct archive *a,
 	return pk_tree_add_link(t, (uint64_t)(e - t->e), err);
 }
 
-static int scan_archive(struct pk_tree *t, uint32_t src, const char *path,
-			const char *spool_path, const struct dlfs_pack_opts *o,
+/* One archive source being read (scan_archive). */
+struct arc {
+	struct pk_tree *t;
+	struct archive *a;
+	const struct dlfs_pack_opts *o;
+	uint32_t src;
+	const char *path;       /* the archive, for messages */
+	const char *spool_path; /* where members' bytes go (spool_open) */
+	struct dlfs_err *err;
+};
+
+/* libarchive's error on a, as err. */
+static int archive_fail(struct archive *a, const char *path,
+			struct dlfs_err *err)
+{
+	int e = archive_errno(a);
+	return dlfs_err_set(err, e > 0 ? -e : -EINVAL, "%s: %s", path,
+			    archive_error_string(a));
+}
+
+/* Open path for reading in *out, with every filter and format it might
+ * be in. @return 0 or a negative errno with err naming path. */
+static int open_archive(const char *path, struct archive **out,
 			struct dlfs_err *err)
 {
 	struct archive *a = archive_read_new();
-	struct archive_entry *ae;
-	int ret = 0, rc;
-	char norm[8192], where[8192 + 512];
-
 	if (!a)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	/*
@@ -611,112 +628,147 @@ static int scan_archive(struct pk_tree *t, uint32_t src, const char *path,
 	archive_read_support_format_xar(a);
 	archive_read_support_format_zip(a);
 	if (archive_read_open_filename(a, path, 1 << 20) != ARCHIVE_OK) {
-		int e = archive_errno(a);
-		ret = dlfs_err_set(err, e > 0 ? -e : -EINVAL, "%s: %s", path,
-				   archive_error_string(a));
-		goto out;
+		int ret = archive_fail(a, path, err);
+		archive_read_free(a);
+		return ret;
 	}
-	while ((rc = archive_read_next_header(a, &ae)) == ARCHIVE_OK ||
-	       rc == ARCHIVE_WARN) {
-		if (o->cancel && *o->cancel) {
+	*out = a;
+	return 0;
+}
+
+/*
+ * The member's name, normalised into norm[ncap], and "ARCHIVE: member
+ * 'NAME'" for messages into where[wcap]. @return the normalised length,
+ * or a negative errno with err set: a member without a name, a hostile
+ * one (absolute or with ".."), one too long.
+ */
+static ssize_t member_name(const struct arc *r, struct archive_entry *ae,
+			   char *norm, size_t ncap, char *where, size_t wcap)
+{
+	const char *name = archive_entry_pathname(ae);
+	if (!name)
+		return dlfs_err_set(r->err, -EINVAL,
+				    "%s: member without a name", r->path);
+	ssize_t n = normalise(name, norm, ncap);
+	char q[1024];
+	dlfs_quote(name, strlen(name), q, sizeof(q));
+	snprintf(where, wcap, "%s: member '%s'", r->path, q);
+	if (n == -EPERM)
+		return dlfs_err_set(r->err, -EINVAL,
+				    "%s: refusing a hostile path "
+				    "(absolute or with '..')",
+				    where);
+	if (n < 0)
+		return dlfs_err_set(r->err, (int)n, "%s: path too long", where);
+	int ret = check_names(norm, (size_t)n, where, r->err);
+	return ret ? ret : n;
+}
+
+/* The member "./": the root's mode and mtime, when it is a directory and
+ * neither a directory source nor an earlier member gave them. */
+static int archive_root(struct pk_tree *t, struct archive_entry *ae,
+			mode_t type, struct dlfs_err *err)
+{
+	if (type != AE_IFDIR || t->root_set || t->root_from_dir)
+		return 0;
+	struct pk_attr ra;
+	int ret = pk_attr_get(t, 0, &ra, err);
+	if (ret)
+		return ret;
+	t->e[0].mode = S_IFDIR | (archive_entry_perm(ae));
+	ra.mtime_sec = archive_entry_mtime(ae);
+	ra.mtime_nsec = (uint32_t)archive_entry_mtime_nsec(ae);
+	if ((ret = pk_attr_set(t, 0, &ra, err)))
+		return ret;
+	t->root_set = 1;
+	return 0;
+}
+
+/* What member e holds: a symlink's target, a hard link's share of its
+ * group (hl names the earlier member), a file's bytes in the spool. */
+static int member_content(const struct arc *r, struct archive_entry *ae,
+			  mode_t type, const char *hl, struct pk_entry *e,
+			  struct pk_attr *at, const char *where)
+{
+	if (type == AE_IFLNK) {
+		const char *tg = archive_entry_symlink(ae);
+		return pk_tree_set_target(r->t, e, tg ? tg : "",
+					  tg ? strlen(tg) : 0, r->err);
+	}
+	if (hl)
+		return hard_link(r->t, r->a, ae, e, at, hl, r->src,
+				 r->spool_path, where, r->err);
+	if (type != AE_IFREG)
+		return 0;
+	int64_t sz = archive_entry_size(ae);
+	e->size = sz > 0 ? (uint64_t)sz : 0;
+	int ret = spool_open(r->t, r->spool_path, r->err);
+	if (!ret)
+		ret = spool_member(r->t, r->a, e, at, where, r->err);
+	return ret;
+}
+
+/*
+ * One member into the tree: its name checked, the directories it implies
+ * made, its content read. Special files are skipped with a warning.
+ */
+static int scan_member(const struct arc *r, struct archive_entry *ae)
+{
+	char norm[8192], where[8192 + 512];
+	ssize_t n = member_name(r, ae, norm, sizeof(norm), where,
+				sizeof(where));
+	if (n < 0)
+		return (int)n;
+	mode_t type = archive_entry_filetype(ae);
+	const char *hl = archive_entry_hardlink(ae);
+	if (hl)
+		type = AE_IFREG;
+	if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
+		warn(r->o, "warning: skipping %s: %s", where,
+		     special_kind(type));
+		return 0;
+	}
+	if (n == 0) /* "./": the root, if no directory source */
+		return archive_root(r->t, ae, type, r->err);
+	int64_t mt = archive_entry_mtime(ae);
+	int ret = ensure_parents(r->t, norm, (size_t)n, r->src, mt, r->err,
+				 where);
+	if (ret)
+		return ret;
+	struct pk_entry *e;
+	struct pk_attr *at;
+	ret = pk_tree_put(r->t, norm, (size_t)n,
+			  (uint32_t)(type | archive_entry_perm(ae)), r->src,
+			  where, &e, &at, r->err);
+	if (ret || !e)
+		return ret; /* or a directory merged into one put before */
+	at->mtime_sec = mt;
+	at->mtime_nsec = (uint32_t)archive_entry_mtime_nsec(ae);
+	return member_content(r, ae, type, hl, e, at, where);
+}
+
+static int scan_archive(struct pk_tree *t, uint32_t src, const char *path,
+			const char *spool_path, const struct dlfs_pack_opts *o,
+			struct dlfs_err *err)
+{
+	struct arc r = {.t = t, .o = o, .src = src, .path = path,
+			.spool_path = spool_path, .err = err};
+	struct archive_entry *ae;
+	int rc = ARCHIVE_EOF;
+	int ret = open_archive(path, &r.a, err);
+	if (ret)
+		return ret;
+	while (!ret && ((rc = archive_read_next_header(r.a, &ae)) ==
+				ARCHIVE_OK ||
+			rc == ARCHIVE_WARN)) {
+		if (o->cancel && *o->cancel)
 			ret = dlfs_err_set(err, -ECANCELED, "cancelled");
-			goto out;
-		}
-		const char *name = archive_entry_pathname(ae);
-		if (!name) {
-			ret = dlfs_err_set(err, -EINVAL,
-					   "%s: member without a name", path);
-			goto out;
-		}
-		ssize_t n = normalise(name, norm, sizeof(norm));
-		char q[1024];
-		dlfs_quote(name, strlen(name), q, sizeof(q));
-		snprintf(where, sizeof(where), "%s: member '%s'", path, q);
-		if (n == -EPERM) {
-			ret = dlfs_err_set(err, -EINVAL,
-					   "%s: refusing a hostile path "
-					   "(absolute or with '..')",
-					   where);
-			goto out;
-		}
-		if (n < 0) {
-			ret = dlfs_err_set(err, (int)n, "%s: path too long",
-					   where);
-			goto out;
-		}
-		ret = check_names(norm, (size_t)n, where, err);
-		if (ret)
-			goto out;
-		mode_t type = archive_entry_filetype(ae);
-		const char *hl = archive_entry_hardlink(ae);
-		if (hl)
-			type = AE_IFREG;
-		if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
-			warn(o, "warning: skipping %s: %s", where,
-			     special_kind(type));
-			continue;
-		}
-		int64_t mt = archive_entry_mtime(ae);
-		if (n == 0) { /* "./": the root, if no directory source */
-			if (type == AE_IFDIR && !t->root_set &&
-			    !t->root_from_dir) {
-				struct pk_attr ra;
-				ret = pk_attr_get(t, 0, &ra, err);
-				if (ret)
-					goto out;
-				t->e[0].mode =
-					S_IFDIR | (archive_entry_perm(ae));
-				ra.mtime_sec = mt;
-				ra.mtime_nsec =
-					(uint32_t)archive_entry_mtime_nsec(ae);
-				if ((ret = pk_attr_set(t, 0, &ra, err)))
-					goto out;
-				t->root_set = 1;
-			}
-			continue;
-		}
-		ret = ensure_parents(t, norm, (size_t)n, src, mt, err, where);
-		if (ret)
-			goto out;
-		struct pk_entry *e;
-		struct pk_attr *at;
-		ret = pk_tree_put(t, norm, (size_t)n,
-				  (uint32_t)(type | archive_entry_perm(ae)),
-				  src, where, &e, &at, err);
-		if (ret)
-			goto out;
-		if (!e)
-			continue;
-		at->mtime_sec = mt;
-		at->mtime_nsec = (uint32_t)archive_entry_mtime_nsec(ae);
-		if (type == AE_IFLNK) {
-			const char *tg = archive_entry_symlink(ae);
-			ret = pk_tree_set_target(t, e, tg ? tg : "",
-						 tg ? strlen(tg) : 0, err);
-			if (ret)
-				goto out;
-		} else if (hl) {
-			ret = hard_link(t, a, ae, e, at, hl, src, spool_path,
-					where, err);
-			if (ret)
-				goto out;
-		} else if (type == AE_IFREG) {
-			int64_t sz = archive_entry_size(ae);
-			e->size = sz > 0 ? (uint64_t)sz : 0;
-			ret = spool_open(t, spool_path, err);
-			if (!ret)
-				ret = spool_member(t, a, e, at, where, err);
-			if (ret)
-				goto out;
-		}
+		else
+			ret = scan_member(&r, ae);
 	}
-	if (rc != ARCHIVE_EOF) {
-		int e = archive_errno(a);
-		ret = dlfs_err_set(err, e > 0 ? -e : -EINVAL, "%s: %s", path,
-				   archive_error_string(a));
-	}
-out:
-	archive_read_free(a);
+	if (!ret && rc != ARCHIVE_EOF)
+		ret = archive_fail(r.a, path, err);
+	archive_read_free(r.a);
 	return ret;
 }
 
