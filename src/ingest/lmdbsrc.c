@@ -107,123 +107,163 @@ static int named_db(MDB_txn *t, const MDB_val *k, const MDB_val *v,
 			    path, q);
 }
 
-int pk_lmdb_ingest(const char *path, int subdir, const char *top,
-		   struct pk_sink *sink, struct dlfs_err *err)
-{
-	MDB_env *env = NULL;
-	MDB_txn *t = NULL;
-	MDB_cursor *cur = NULL;
-	MDB_dbi dbi;
-	MDB_stat ms;
-	MDB_val k, v;
-	uintptr_t base = 0;
-	char *dpath = NULL, *fpath = NULL, *line = NULL;
-	struct stat st;
-	int rc, ret = 0;
-	size_t top_len = strlen(top);
+/* An environment being read (pk_lmdb_ingest): LMDB's handles, and the
+ * buffers each key's file and .keys line are built in. */
+struct lsrc {
+	const char *path;  /* the environment, for messages */
+	char *dpath;       /* its data file */
+	uint64_t dsize;    /* the data file's size */
+	MDB_env *env;
+	MDB_txn *t;
+	MDB_cursor *cur;
+	size_t psize;      /* LMDB's page size */
+	uintptr_t base;    /* the map's start (value_offset) */
+	const char *top;
+	size_t top_len;
+	char *fpath;       /* TOP/NAME; fcap bytes */
+	size_t fcap;
+	char *line;        /* a line of .keys */
+	struct pk_sink *sink;
+	struct dlfs_err *err;
+};
 
-	if (pk_lmdb_data_path(path, subdir, &dpath) ||
-	    !(fpath = malloc(top_len + DLFS_NAME_MAX + 8)) ||
-	    !(line = malloc(DLFS_NAME_MAX + 2 * 512 + 4))) {
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	if (stat(dpath, &st) < 0) {
-		ret = dlfs_err_sys(err, -errno, "%s", dpath);
-		goto out;
-	}
-	rc = mdb_env_create(&env);
+/* Open the environment read-only, without its lock file. */
+static int open_env(struct lsrc *l, int subdir)
+{
+	int rc = mdb_env_create(&l->env);
 	if (!rc)
-		rc = mdb_env_set_maxdbs(env, 1);
+		rc = mdb_env_set_maxdbs(l->env, 1);
 	if (!rc)
-		rc = mdb_env_open(env, path,
+		rc = mdb_env_open(l->env, l->path,
 				  MDB_RDONLY | MDB_NOLOCK |
 					  (subdir ? 0 : MDB_NOSUBDIR),
 				  0);
-	if (rc) {
-		ret = mdb_fail(err, rc, path, "opening");
-		goto out;
-	}
-	rc = mdb_env_stat(env, &ms);
+	if (rc)
+		return mdb_fail(l->err, rc, l->path, "opening");
+	return 0;
+}
+
+/* A cursor on the main database, which must have single keys. */
+static int open_main(struct lsrc *l)
+{
+	MDB_stat ms;
+	MDB_dbi dbi;
+	unsigned flags = 0;
+	int rc = mdb_env_stat(l->env, &ms);
 	if (!rc && (ms.ms_psize < 512 || (ms.ms_psize & (ms.ms_psize - 1))))
 		rc = MDB_CORRUPTED;
 	if (!rc)
-		rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &t);
+		rc = mdb_txn_begin(l->env, NULL, MDB_RDONLY, &l->t);
 	if (!rc)
-		rc = mdb_dbi_open(t, NULL, 0, &dbi);
-	unsigned flags = 0;
+		rc = mdb_dbi_open(l->t, NULL, 0, &dbi);
 	if (!rc)
-		rc = mdb_dbi_flags(t, dbi, &flags);
-	if (rc) {
-		ret = mdb_fail(err, rc, path, "reading the main database");
-		goto out;
-	}
-	if (flags & MDB_DUPSORT) {
-		ret = dlfs_err_set(err, -ENOTSUP,
-				   "%s: has duplicate keys (MDB_DUPSORT): one "
-				   "file per key cannot hold them",
-				   path);
-		goto out;
-	}
-	rc = mdb_cursor_open(t, dbi, &cur);
-	if (rc) {
-		ret = mdb_fail(err, rc, path, "reading the main database");
-		goto out;
-	}
-	pk_sink_stream_begin(sink);
+		rc = mdb_dbi_flags(l->t, dbi, &flags);
+	if (rc)
+		return mdb_fail(l->err, rc, l->path,
+				"reading the main database");
+	if (flags & MDB_DUPSORT)
+		return dlfs_err_set(l->err, -ENOTSUP,
+				    "%s: has duplicate keys (MDB_DUPSORT): one "
+				    "file per key cannot hold them",
+				    l->path);
+	l->psize = ms.ms_psize;
+	rc = mdb_cursor_open(l->t, dbi, &l->cur);
+	if (rc)
+		return mdb_fail(l->err, rc, l->path,
+				"reading the main database");
+	return 0;
+}
+
+/* Key number nkeys: its value as a range of the data file, its name
+ * and key on a line of .keys. */
+static int record_key(struct lsrc *l, const MDB_val *k, const MDB_val *v,
+		      uint64_t nkeys)
+{
+	int ret = named_db(l->t, k, v, l->path, l->err);
+	if (ret)
+		return ret;
+	uint64_t off = 0;
+	if ((v->mv_size && value_offset(v, l->psize, &l->base, &off)) ||
+	    off + v->mv_size > l->dsize)
+		return dlfs_err_set(l->err, -DLFS_ECORRUPT,
+				    "%s: the value of key %llu lies outside %s",
+				    l->path, (unsigned long long)nkeys,
+				    l->dpath);
+	char name[DLFS_NAME_MAX + 1];
+	pk_lmdb_name(k->mv_data, k->mv_size, name);
+	snprintf(l->fpath, l->fcap, "%s/%s", l->top, name);
+	ret = pk_sink_ref(l->sink, l->fpath, v->mv_size, off, l->err);
+	if (ret)
+		return ret;
+	size_t nl = strlen(name);
+	memcpy(l->line, name, nl);
+	l->line[nl] = '\t';
+	dlfs_hex(k->mv_data, k->mv_size, l->line + nl + 1);
+	nl += 1 + 2 * k->mv_size;
+	l->line[nl++] = '\n';
+	return pk_sink_stream(l->sink, l->line, nl, l->err);
+}
+
+/* Every key, in key order, checking for a cancel every 4096. */
+static int record_keys(struct lsrc *l)
+{
+	MDB_val k, v;
 	uint64_t nkeys = 0;
-	while (!(rc = mdb_cursor_get(cur, &k, &v, nkeys ? MDB_NEXT
-							  : MDB_FIRST))) {
+	int rc, ret;
+	while (!(rc = mdb_cursor_get(l->cur, &k, &v,
+				     nkeys ? MDB_NEXT : MDB_FIRST))) {
 		if ((nkeys & 4095) == 0 &&
-		    (ret = pk_sink_cancelled(sink, err)))
-			goto out;
-		ret = named_db(t, &k, &v, path, err);
+		    (ret = pk_sink_cancelled(l->sink, l->err)))
+			return ret;
+		ret = record_key(l, &k, &v, nkeys);
 		if (ret)
-			goto out;
-		uint64_t off = 0;
-		if ((v.mv_size &&
-		     value_offset(&v, ms.ms_psize, &base, &off)) ||
-		    off + v.mv_size > (uint64_t)st.st_size) {
-			ret = dlfs_err_set(err, -DLFS_ECORRUPT,
-					   "%s: the value of key %llu lies "
-					   "outside %s",
-					   path, (unsigned long long)nkeys,
-					   dpath);
-			goto out;
-		}
-		char name[DLFS_NAME_MAX + 1];
-		pk_lmdb_name(k.mv_data, k.mv_size, name);
-		snprintf(fpath, top_len + DLFS_NAME_MAX + 8, "%s/%s", top,
-			 name);
-		ret = pk_sink_ref(sink, fpath, v.mv_size, off, err);
-		if (ret)
-			goto out;
-		size_t nl = strlen(name);
-		memcpy(line, name, nl);
-		line[nl] = '\t';
-		dlfs_hex(k.mv_data, k.mv_size, line + nl + 1);
-		nl += 1 + 2 * k.mv_size;
-		line[nl++] = '\n';
-		ret = pk_sink_stream(sink, line, nl, err);
-		if (ret)
-			goto out;
+			return ret;
 		nkeys++;
 	}
-	if (rc != MDB_NOTFOUND) {
-		ret = mdb_fail(err, rc, path, "reading keys");
+	if (rc != MDB_NOTFOUND)
+		return mdb_fail(l->err, rc, l->path, "reading keys");
+	return 0;
+}
+
+int pk_lmdb_ingest(const char *path, int subdir, const char *top,
+		   struct pk_sink *sink, struct dlfs_err *err)
+{
+	struct lsrc l = {.path = path, .top = top, .top_len = strlen(top),
+			 .sink = sink, .err = err};
+	struct stat st;
+	int ret;
+	l.fcap = l.top_len + DLFS_NAME_MAX + 8;
+	if (pk_lmdb_data_path(path, subdir, &l.dpath) ||
+	    !(l.fpath = malloc(l.fcap)) ||
+	    !(l.line = malloc(DLFS_NAME_MAX + 2 * 512 + 4))) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	snprintf(fpath, top_len + DLFS_NAME_MAX + 8, "%s/.keys", top);
-	ret = pk_sink_stream_end(sink, fpath, err);
+	if (stat(l.dpath, &st) < 0) {
+		ret = dlfs_err_sys(err, -errno, "%s", l.dpath);
+		goto out;
+	}
+	l.dsize = (uint64_t)st.st_size;
+	ret = open_env(&l, subdir);
+	if (!ret)
+		ret = open_main(&l);
+	if (ret)
+		goto out;
+	pk_sink_stream_begin(sink);
+	ret = record_keys(&l);
+	if (ret)
+		goto out;
+	snprintf(l.fpath, l.fcap, "%s/.keys", top);
+	ret = pk_sink_stream_end(sink, l.fpath, err);
 out:
-	if (cur)
-		mdb_cursor_close(cur);
-	if (t)
-		mdb_txn_abort(t);
-	if (env)
-		mdb_env_close(env);
-	free(dpath);
-	free(fpath);
-	free(line);
+	if (l.cur)
+		mdb_cursor_close(l.cur);
+	if (l.t)
+		mdb_txn_abort(l.t);
+	if (l.env)
+		mdb_env_close(l.env);
+	free(l.dpath);
+	free(l.fpath);
+	free(l.line);
 	return ret;
 }
