@@ -521,83 +521,111 @@ void pk_ingest_free(struct pk_ingest *ing, int unlink_files)
 	free(ing);
 }
 
+/* How many workers, and how they take sources: one per rank, shared out
+ * by size; else up to procs (or one per CPU), from a shared counter. */
+static void count_workers(struct run *r)
+{
+	const struct dlfs_pack_comm *c = r->o->comm;
+	if (c && c->size > 1) {
+		r->nw = (unsigned)c->size;
+		return;
+	}
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	r->nw = r->o->procs ? r->o->procs : cpus > 0 ? (unsigned)cpus : 1;
+	if (r->nw > r->nlist)
+		r->nw = r->nlist;
+	if (r->nw > MAX_PROCS)
+		r->nw = MAX_PROCS;
+	r->dynamic = 1;
+}
+
+/* The run's shared map (struct shared, owner, fail_k, fail) and its list
+ * of the n sources' ingest ones. */
+static int run_alloc(struct run *r, unsigned n, struct dlfs_err *err)
+{
+	r->map_len = sizeof(struct shared) + r->nlist * sizeof(int32_t) +
+		     r->nw * sizeof(int32_t) + r->nw * sizeof(struct dlfs_err);
+	r->map = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	r->list = malloc(r->nlist * sizeof(*r->list));
+	if (r->map == MAP_FAILED || !r->list) {
+		r->map = MAP_FAILED;
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	r->sh = r->map;
+	r->owner = (int32_t *)(r->sh + 1);
+	r->fail_k = r->owner + r->nlist;
+	r->fail = (struct dlfs_err *)(r->fail_k + r->nw);
+	for (unsigned i = 0, k = 0; i < n; i++)
+		if (is_ingest(&r->src[i]))
+			r->list[k++] = i;
+	for (unsigned w = 0; w < r->nw; w++)
+		r->fail_k[w] = -1;
+	return 0;
+}
+
+/* This process's part: its rank's worker, the one worker in this
+ * process, or forked workers; then the last progress report. */
+static int run_workers(struct run *r, struct dlfs_err *err)
+{
+	const struct dlfs_pack_comm *c = r->o->comm;
+	int ret;
+	if (!r->dynamic) {
+		share_out(r);
+		ret = worker(r, (unsigned)c->rank, c->rank == 0);
+		if (ret)
+			*err = r->fail[c->rank];
+	} else if (r->nw == 1) {
+		ret = worker(r, 0, 1);
+		if (ret)
+			*err = r->fail[0];
+	} else {
+		ret = run_forked(r, err);
+	}
+	report(r);
+	return ret;
+}
+
+/* What the coordinator keeps of the run: which worker's list holds each
+ * of the n sources; each ingest source points to it. */
+static int keep_owners(struct run *r, unsigned n, struct pk_ingest **out,
+		       struct dlfs_err *err)
+{
+	struct pk_ingest *ing = calloc(1, sizeof(*ing));
+	if (!ing || !(ing->owner = malloc(n * sizeof(*ing->owner))) ||
+	    !(ing->lists = calloc(r->nw, sizeof(*ing->lists))) ||
+	    !(ing->spool = calloc(r->nw, sizeof(*ing->spool)))) {
+		pk_ingest_free(ing, 0);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	ing->dir = r->dir;
+	ing->nw = r->nw;
+	for (unsigned i = 0; i < n; i++)
+		ing->owner[i] = -1;
+	for (unsigned k = 0; k < r->nlist; k++) {
+		ing->owner[r->list[k]] = r->owner[k];
+		r->src[r->list[k]].ing = ing;
+	}
+	*out = ing;
+	return 0;
+}
+
 int pk_ingest_run(struct pk_source *src, unsigned n, const char *dir,
 		  const struct dlfs_pack_opts *o, struct pk_ingest **out,
 		  struct dlfs_err *err)
 {
 	const struct dlfs_pack_comm *c = o->comm;
 	struct run r = {.src = src, .dir = dir, .o = o};
-	struct pk_ingest *ing = NULL;
-	int ret = 0;
 	*out = NULL;
 	r.nlist = pk_ingest_count(src, n);
 	if (!r.nlist)
 		return 0;
-	if (c && c->size > 1) {
-		r.nw = (unsigned)c->size;
-	} else {
-		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-		r.nw = o->procs ? o->procs : cpus > 0 ? (unsigned)cpus : 1;
-		if (r.nw > r.nlist)
-			r.nw = r.nlist;
-		if (r.nw > MAX_PROCS)
-			r.nw = MAX_PROCS;
-		r.dynamic = 1;
-	}
-	r.map_len = sizeof(struct shared) +
-		    r.nlist * sizeof(int32_t) + r.nw * sizeof(int32_t) +
-		    r.nw * sizeof(struct dlfs_err);
-	r.map = mmap(NULL, r.map_len, PROT_READ | PROT_WRITE,
-		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	r.list = malloc(r.nlist * sizeof(*r.list));
-	if (r.map == MAP_FAILED || !r.list) {
-		r.map = MAP_FAILED;
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	r.sh = r.map;
-	r.owner = (int32_t *)(r.sh + 1);
-	r.fail_k = r.owner + r.nlist;
-	r.fail = (struct dlfs_err *)(r.fail_k + r.nw);
-	for (unsigned i = 0, k = 0; i < n; i++)
-		if (is_ingest(&src[i]))
-			r.list[k++] = i;
-	for (unsigned w = 0; w < r.nw; w++)
-		r.fail_k[w] = -1;
-	if (!r.dynamic) {
-		share_out(&r);
-		ret = worker(&r, (unsigned)c->rank, c->rank == 0);
-		if (ret)
-			*err = r.fail[c->rank];
-	} else if (r.nw == 1) {
-		ret = worker(&r, 0, 1);
-		if (ret)
-			*err = r.fail[0];
-	} else {
-		ret = run_forked(&r, err);
-	}
-	report(&r);
-	if (ret || (c && c->rank != 0))
-		goto out;
-
-	ing = calloc(1, sizeof(*ing));
-	if (!ing || !(ing->owner = malloc(n * sizeof(*ing->owner))) ||
-	    !(ing->lists = calloc(r.nw, sizeof(*ing->lists))) ||
-	    !(ing->spool = calloc(r.nw, sizeof(*ing->spool)))) {
-		pk_ingest_free(ing, 0);
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	ing->dir = dir;
-	ing->nw = r.nw;
-	for (unsigned i = 0; i < n; i++)
-		ing->owner[i] = -1;
-	for (unsigned k = 0; k < r.nlist; k++) {
-		ing->owner[r.list[k]] = r.owner[k];
-		src[r.list[k]].ing = ing;
-	}
-	*out = ing;
-out:
+	count_workers(&r);
+	int ret = run_alloc(&r, n, err);
+	if (!ret)
+		ret = run_workers(&r, err);
+	if (!ret && !(c && c->rank != 0))
+		ret = keep_owners(&r, n, out, err);
 	if (r.map != MAP_FAILED && r.map)
 		munmap(r.map, r.map_len);
 	free(r.list);
