@@ -391,42 +391,50 @@ static int first_failure(struct run *r, struct dlfs_err *err)
 	return r->fail[best].code;
 }
 
-static int run_forked(struct run *r, struct dlfs_err *err)
+/* Fork the workers into pids; *started says how many run. One that
+ * cannot be started stops those that were. */
+static int fork_workers(struct run *r, pid_t *pids, unsigned *started,
+			struct dlfs_err *err)
 {
-	pid_t *pids = calloc(r->nw, sizeof(*pids));
 	pid_t parent = getpid();
-	unsigned started = 0;
-	int ret = 0;
-	if (!pids)
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	fflush(NULL); /* nothing buffered may be written twice */
-	for (; started < r->nw; started++) {
+	for (; *started < r->nw; (*started)++) {
 		pid_t p = fork();
 		if (p < 0) {
-			ret = dlfs_err_sys(err, -errno, "starting ingest "
-					   "worker %u", started);
+			int ret = dlfs_err_sys(err, -errno, "starting ingest "
+					       "worker %u", *started);
 			atomic_store(&r->sh->stop, 1);
-			break;
+			return ret;
 		}
 		if (p == 0) {
 			/* A worker dies with its parent, whatever kills it. */
 			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			if (getppid() != parent)
 				_exit(3);
-			_exit(worker(r, started, 0) ? 1 : 0);
+			_exit(worker(r, *started, 0) ? 1 : 0);
 		}
-		pids[started] = p;
+		pids[*started] = p;
 	}
+	return 0;
+}
+
+/*
+ * Wait for the n started workers, reporting progress and passing a
+ * cancel on to them. ret is the run's failure so far; a worker killed by
+ * a signal becomes it, unless the run failed or was cancelled before.
+ */
+static int reap_workers(struct run *r, pid_t *pids, unsigned n, int ret,
+			int *cancelled, struct dlfs_err *err)
+{
 	double last = 0;
-	int cancelled = 0;
-	for (unsigned left = started; left;) {
-		for (unsigned w = 0; w < started; w++) {
+	for (unsigned left = n; left;) {
+		for (unsigned w = 0; w < n; w++) {
 			int st;
 			if (!pids[w] || waitpid(pids[w], &st, WNOHANG) != pids[w])
 				continue;
 			pids[w] = 0;
 			left--;
-			if (WIFSIGNALED(st) && !ret && !cancelled) {
+			if (WIFSIGNALED(st) && !ret && !*cancelled) {
 				ret = dlfs_err_set(err, -EIO,
 						   "ingest worker %u was killed "
 						   "by signal %d (%s)",
@@ -436,7 +444,7 @@ static int run_forked(struct run *r, struct dlfs_err *err)
 			}
 		}
 		if (r->o->cancel && *r->o->cancel) {
-			cancelled = 1;
+			*cancelled = 1;
 			atomic_store(&r->sh->stop, 1);
 		}
 		if (now() - last > 0.2) {
@@ -446,6 +454,18 @@ static int run_forked(struct run *r, struct dlfs_err *err)
 		if (left)
 			usleep(20000);
 	}
+	return ret;
+}
+
+static int run_forked(struct run *r, struct dlfs_err *err)
+{
+	pid_t *pids = calloc(r->nw, sizeof(*pids));
+	unsigned started = 0;
+	int cancelled = 0;
+	if (!pids)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	int ret = fork_workers(r, pids, &started, err);
+	ret = reap_workers(r, pids, started, ret, &cancelled, err);
 	free(pids);
 	if (!ret)
 		ret = first_failure(r, err);
