@@ -119,45 +119,66 @@ static int make_top(struct pk_source *s, struct dlfs_err *err)
 	return 0;
 }
 
-static int classify_one(struct pk_source *s, const struct dlfs_pack_opts *o,
+/* A directory: with split_lmdb, an LMDB environment if it holds a
+ * data.mdb; otherwise a directory source. */
+static int classify_dir(struct pk_source *s, const struct dlfs_pack_opts *o,
 			struct dlfs_err *err)
 {
-	struct stat st;
-	int fd = -1, ret = 0;
-	if (stat(s->path, &st) < 0)
-		return dlfs_err_sys(err, -errno, "%s", s->path);
-	if (S_ISDIR(st.st_mode)) {
-		char *db = NULL;
-		struct stat ds;
-		s->kind = PK_SRC_DIR;
-		if (o->split_lmdb) {
-			if (asprintf(&db, "%s/data.mdb", s->path) < 0)
-				return dlfs_err_set(err, -ENOMEM,
-						    "out of memory");
-			if (stat(db, &ds) == 0 && S_ISREG(ds.st_mode)) {
-				s->kind = PK_SRC_LMDB;
-				s->size = (uint64_t)ds.st_size;
-			}
-			free(db);
-		}
-		goto out;
+	char *db = NULL;
+	struct stat ds;
+	s->kind = PK_SRC_DIR;
+	if (!o->split_lmdb)
+		return 0;
+	if (asprintf(&db, "%s/data.mdb", s->path) < 0)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (stat(db, &ds) == 0 && S_ISREG(ds.st_mode)) {
+		s->kind = PK_SRC_LMDB;
+		s->size = (uint64_t)ds.st_size;
 	}
-	if (!S_ISREG(st.st_mode))
-		return dlfs_err_set(err, -EINVAL,
-				    "%s: not a directory or an archive",
-				    s->path);
-	fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	free(db);
+	return 0;
+}
+
+/* With the option that splits them, a file named like an HDF5 file
+ * (but .nc, which netCDF-3 files are named too) or an LMDB environment
+ * and not one is refused, not read as an archive. */
+static int check_misnamed(const struct pk_source *s,
+			  const struct dlfs_pack_opts *o, struct dlfs_err *err)
+{
+	int ret = 0;
+	for (const char *const *e = h5_ext; o->split_hdf5 && *e; e++)
+		if (ends_with(s->path, *e) && strcmp(*e, ".nc"))
+			ret = dlfs_err_set(err, -EINVAL,
+					   "%s: not an HDF5 file (no HDF5 "
+					   "signature)",
+					   s->path);
+	for (const char *const *e = lmdb_ext; o->split_lmdb && *e; e++)
+		if (ends_with(s->path, *e))
+			ret = dlfs_err_set(err, -EINVAL,
+					   "%s: not an LMDB environment (no "
+					   "LMDB magic number)",
+					   s->path);
+	return ret;
+}
+
+/* A file (st): an HDF5 or LMDB source with its option, refused without
+ * it; otherwise an archive. */
+static int classify_file(struct pk_source *s, const struct stat *st,
+			 const struct dlfs_pack_opts *o, struct dlfs_err *err)
+{
+	int ret = 0;
+	int fd = open(s->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return dlfs_err_sys(err, -errno, "%s", s->path);
-	int h5 = pk_hdf5_signature(fd, (uint64_t)st.st_size);
+	int h5 = pk_hdf5_signature(fd, (uint64_t)st->st_size);
 	int mdb = !h5 && has_lmdb_magic(fd);
-	s->size = (uint64_t)st.st_size;
+	s->size = (uint64_t)st->st_size;
 	s->kind = PK_SRC_ARCHIVE;
-	if (h5 && o->split_hdf5) {
+	if (h5 && o->split_hdf5)
 		s->kind = PK_SRC_HDF5;
-	} else if (mdb && o->split_lmdb) {
+	else if (mdb && o->split_lmdb)
 		s->kind = PK_SRC_LMDB_FILE;
-	} else if (h5 || mdb) {
+	else if (h5 || mdb)
 		ret = dlfs_err_set(err, -EINVAL,
 				   "%s: an %s; give --%s to %s, or give the "
 				   "directory holding it to pack it as one "
@@ -166,23 +187,27 @@ static int classify_one(struct pk_source *s, const struct dlfs_pack_opts *o,
 				   h5 ? "split-hdf5" : "split-lmdb",
 				   h5 ? "split it into samples"
 				      : "pack one file per key");
-	} else {
-		for (const char *const *e = h5_ext; o->split_hdf5 && *e; e++)
-			if (ends_with(s->path, *e) && strcmp(*e, ".nc"))
-				ret = dlfs_err_set(err, -EINVAL,
-						   "%s: not an HDF5 file (no "
-						   "HDF5 signature)",
-						   s->path);
-		for (const char *const *e = lmdb_ext; o->split_lmdb && *e; e++)
-			if (ends_with(s->path, *e))
-				ret = dlfs_err_set(err, -EINVAL,
-						   "%s: not an LMDB environment "
-						   "(no LMDB magic number)",
-						   s->path);
-	}
-out:
-	if (fd >= 0)
-		close(fd);
+	else
+		ret = check_misnamed(s, o, err);
+	close(fd);
+	return ret;
+}
+
+static int classify_one(struct pk_source *s, const struct dlfs_pack_opts *o,
+			struct dlfs_err *err)
+{
+	struct stat st;
+	int ret;
+	if (stat(s->path, &st) < 0)
+		return dlfs_err_sys(err, -errno, "%s", s->path);
+	if (S_ISDIR(st.st_mode))
+		ret = classify_dir(s, o, err);
+	else if (S_ISREG(st.st_mode))
+		ret = classify_file(s, &st, o, err);
+	else
+		return dlfs_err_set(err, -EINVAL,
+				    "%s: not a directory or an archive",
+				    s->path);
 	if (!ret && s->kind != PK_SRC_DIR && s->kind != PK_SRC_ARCHIVE)
 		ret = make_top(s, err);
 	return ret;
