@@ -114,66 +114,72 @@ static int has_name(const char *list, const char *name)
 	return 0;
 }
 
-/* Filters, chunking and the chunk cache; the layout text for notes. */
-static int check_storage(struct pk_h5_src *s, struct pk_h5_dset *d,
-			 struct dlfs_err *err)
+/*
+ * Reopen d with a chunk cache that holds one band of chunks (shape
+ * ch[0..nd)) across axis 0, between 1 MiB and CACHE_MAX, so a block
+ * boundary inside a chunk never decompresses it twice.
+ */
+static int reopen_cached(struct pk_h5_src *s, struct pk_h5_dset *d,
+			 const hsize_t *ch, int nd, struct dlfs_err *err)
 {
 	int ret = 0;
-	hid_t dapl = -1, dcpl = H5Dget_create_plist(d->id);
-	struct dlfs_str lay = {0};
-	if (dcpl < 0)
-		return pk_h5_fail(err, "%s: dataset '%s'", s->path, d->name);
-	H5D_layout_t l = H5Pget_layout(dcpl);
-	if (l == H5D_CHUNKED) {
-		hsize_t ch[H5S_MAX_RANK];
-		int nd = H5Pget_chunk(dcpl, H5S_MAX_RANK, ch);
-		if (nd != d->rank) {
-			ret = pk_h5_fail(err, "%s: dataset '%s': chunks",
-					 s->path, d->name);
-			goto out;
-		}
-		d->chunk0 = ch[0];
-		char shape[256];
-		pk_shape_str(ch, nd, NULL, 0, shape, sizeof(shape));
-		dlfs_str_addf(&lay, "chunked %s", shape);
-		/*
-		 * A cache that holds one band of chunks across axis 0, so a
-		 * block boundary inside a chunk never decompresses it twice.
-		 */
-		double band = (double)H5Tget_size(d->ftype);
-		size_t nchunks = 1;
-		for (int i = 0; i < nd; i++) {
-			band *= (double)ch[i];
-			if (i)
-				nchunks *= (size_t)((d->dims[i] + ch[i] - 1) /
-						    ch[i]);
-		}
-		band *= (double)nchunks;
-		size_t bytes = band > CACHE_MAX ? CACHE_MAX
-			       : band < (1 << 20) ? (1 << 20)
-						  : (size_t)band;
-		dapl = H5Pcreate(H5P_DATASET_ACCESS);
-		if (dapl < 0 ||
-		    H5Pset_chunk_cache(dapl, 10007 + nchunks * 4, bytes, 1.0) <
-			    0) {
-			ret = pk_h5_fail(err, "%s: dataset '%s': chunk cache",
-					 s->path, d->name);
-			goto out;
-		}
-		H5Dclose(d->id);
-		d->id = H5Dopen2(s->fid, d->name, dapl);
-		if (d->id < 0) {
-			ret = pk_h5_fail(err, "%s: dataset '%s'", s->path,
-					 d->name);
-			goto out;
-		}
-	} else {
-		dlfs_str_addf(&lay, "%s",
-			    l == H5D_CONTIGUOUS ? "contiguous"
-			    : l == H5D_COMPACT  ? "compact"
-			    : l == H5D_VIRTUAL  ? "virtual"
-						: "other layout");
+	double band = (double)H5Tget_size(d->ftype);
+	size_t nchunks = 1;
+	for (int i = 0; i < nd; i++) {
+		band *= (double)ch[i];
+		if (i)
+			nchunks *= (size_t)((d->dims[i] + ch[i] - 1) / ch[i]);
 	}
+	band *= (double)nchunks;
+	size_t bytes = band > CACHE_MAX ? CACHE_MAX
+		       : band < (1 << 20) ? (1 << 20)
+					  : (size_t)band;
+	hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+	if (dapl < 0 ||
+	    H5Pset_chunk_cache(dapl, 10007 + nchunks * 4, bytes, 1.0) < 0) {
+		ret = pk_h5_fail(err, "%s: dataset '%s': chunk cache", s->path,
+				 d->name);
+		goto out;
+	}
+	H5Dclose(d->id);
+	d->id = H5Dopen2(s->fid, d->name, dapl);
+	if (d->id < 0)
+		ret = pk_h5_fail(err, "%s: dataset '%s'", s->path, d->name);
+out:
+	pk_h5_close(dapl);
+	return ret;
+}
+
+/* A chunked dataset: its chunk shape into lay and chunk0, its cache. */
+static int check_chunks(struct pk_h5_src *s, struct pk_h5_dset *d,
+			hid_t dcpl, struct dlfs_str *lay, struct dlfs_err *err)
+{
+	hsize_t ch[H5S_MAX_RANK];
+	int nd = H5Pget_chunk(dcpl, H5S_MAX_RANK, ch);
+	if (nd != d->rank)
+		return pk_h5_fail(err, "%s: dataset '%s': chunks", s->path,
+				  d->name);
+	d->chunk0 = ch[0];
+	char shape[256];
+	pk_shape_str(ch, nd, NULL, 0, shape, sizeof(shape));
+	dlfs_str_addf(lay, "chunked %s", shape);
+	return reopen_cached(s, d, ch, nd, err);
+}
+
+static const char *layout_name(H5D_layout_t l)
+{
+	return l == H5D_CONTIGUOUS ? "contiguous"
+	       : l == H5D_COMPACT  ? "compact"
+	       : l == H5D_VIRTUAL  ? "virtual"
+				   : "other layout";
+}
+
+/* Every filter must be one this libhdf5 can decode; their names go into
+ * lay. */
+static int check_filters(struct pk_h5_src *s, struct pk_h5_dset *d,
+			 hid_t dcpl, struct dlfs_str *lay,
+			 struct dlfs_err *err)
+{
 	int nf = H5Pget_nfilters(dcpl);
 	for (int i = 0; i < nf; i++) {
 		unsigned flags = 0, cfg = 0, info = 0;
@@ -182,34 +188,48 @@ static int check_storage(struct pk_h5_src *s, struct pk_h5_dset *d,
 		H5Z_filter_t f = H5Pget_filter2(dcpl, (unsigned)i, &flags,
 						&nel, NULL, sizeof(name), name,
 						&cfg);
-		if (f < 0) {
-			ret = pk_h5_fail(err, "%s: dataset '%s': filter %d",
-					 s->path, d->name, i);
-			goto out;
-		}
-		dlfs_str_addf(&lay, ", %s", name[0] ? name : "filter");
+		if (f < 0)
+			return pk_h5_fail(err, "%s: dataset '%s': filter %d",
+					  s->path, d->name, i);
+		dlfs_str_addf(lay, ", %s", name[0] ? name : "filter");
 		if (H5Zfilter_avail(f) <= 0 ||
 		    H5Zget_filter_info(f, &info) < 0 ||
 		    !(info & H5Z_FILTER_CONFIG_DECODE_ENABLED)) {
 			H5Eclear2(H5E_DEFAULT);
-			ret = dlfs_err_set(err, -ENOTSUP,
-					   "%s: dataset '%s': filter %d (%s) "
-					   "cannot be decoded by this libhdf5 "
-					   "(not built in, and no plugin for "
-					   "it in HDF5_PLUGIN_PATH)",
-					   s->path, d->name, (int)f,
-					   name[0] ? name : "unnamed");
-			goto out;
+			return dlfs_err_set(err, -ENOTSUP,
+					    "%s: dataset '%s': filter %d (%s) "
+					    "cannot be decoded by this libhdf5 "
+					    "(not built in, and no plugin for "
+					    "it in HDF5_PLUGIN_PATH)",
+					    s->path, d->name, (int)f,
+					    name[0] ? name : "unnamed");
 		}
 	}
-	if (lay.oom) {
+	return 0;
+}
+
+/* Filters, chunking and the chunk cache; the layout text for notes. */
+static int check_storage(struct pk_h5_src *s, struct pk_h5_dset *d,
+			 struct dlfs_err *err)
+{
+	int ret = 0;
+	hid_t dcpl = H5Dget_create_plist(d->id);
+	struct dlfs_str lay = {0};
+	if (dcpl < 0)
+		return pk_h5_fail(err, "%s: dataset '%s'", s->path, d->name);
+	H5D_layout_t l = H5Pget_layout(dcpl);
+	if (l == H5D_CHUNKED)
+		ret = check_chunks(s, d, dcpl, &lay, err);
+	else
+		dlfs_str_addf(&lay, "%s", layout_name(l));
+	if (!ret)
+		ret = check_filters(s, d, dcpl, &lay, err);
+	if (!ret && lay.oom)
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	snprintf(d->layout, sizeof(d->layout), "%s", lay.s ? lay.s : "");
-out:
+	if (!ret)
+		snprintf(d->layout, sizeof(d->layout), "%s",
+			 lay.s ? lay.s : "");
 	dlfs_str_free(&lay);
-	pk_h5_close(dapl);
 	pk_h5_close(dcpl);
 	return ret;
 }
