@@ -255,49 +255,59 @@ static int check_name(struct pk_h5_src *s, const char *name,
 	return 0;
 }
 
-static int choose(struct pk_h5_src *s, const char *names,
-		  struct dlfs_err *err)
+/* --split-hdf5=LIST: every name in it must be a dataset of the file,
+ * and those are the ones split. */
+static int choose_named(struct pk_h5_src *s, const char *names,
+			struct dlfs_err *err)
+{
+	for (const char *p = names; *p;) {
+		while (*p == ',')
+			p++;
+		const char *e = strchrnul(p, ',');
+		const char *q = p;
+		while (q < e && *q == '/')
+			q++;
+		int found = 0;
+		for (unsigned i = 0; i < s->nd; i++)
+			if (strlen(s->d[i].name) == (size_t)(e - q) &&
+			    !memcmp(s->d[i].name, q, (size_t)(e - q)))
+				found = 1;
+		if (!found && e > q)
+			return dlfs_err_set(err, -EINVAL,
+					    "%s: no dataset '%.*s' (named by "
+					    "--split-hdf5)",
+					    s->path, (int)(e - q), q);
+		p = e;
+	}
+	for (unsigned i = 0; i < s->nd; i++)
+		s->d[i].split = has_name(names, s->d[i].name);
+	return 0;
+}
+
+/* By default: every dataset whose first dimension is that of the
+ * largest. */
+static int choose_largest(struct pk_h5_src *s, struct dlfs_err *err)
 {
 	struct pk_h5_dset *big = NULL;
-	if (names) {
-		/* Every name must be a dataset of the file. */
-		for (const char *p = names; *p;) {
-			while (*p == ',')
-				p++;
-			const char *e = strchrnul(p, ',');
-			const char *q = p;
-			while (q < e && *q == '/')
-				q++;
-			int found = 0;
-			for (unsigned i = 0; i < s->nd; i++)
-				if (strlen(s->d[i].name) == (size_t)(e - q) &&
-				    !memcmp(s->d[i].name, q, (size_t)(e - q)))
-					found = 1;
-			if (!found && e > q)
-				return dlfs_err_set(err, -EINVAL,
-						    "%s: no dataset '%.*s' "
-						    "(named by --split-hdf5)",
-						    s->path, (int)(e - q), q);
-			p = e;
-		}
-		for (unsigned i = 0; i < s->nd; i++)
-			s->d[i].split = has_name(names, s->d[i].name);
-	} else {
-		for (unsigned i = 0; i < s->nd; i++)
-			if (s->d[i].rank >= 1 &&
-			    (!big || elements(&s->d[i]) > elements(big)))
-				big = &s->d[i];
-		if (!big)
-			return dlfs_err_set(err, -EINVAL,
-					    "%s: no dataset with a first "
-					    "dimension to split along",
-					    s->path);
-		for (unsigned i = 0; i < s->nd; i++)
-			s->d[i].split = s->d[i].rank >= 1 &&
-					s->d[i].dims[0] == big->dims[0];
-	}
+	for (unsigned i = 0; i < s->nd; i++)
+		if (s->d[i].rank >= 1 &&
+		    (!big || elements(&s->d[i]) > elements(big)))
+			big = &s->d[i];
+	if (!big)
+		return dlfs_err_set(err, -EINVAL,
+				    "%s: no dataset with a first dimension to "
+				    "split along",
+				    s->path);
+	for (unsigned i = 0; i < s->nd; i++)
+		s->d[i].split = s->d[i].rank >= 1 &&
+				s->d[i].dims[0] == big->dims[0];
+	return 0;
+}
 
-	/* The split datasets must agree on N. */
+/* The split datasets must agree on N, their first dimension; count
+ * them. */
+static int agree_on_n(struct pk_h5_src *s, struct dlfs_err *err)
+{
 	struct pk_h5_dset *first = NULL;
 	for (unsigned i = 0; i < s->nd; i++) {
 		struct pk_h5_dset *d = &s->d[i];
@@ -329,6 +339,15 @@ static int choose(struct pk_h5_src *s, const char *names,
 				    s->path);
 	s->n = first->dims[0];
 	return 0;
+}
+
+/* Which datasets are split (h5src.h), and N. */
+static int choose(struct pk_h5_src *s, const char *names,
+		  struct dlfs_err *err)
+{
+	int ret = names ? choose_named(s, names, err)
+			: choose_largest(s, err);
+	return ret ? ret : agree_on_n(s, err);
 }
 
 int pk_h5_src_open(struct pk_h5_src *s, const char *path, const char *names,
