@@ -669,7 +669,7 @@ int pk_ingest_run(struct pk_source *src, unsigned n, const char *dir,
 	int ret = run_alloc(&r, n, err);
 	if (!ret)
 		ret = run_workers(&r, err);
-	if (!ret && !(c && c->rank != 0))
+	if (!ret && !(c && c->rank != 0)) /* *out is rank 0's only */
 		ret = keep_owners(&r, n, out, err);
 	if (r.map != MAP_FAILED && r.map)
 		munmap(r.map, r.map_len);
