@@ -594,6 +594,8 @@ static int run_alloc(struct run *r, unsigned n, struct dlfs_err *err)
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	r->list = malloc(r->nlist * sizeof(*r->list));
 	if (r->map == MAP_FAILED || !r->list) {
+		if (r->map != MAP_FAILED)
+			munmap(r->map, r->map_len);
 		r->map = MAP_FAILED;
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}

@@ -143,6 +143,33 @@ static int open_env(struct lsrc *l, int subdir)
 	return 0;
 }
 
+/*
+ * The data file must hold every page the environment says it uses: LMDB
+ * reads through a map, and a page past the end of a truncated file would
+ * be SIGBUS, not an error. @return 0, an MDB code, or -EIO with err set.
+ */
+static int check_length(struct lsrc *l, unsigned psize)
+{
+	MDB_envinfo info;
+	mdb_filehandle_t fd;
+	struct stat st;
+	int rc = mdb_env_info(l->env, &info);
+	if (!rc)
+		rc = mdb_env_get_fd(l->env, &fd);
+	if (rc)
+		return rc;
+	if (fstat(fd, &st))
+		return dlfs_err_sys(l->err, -errno, "%s: fstat", l->path);
+	uint64_t need = ((uint64_t)info.me_last_pgno + 1) * psize;
+	if ((uint64_t)st.st_size < need)
+		return dlfs_err_set(l->err, -EIO,
+				    "%s: the data file is %lld bytes, shorter "
+				    "than the %llu its pages need: truncated",
+				    l->path, (long long)st.st_size,
+				    (unsigned long long)need);
+	return 0;
+}
+
 /* A cursor on the main database, which must have single keys. */
 static int open_main(struct lsrc *l)
 {
@@ -152,6 +179,10 @@ static int open_main(struct lsrc *l)
 	int rc = mdb_env_stat(l->env, &ms);
 	if (!rc && (ms.ms_psize < 512 || (ms.ms_psize & (ms.ms_psize - 1))))
 		rc = MDB_CORRUPTED;
+	if (!rc)
+		rc = check_length(l, ms.ms_psize);
+	if (rc < 0)
+		return rc;
 	if (!rc)
 		rc = mdb_txn_begin(l->env, NULL, MDB_RDONLY, &l->t);
 	if (!rc)

@@ -135,6 +135,13 @@ head -c 20000 /dev/urandom >"$T/bad/data.mdb"
 must_fail "not LMDB (directory)" "bad: not an LMDB environment" --split-lmdb "$T/bad" -o "$O/x.dlfs"
 cp "$T/bad/data.mdb" "$T/bad.mdb"
 must_fail "not LMDB (file)" "bad.mdb: not an LMDB environment" --split-lmdb "$T/bad.mdb" -o "$O/x.dlfs"
+# A truncated data file: LMDB would fault (SIGBUS) on the first page past
+# the end; dlfs-pack must say so instead, in-process and in its workers.
+mkdir "$T/cut"
+cp "$T/env/data.mdb" "$T/cut/data.mdb"
+truncate -s 12K "$T/cut/data.mdb"
+must_fail "truncated (in-process)" "cut: the data file is 12288 bytes, shorter than" --split-lmdb "$T/cut" -o "$O/x.dlfs" --procs 1
+must_fail "truncated (workers)" "cut: the data file is 12288 bytes, shorter than" --split-lmdb "$T/cut" "$T/env" -o "$O/x.dlfs" --procs 2
 must_fail "an LMDB file without --split-lmdb" "shard.mdb: an LMDB file; give --split-lmdb" "$T/shard.mdb" -o "$O/x.dlfs"
 # Without --split-lmdb a directory is a directory, data.mdb and all.
 pack "$T/env" -o "$T/ds/plain.dlfs" -q
