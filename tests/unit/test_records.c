@@ -3,8 +3,10 @@
  * packed dataset: every real record passes, and each kind of damage the
  * checks exist for fails. Plus verify's trailer walk, on a container whose
  * footer miscounts its records (checksums made to agree, so only the walk
- * can tell).
+ * can tell). And a container whose records fill the packer's trailer
+ * buffer exactly, which the footer must still fit after.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <lmdb.h>
 #include <stdlib.h>
@@ -568,6 +570,112 @@ static void check_verify_walk(const char *ds)
 	dlfs_ds_close(d);
 }
 
+/*
+ * The packer gathers a container's trailer records in a 1 MiB buffer
+ * (TRAILER_BUF in src/pack/pack.c) and flushes it only when the next
+ * record would not fit, so the last records can end right at its end;
+ * the footer is then encoded after them in the same buffer. Before
+ * 0c904df the buffer had no room for it, and the footer's 72 bytes went
+ * past the block: ASan reports it; without ASan it may pass unseen
+ * (dlfs-pack's datasets came out right) or break the heap. The records
+ * here end exactly at 1 MiB, so the whole footer is past the end.
+ */
+#define PACK_TRAILER_BUF (1u << 20)
+#define FULL_NAME_LEN 200 /* well under NAME_MAX; 4,228 files suffice */
+
+/* A record is DLFS_TRAILER_REC_SIZE bytes and its path (pack.c's
+ * trailer_add); container 0 holds the root's (path "") and then, with
+ * every file empty and at the root, one per file with its name as path.
+ * So n names of FULL_NAME_LEN and one shorter name fill the buffer:
+ * 48 + 4227 * (48 + 200) + (48 + 184) = 1 MiB. @return the file count,
+ * 0 if the sizes no longer allow it. */
+static unsigned fill_trailer_tree(const char *src)
+{
+	size_t rec = DLFS_TRAILER_REC_SIZE, left = PACK_TRAILER_BUF - rec;
+	unsigned n = (unsigned)(left / (rec + FULL_NAME_LEN));
+	size_t last = left - n * (rec + FULL_NAME_LEN) - rec;
+	if (last < 8 || last > FULL_NAME_LEN) { /* room for the number */
+		fprintf(stderr, "no last name fills the trailer (%zu)\n", last);
+		t_failures++;
+		return 0;
+	}
+	char name[FULL_NAME_LEN + 1];
+	for (unsigned i = 0; i <= n; i++) {
+		/* Unique: a number, padded to the length wanted. */
+		size_t len = i < n ? FULL_NAME_LEN : last;
+		int k = snprintf(name, sizeof(name), "%07u", i);
+		memset(name + k, 'x', len - (size_t)k);
+		name[len] = '\0';
+		t_write(src, name, 0, i);
+	}
+	return n + 1;
+}
+
+/* The container is the one meant, so the test still tests something if
+ * record sizes change: 1 MiB of records (the root's and one per file),
+ * then the footer. */
+static void check_full_container(const char *ds, unsigned files)
+{
+	size_t len;
+	uint8_t *b = read_file(ds, 0, &len);
+	CHECK(b && len >= DLFS_FOOTER_SIZE);
+	struct dlfs_container_footer ft = {0};
+	if (b && len >= DLFS_FOOTER_SIZE)
+		dlfs_footer_decode(b + len - DLFS_FOOTER_SIZE, &ft);
+	CHECK_EQ(ft.trailer_size, PACK_TRAILER_BUF);
+	CHECK_EQ(ft.n_records, files + 1);
+	CHECK(dlfs_trailer_pos_check(&ft, len) == 0);
+	free(b);
+}
+
+/* The dataset opens and verifies: footer, trailer and every file. */
+static void check_full_verify(const char *ds, unsigned files)
+{
+	struct dlfs_ds *d;
+	struct dlfs_err err = {0};
+	struct dlfs_verify_report rep = {0};
+	if (dlfs_ds_open(ds, &d, &err)) {
+		fprintf(stderr, "open %s: %s\n", ds, err.msg);
+		t_failures++;
+		return;
+	}
+	n_reports = 0;
+	CHECK(dlfs_verify(d, on_bad, NULL, &rep, &err) == 0);
+	CHECK_EQ(rep.containers, 1);
+	CHECK_EQ(rep.files, files);
+	CHECK_EQ(rep.bad_containers + rep.bad_files, 0);
+	CHECK_EQ(n_reports, 0);
+	if (n_reports)
+		fprintf(stderr, "verify said: %s\n", last_report);
+	dlfs_ds_close(d);
+}
+
+/* Pack that tree, the footer going right after 1 MiB of records. */
+static void check_full_trailer(void)
+{
+	char *src = t_tmpdir(), *ds;
+	if (asprintf(&ds, "%s.dlfs", src) < 0)
+		abort();
+	unsigned files = fill_trailer_tree(src);
+	struct dlfs_pack_opts o;
+	struct dlfs_err err = {0};
+	dlfs_pack_opts_init(&o);
+	o.threads = 2;
+	const char *srcs[] = {src};
+	int ret = files ? dlfs_pack(srcs, 1, ds, &o, &err) : -EINVAL;
+	CHECK_EQ(ret, 0);
+	if (ret) {
+		fprintf(stderr, "pack %s: %s\n", src, err.msg);
+	} else {
+		check_full_container(ds, files);
+		check_full_verify(ds, files);
+	}
+	t_rmrf(ds);
+	t_rmrf(src);
+	free(ds);
+	free(src);
+}
+
 int main(void)
 {
 	char *src, *ds = pack_tree(&src);
@@ -582,6 +690,7 @@ int main(void)
 	raw_close(&r, 0);
 	check_container_files(ds, &s, t);
 	check_verify_walk(ds);
+	check_full_trailer();
 	free(t);
 	t_rmrf(ds);
 	t_rmrf(src);
