@@ -1,0 +1,104 @@
+/*
+ * The wire between a dlfs server (dlfs DATASET --serve SOCKET, the
+ * daemon with this front end instead of FUSE) and the processes that
+ * read through libdlfs-preload.so. A Unix stream socket on one host:
+ * integers in host order, struct stat as this libc lays it out; both
+ * ends are built together, and HELLO refuses any other version.
+ *
+ * The operations are FUSE's, at inode level, so the server answers them
+ * with the same calls the FUSE ops make (the index, the /.dlfs namespace,
+ * the read core); the client walks paths itself, one LOOKUP per
+ * component it has not seen (a dataset never changes, so it caches them).
+ *
+ * One request, then one reply, on a connection at a time: a client
+ * thread has its own connection. A request is struct dlfs_wire_req, then
+ * name_len bytes of name (LOOKUP only). A reply is struct dlfs_wire_rep,
+ * then len bytes of payload:
+ *
+ *   HELLO    version in size      -> payload struct dlfs_wire_hello
+ *   LOOKUP   parent in ino, name  -> payload struct dlfs_wire_entry;
+ *                                    -ENOENT when there is no such name
+ *   GETATTR  ino                  -> payload struct stat
+ *   READLINK ino                  -> payload the target, no NUL
+ *   READDIR  ino, cookie in off,  -> payload entries (struct
+ *            bytes in size           dlfs_wire_dirent, then the name and
+ *                                    padding to 8 bytes); count entries;
+ *                                    none: the end. "." and ".." are not
+ *                                    sent. A cookie resumes after its
+ *                                    entry; 0 starts.
+ *   READ     ino, off, size       -> payload up to size bytes of the file
+ *                                    at off (fewer only at its end); a
+ *                                    control file's bytes, or a sample's
+ *                                    (the file it stands for)
+ *
+ * status is 0 or a negative errno; a failed reply has no payload. size is
+ * at most DLFS_WIRE_MAX_IO. A server that cannot parse a request closes
+ * the connection.
+ */
+#ifndef DLFS_WIRE_H
+#define DLFS_WIRE_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+#define DLFS_WIRE_VERSION 1
+#define DLFS_WIRE_MAX_IO (8u << 20)  /* bytes of one READ or READDIR */
+#define DLFS_WIRE_MAX_NAME 4096u     /* bytes of one LOOKUP name */
+
+/* Where dlfs-run tells the library what to serve (PREFIX=SOCKET). */
+#define DLFS_WIRE_ENV "DLFS_PRELOAD"
+
+enum dlfs_wire_op {
+	DLFS_WIRE_HELLO = 1,
+	DLFS_WIRE_LOOKUP = 2,
+	DLFS_WIRE_GETATTR = 3,
+	DLFS_WIRE_READLINK = 4,
+	DLFS_WIRE_READDIR = 5,
+	DLFS_WIRE_READ = 6,
+};
+
+struct dlfs_wire_req {
+	uint32_t op;       /* enum dlfs_wire_op */
+	uint32_t name_len; /* bytes of name that follow (LOOKUP) */
+	uint64_t ino;
+	uint64_t off;
+	uint64_t size;
+};
+
+struct dlfs_wire_rep {
+	int32_t status; /* 0 or -errno */
+	uint32_t count; /* READDIR: entries in the payload */
+	uint64_t len;   /* payload bytes that follow */
+};
+
+struct dlfs_wire_hello {
+	uint32_t version;
+	uint32_t max_io;    /* DLFS_WIRE_MAX_IO of the server */
+	uint64_t root_ino;
+	struct stat root;   /* the dataset's root directory */
+	char ctl_name[256]; /* the control directory's name, NUL-ended */
+};
+
+struct dlfs_wire_entry {
+	uint64_t ino;
+	struct stat st;
+};
+
+struct dlfs_wire_dirent {
+	uint64_t cookie;   /* resumes after this entry */
+	uint64_t ino;
+	uint32_t mode;     /* type bits, as st_mode */
+	uint32_t name_len; /* the name follows, then padding to 8 bytes */
+};
+
+/* The bytes a directory entry takes in a READDIR payload. */
+static inline uint64_t dlfs_wire_dirent_size(uint32_t name_len)
+{
+	return (sizeof(struct dlfs_wire_dirent) + name_len + 7) & ~(uint64_t)7;
+}
+
+_Static_assert(sizeof(struct dlfs_wire_req) == 32, "request header");
+_Static_assert(sizeof(struct dlfs_wire_rep) == 16, "reply header");
+_Static_assert(sizeof(struct dlfs_wire_dirent) == 24, "directory entry");
+
+#endif
