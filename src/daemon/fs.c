@@ -34,7 +34,8 @@ static void kernel_readahead(struct dlfs_fs *fs)
 {
 	struct dlfs_err err = {0};
 	const struct dlfs_opts *o = fs->opts;
-	if (!o->kernel_readahead || atomic_exchange(&fs->kernel_ra_set, 1))
+	if (!o->kernel_readahead || !fs->mountpoint ||
+	    atomic_exchange(&fs->kernel_ra_set, 1))
 		return;
 	if (dlfs_mountpoint_readahead(fs->mountpoint,
 				      (unsigned long)(o->kernel_readahead >> 10),
@@ -295,7 +296,8 @@ int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)
 		return ret;
 	dlfs_reader_set_observer(fs->reader, dlfs_views_note_read, fs->views);
 	dlfs_reader_set_planner(fs->reader, dlfs_views_plan_next, fs->views);
-	ret = dlfs_ctl_init(&fs->ctl, fs->ds, fs->views, fs->mountpoint,
+	ret = dlfs_ctl_init(&fs->ctl, fs->ds, fs->views,
+			    fs->mountpoint ? fs->mountpoint : "",
 			    fs->uid, fs->gid, fs->timeout, render_stats, fs);
 	if (ret)
 		return dlfs_err_set(err, ret, "out of memory");

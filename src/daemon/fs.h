@@ -47,7 +47,8 @@ struct dlfs_fs {
 	struct dlfs_ixsrc ix;     /* where the index came from */
 };
 
-/* @return 0 or -errno with err set. */
+/* mountpoint is NULL when the daemon serves a socket (serve.h) instead.
+ * @return 0 or -errno with err set. */
 int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 		 const struct dlfs_opts *opts, const char *mountpoint,
 		 int foreground, struct dlfs_err *err);

@@ -4,6 +4,7 @@
  * the mount is live, because the mount happens before daemonizing.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "ixsrc.h"
 #include "mountpoint.h"
 #include "opts.h"
+#include "serve.h"
 
 /*
  * FUSE workers: 2 per CPU, 4 to 64. The work per request is CPU and
@@ -178,6 +180,147 @@ fail:
 	return 1;
 }
 
+/* ---- dlfs DATASET --serve SOCKET: the preload front end ---- */
+
+struct serve_args {
+	const char *socket;
+	int ready_fd; /* -1: none */
+};
+
+/*
+ * Take --serve SOCKET and --ready-fd N out of argv (argc updated).
+ * @return 1 when --serve was given, 0 when not, or 2 after a message.
+ */
+static int take_serve_args(int *argc, char **argv, struct serve_args *sa)
+{
+	int out = 1, serve = 0;
+	sa->socket = NULL;
+	sa->ready_fd = -1;
+	for (int i = 1; i < *argc; i++) {
+		int is_serve = !strcmp(argv[i], "--serve");
+		if (!is_serve && strcmp(argv[i], "--ready-fd")) {
+			argv[out++] = argv[i];
+			continue;
+		}
+		if (i + 1 >= *argc) {
+			fprintf(stderr, "dlfs: %s needs a value\n", argv[i]);
+			return 2;
+		}
+		char *end;
+		if (is_serve) {
+			sa->socket = argv[++i];
+			serve = 1;
+		} else if ((sa->ready_fd = (int)strtol(argv[++i], &end, 10)) <
+				   0 ||
+			   *end || end == argv[i]) {
+			fprintf(stderr, "dlfs: --ready-fd %s: not a descriptor\n",
+				argv[i]);
+			return 2;
+		}
+	}
+	argv[out] = NULL;
+	*argc = out;
+	if (!serve && sa->ready_fd >= 0) {
+		fprintf(stderr, "dlfs: --ready-fd needs --serve\n");
+		return 2;
+	}
+	return serve;
+}
+
+/* SIGINT, SIGTERM and SIGHUP blocked in every thread, for the server's
+ * signalfd. @return 0, or 1 with a message. */
+static int block_end_signals(void)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	int ret = pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (ret)
+		fprintf(stderr, "dlfs: pthread_sigmask: %s\n", strerror(ret));
+	return ret ? 1 : 0;
+}
+
+/* Serve fs on the socket until a signal ends it. @return the exit
+ * status. */
+static int serve_socket(struct dlfs_fs *fs, const struct serve_args *sa)
+{
+	struct dlfs_err err = {0};
+	struct dlfs_serve *srv = NULL;
+	if (dlfs_fs_start(fs, &err) ||
+	    dlfs_serve_open(fs, sa->socket, &srv, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		return 1;
+	}
+	if (sa->ready_fd >= 0) {
+		ssize_t w = write(sa->ready_fd, "ready\n", 6);
+		(void)w; /* a launcher that went away learns nothing */
+		close(sa->ready_fd);
+	}
+	int ret = dlfs_serve_run(srv, &err);
+	if (ret)
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+	dlfs_serve_close(srv);
+	return ret ? 1 : 0;
+}
+
+static int serve_main(int argc, char **argv, const struct serve_args *sa)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct dlfs_opts o;
+	struct dlfs_err err = {0};
+	struct dlfs_ds *ds = NULL;
+	struct dlfs_ixsrc ix = {0};
+	struct dlfs_fs fs;
+	memset(&fs, 0, sizeof(fs));
+	int ret = dlfs_opts_parse(&args, &o);
+	if (ret == 1) {
+		usage(argv[0]);
+		ret = 0;
+	}
+	if (ret)
+		goto out;
+	ret = 2;
+	if (!o.dataset || o.mountpoint || args.argc > 1) {
+		fprintf(stderr, "dlfs: usage: dlfs DATASET --serve SOCKET "
+				"[--ready-fd N] [-o opt,...] (see dlfs(1))\n");
+		goto out;
+	}
+	ret = 1;
+	if (o.mpi || dlfs_launch_size() > 1) {
+		fprintf(stderr, "dlfs: --serve runs alone: MPI peers need the "
+				"FUSE mount\n");
+		goto out;
+	}
+	if (block_end_signals() ||
+	    dlfs_ixsrc_open(o.dataset, o.rd.cache_dir, &ix, &ds, log_stderr,
+			    NULL, &err)) {
+		if (err.code)
+			fprintf(stderr, "dlfs: %s\n", err.msg);
+		goto out;
+	}
+	if ((ret = check_ds(&o, ds)))
+		goto out;
+	ret = 1;
+	if (dlfs_fs_init(&fs, ds, &o, NULL, 1, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		goto out;
+	}
+	fs.ix = ix;
+	ix.path = NULL;
+	dlfs_fatal_install(o.dataset, sa->socket, 1);
+	ret = serve_socket(&fs, sa);
+	dlfs_fs_destroy(&fs);
+	dlfs_ixsrc_free(&fs.ix);
+out:
+	dlfs_ds_close(ds);
+	dlfs_ixsrc_free(&ix);
+	dlfs_opts_free(&o);
+	fuse_opt_free_args(&args);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
@@ -192,6 +335,12 @@ int main(int argc, char **argv)
 
 	memset(&fs, 0, sizeof(fs));
 
+	struct serve_args sa;
+	if ((ret = take_serve_args(&argc, argv, &sa)) == 2)
+		return 2;
+	if (ret)
+		return serve_main(argc, argv, &sa);
+	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
 	ret = dlfs_opts_parse(&args, &o);
 	if (ret == 2)
 		goto out;

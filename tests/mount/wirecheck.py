@@ -1,0 +1,285 @@
+"""wirecheck.py SOCKET SRC: a client of the wire of src/preload/shared/wire.h
+(dlfs DATASET --serve SOCKET) that checks every answer against the source
+tree SRC, from which the dataset was packed:
+  - HELLO: version 1, the root's attributes, the control directory's name;
+    another version is refused (EPROTONOSUPPORT);
+  - the whole tree walked with READDIR (small and large rooms, resumed by
+    cookie) and LOOKUP: the same names, types, modes, sizes, mtimes and
+    symlink targets (READLINK) as lstat of the source; every file READ
+    whole in pieces of odd sizes, and at offsets past its end, with its
+    bytes equal to the source's;
+  - errors: a name that is not there (ENOENT), READDIR of a file
+    (ENOTDIR) or with too little room (EINVAL), READLINK of a file
+    (EINVAL), a bad inode (an error, not a crash);
+  - STATFS is read-only; the user.dlfs.* xattrs (GETXATTR, LISTXATTR,
+    ERANGE when the room is too small, ENODATA on a directory);
+  - /.dlfs: info is JSON naming the dataset, stats is JSON, epoch 1's
+    files list reads, and its first sample's bytes are its file's;
+  - a client that sends garbage is cut off, and the server still answers
+    the next one; many connections at once each get their own answers.
+"""
+import errno
+import json
+import os
+import socket
+import stat
+import struct
+import sys
+import threading
+
+REQ = struct.Struct("=IIQQQ")
+REP = struct.Struct("=iIQ")
+# struct stat on x86-64 glibc.
+STAT = struct.Struct("=QQQIIIiQqqqqqqqqq24x")
+DIRENT = struct.Struct("=QQII")
+HELLO, LOOKUP, GETATTR, READLINK, READDIR, READ, STATFS, GETXATTR, \
+    LISTXATTR = range(1, 10)
+MAX_IO = 1 << 20
+assert STAT.size == 144
+
+bad = 0
+
+
+def fail(msg):
+    global bad
+    bad += 1
+    print("wirecheck: " + msg, file=sys.stderr)
+
+
+class WireError(Exception):
+    def __init__(self, code):
+        super().__init__(errno.errorcode.get(code, str(code)))
+        self.code = code
+
+
+class Conn:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.s.connect(path)
+
+    def recv(self, n):
+        buf = bytearray()
+        while len(buf) < n:
+            got = self.s.recv(n - len(buf))
+            if not got:
+                raise EOFError("the server closed the connection")
+            buf += got
+        return bytes(buf)
+
+    def call(self, op, ino=0, off=0, size=0, name=b""):
+        self.s.sendall(REQ.pack(op, len(name), ino, off, size) + name)
+        status, count, n = REP.unpack(self.recv(REP.size))
+        payload = self.recv(n) if n else b""
+        if status:
+            if n:
+                fail("a failed reply carried a payload")
+            raise WireError(-status)
+        return count, payload
+
+
+def unstat(b):
+    f = STAT.unpack(b[:STAT.size])
+    return {"ino": f[1], "nlink": f[2], "mode": f[3], "size": f[8],
+            "mtime_ns": f[13] * 10**9 + f[14]}
+
+
+def hello(c):
+    _, p = c.call(HELLO, size=1)
+    version, max_io, root_ino = struct.unpack_from("=IIQ", p)
+    root = unstat(p[16:16 + STAT.size])
+    ctl = p[16 + STAT.size:].split(b"\0")[0].decode()
+    return version, max_io, root_ino, root, ctl
+
+
+def listdir(c, ino, room):
+    names, cookie = {}, 0
+    while True:
+        count, p = c.call(READDIR, ino=ino, off=cookie, size=room)
+        if not count:
+            return names
+        at = 0
+        for _ in range(count):
+            ck, eino, mode, nlen = DIRENT.unpack_from(p, at)
+            name = p[at + DIRENT.size:at + DIRENT.size + nlen]
+            at += (DIRENT.size + nlen + 7) & ~7
+            names[name] = (eino, mode)
+            cookie = ck
+        if at != len(p):
+            fail("READDIR payload has %d bytes left over" % (len(p) - at))
+
+
+def read_all(c, ino, piece):
+    out, off = bytearray(), 0
+    while True:
+        _, p = c.call(READ, ino=ino, off=off, size=piece)
+        if not p:
+            return bytes(out)
+        out += p
+        off += len(p)
+
+
+def expect_err(what, code, fn):
+    try:
+        fn()
+    except WireError as e:
+        if e.code != code:
+            fail("%s: %s, expected %s" % (what, e, errno.errorcode[code]))
+        return
+    fail("%s: succeeded, expected %s" % (what, errno.errorcode[code]))
+
+
+def walk(c, src, ino, rel, pieces):
+    names = listdir(c, ino, 64 * 1024 if len(rel) % 2 else 300)
+    want = sorted(os.fsencode(n) for n in os.listdir(os.path.join(src, rel)))
+    if sorted(names) != want:
+        fail("%s/: READDIR lists %r, the source %r" % (rel, sorted(names)[:5], want[:5]))
+    files = 0
+    for name, (eino, mode) in sorted(names.items()):
+        path = os.path.join(src, rel, os.fsdecode(name))
+        st = os.lstat(path)
+        _, p = c.call(LOOKUP, ino=ino, name=name)
+        lino, = struct.unpack_from("=Q", p)
+        got = unstat(p[8:])
+        if lino != eino or got["ino"] != eino:
+            fail("%s: LOOKUP ino %d, READDIR %d" % (path, lino, eino))
+        if stat.S_IFMT(mode) != stat.S_IFMT(st.st_mode):
+            fail("%s: READDIR type %o, source %o" % (path, mode, st.st_mode))
+        if got["mode"] != st.st_mode or got["mtime_ns"] != st.st_mtime_ns:
+            fail("%s: mode %o mtime %d, source %o %d" % (path, got["mode"], got["mtime_ns"], st.st_mode, st.st_mtime_ns))
+        _, ga = c.call(GETATTR, ino=lino)
+        if unstat(ga) != got:
+            fail("%s: GETATTR differs from LOOKUP" % path)
+        if stat.S_ISLNK(st.st_mode):
+            _, t = c.call(READLINK, ino=lino)
+            if t != os.fsencode(os.readlink(path)):
+                fail("%s: READLINK %r" % (path, t))
+        elif stat.S_ISDIR(st.st_mode):
+            files += walk(c, src, lino, os.path.join(rel, os.fsdecode(name)), pieces)
+        elif stat.S_ISREG(st.st_mode):
+            if got["size"] != st.st_size:
+                fail("%s: size %d, source %d" % (path, got["size"], st.st_size))
+            data = read_all(c, lino, pieces[files % len(pieces)])
+            if data != open(path, "rb").read():
+                fail("%s: READ gave other bytes" % path)
+            _, past = c.call(READ, ino=lino, off=st.st_size + 10, size=100)
+            if past:
+                fail("%s: READ past the end gave bytes" % path)
+            files += 1
+    return files
+
+
+def check_errors(c, root_ino, a_file, a_dir):
+    expect_err("LOOKUP of a missing name", errno.ENOENT,
+               lambda: c.call(LOOKUP, ino=root_ino, name=b"no-such-name"))
+    expect_err("LOOKUP of a name with '/'", errno.ENOENT,
+               lambda: c.call(LOOKUP, ino=root_ino, name=b"a/b"))
+    expect_err("READDIR of a file", errno.ENOTDIR,
+               lambda: c.call(READDIR, ino=a_file, size=4096))
+    expect_err("READDIR with too little room", errno.EINVAL,
+               lambda: c.call(READDIR, ino=root_ino, size=100))
+    expect_err("READLINK of a file", errno.EINVAL,
+               lambda: c.call(READLINK, ino=a_file))
+    try:
+        c.call(GETATTR, ino=1 << 40)
+        fail("GETATTR of a bad inode succeeded")
+    except WireError:
+        pass
+    _, p = c.call(STATFS)
+    if not struct.unpack_from("=QQQQQQQQQQQ", p)[9] & os.ST_RDONLY:
+        fail("STATFS is not read-only")
+    n, _ = c.call(GETXATTR, ino=a_file, name=b"user.dlfs.xxh3", size=0)
+    _, v = c.call(GETXATTR, ino=a_file, name=b"user.dlfs.xxh3", size=64)
+    if n != 16 or len(v) != 16:
+        fail("GETXATTR user.dlfs.xxh3: %d, %r" % (n, v))
+    expect_err("GETXATTR with too little room", errno.ERANGE,
+               lambda: c.call(GETXATTR, ino=a_file, name=b"user.dlfs.xxh3", size=4))
+    expect_err("GETXATTR of a directory", errno.ENODATA,
+               lambda: c.call(GETXATTR, ino=a_dir, name=b"user.dlfs.xxh3", size=64))
+    _, names = c.call(LISTXATTR, ino=a_file, size=256)
+    if b"user.dlfs.container\0" not in names:
+        fail("LISTXATTR: %r" % names)
+
+
+def check_ctl(c, root_ino, ctl, src):
+    _, p = c.call(LOOKUP, ino=root_ino, name=ctl.encode())
+    cino, = struct.unpack_from("=Q", p)
+    _, p = c.call(LOOKUP, ino=cino, name=b"info")
+    info = json.loads(read_all(c, struct.unpack_from("=Q", p)[0], 4096))
+    if "path" not in info:
+        fail("info has no path: %r" % info)
+    _, p = c.call(LOOKUP, ino=cino, name=b"stats")
+    json.loads(read_all(c, struct.unpack_from("=Q", p)[0], 65536))
+    _, p = c.call(LOOKUP, ino=cino, name=b"epochs")
+    eino, = struct.unpack_from("=Q", p)
+    _, p = c.call(LOOKUP, ino=eino, name=b"1")
+    e1, = struct.unpack_from("=Q", p)
+    _, p = c.call(LOOKUP, ino=e1, name=b"files")
+    lst = read_all(c, struct.unpack_from("=Q", p)[0], 1000).split(b"\n")
+    first = lst[0]
+    _, p = c.call(LOOKUP, ino=e1, name=b"samples")
+    sino, = struct.unpack_from("=Q", p)
+    samples = listdir(c, sino, 4096)
+    # A name may hold a newline, so count the source's files instead.
+    nfiles = sum(1 for d, _, fs in os.walk(src) for f in fs
+                 if stat.S_ISREG(os.lstat(os.path.join(d, f)).st_mode))
+    if len(samples) != nfiles:
+        fail("epoch 1: %d samples, the source has %d files" % (len(samples), nfiles))
+    name = min(samples)
+    data = read_all(c, samples[name][0], 7777)
+    if data != open(os.path.join(os.fsencode(src), first.lstrip(b"/")), "rb").read():
+        fail("epoch 1's first sample %r is not %s" % (name, first))
+
+
+def main():
+    sock, src = sys.argv[1], sys.argv[2]
+    c = Conn(sock)
+    version, max_io, root_ino, root, ctl = hello(c)
+    if version != 1 or max_io != MAX_IO or root_ino != 1 or not stat.S_ISDIR(root["mode"]):
+        fail("HELLO: %r" % ((version, max_io, root_ino, root),))
+    other = Conn(sock)
+    expect_err("HELLO of version 99", errno.EPROTONOSUPPORT,
+               lambda: other.call(HELLO, size=99))
+    files = walk(c, src, root_ino, "", [4096, 65537, MAX_IO, 333])
+    print("wirecheck: %d files read whole" % files)
+    regular = [n for n in sorted(os.listdir(src))
+               if os.path.isfile(os.path.join(src, n)) and not os.path.islink(os.path.join(src, n))]
+    dirs = [n for n in sorted(os.listdir(src)) if os.path.isdir(os.path.join(src, n))]
+    ino_of = lambda n: struct.unpack_from("=Q", c.call(LOOKUP, ino=root_ino, name=os.fsencode(n))[1])[0]
+    check_errors(c, root_ino, ino_of(regular[0]), ino_of(dirs[0]))
+    check_ctl(c, root_ino, ctl, src)
+    # Garbage: an unknown op; the connection is closed, the server lives.
+    g = Conn(sock)
+    g.s.sendall(REQ.pack(77, 0, 0, 0, 0))
+    try:
+        g.recv(1)
+        fail("an unknown op got an answer")
+    except (EOFError, ConnectionResetError):
+        pass
+    # Many at once.
+    errs = []
+
+    def reader(k):
+        try:
+            cc = Conn(sock)
+            hello(cc)
+            name = regular[k % len(regular)]
+            data = read_all(cc, ino_of_conn(cc, root_ino, name), 5000)
+            if data != open(os.path.join(src, name), "rb").read():
+                errs.append(name)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errs.append(repr(e))
+
+    def ino_of_conn(cc, parent, name):
+        return struct.unpack_from("=Q", cc.call(LOOKUP, ino=parent, name=os.fsencode(name))[1])[0]
+    ts = [threading.Thread(target=reader, args=(k,)) for k in range(16)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    if errs:
+        fail("concurrent readers: %r" % errs[:3])
+    hello(c)  # the first connection still works
+    sys.exit(1 if bad else 0)
+
+
+main()
