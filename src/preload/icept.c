@@ -32,7 +32,7 @@ int dlfs_on(void)
 	return dlfs_pl.on;
 }
 
-int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st)
+static int vcwd_store(const char *vpath, uint64_t ino, const struct stat *st)
 {
 	if (strlen(vpath) >= sizeof(vcwd_path))
 		return -ENAMETOOLONG;
@@ -45,8 +45,34 @@ int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st)
 	return 0;
 }
 
+/* The cwd this program inherited: $PWD under the prefix (see preload.h).
+ * Resolved on first use, as that needs the server. */
+static pthread_once_t pwd_once = PTHREAD_ONCE_INIT;
+
+static void adopt_pwd(void)
+{
+	struct dlfs_vp_res *res = malloc(sizeof(*res));
+	if (res && !dlfs_ns_resolve(NULL, dlfs_pl.pwd, 0, res) &&
+	    res->kind == DLFS_VP_OURS && S_ISDIR(res->st.st_mode))
+		vcwd_store(res->path, res->ino, &res->st);
+	free(res);
+}
+
+static void inherit(void)
+{
+	if (dlfs_pl.pwd[0])
+		pthread_once(&pwd_once, adopt_pwd);
+}
+
+int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st)
+{
+	inherit();
+	return vcwd_store(vpath, ino, st);
+}
+
 void dlfs_vcwd_clear(void)
 {
+	inherit();
 	if (!atomic_load(&vcwd_on))
 		return;
 	pthread_mutex_lock(&vcwd_lock);
@@ -56,6 +82,7 @@ void dlfs_vcwd_clear(void)
 
 int dlfs_vcwd_get(char *buf, size_t size, uint64_t *ino, struct stat *st)
 {
+	inherit();
 	if (!atomic_load(&vcwd_on))
 		return 0;
 	int on;

@@ -77,6 +77,11 @@ static void configure(void)
 	dlfs_pl.root.prefix = dlfs_pl.prefix;
 	dlfs_pl.root.prefix_len = plen;
 	dlfs_pl.on = 1;
+
+	const char *pwd = getenv("PWD");
+	if (pwd && !strncmp(pwd, dlfs_pl.prefix, plen) &&
+	    (pwd[plen] == '/' || !pwd[plen]) && strlen(pwd) < PATH_MAX)
+		strcpy(dlfs_pl.pwd, pwd);
 }
 
 __attribute__((constructor)) static void dlfs_preload_init(void)

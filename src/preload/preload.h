@@ -24,6 +24,9 @@ struct dlfs_pl {
 	int on; /* DLFS_PRELOAD was set and valid: anything to do at all */
 	char prefix[PATH_MAX];
 	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	/* $PWD at start when it is under the prefix: a shell that cd'd
+	 * there ran this program, whose cwd is then that virtual one. */
+	char pwd[PATH_MAX];
 	/* From the first HELLO; valid once ready is 1. */
 	atomic_int ready;
 	uint32_t max_io;
