@@ -141,6 +141,11 @@ static int cur_stat(struct walk *w)
 {
 	if (w->st_valid)
 		return 0;
+	if (w->stack[w->depth - 1] == w->root->ino) {
+		w->st = w->root->st;
+		w->st_valid = 1;
+		return 0;
+	}
 	int ret = w->ops->getattr(w->ops->ctx, w->stack[w->depth - 1], &w->st);
 	w->st_valid = !ret;
 	return ret;
@@ -220,10 +225,12 @@ int dlfs_vp_resolve(const struct dlfs_vp_root *root,
 			continue;
 		}
 		if (is_dotdot(p, n)) {
-			if (w.in_ds && (ret = up(&w)))
-				return ret;
-			if (!w.in_ds)
+			if (w.in_ds) {
+				if ((ret = up(&w)))
+					return ret;
+			} else {
 				out_pop(&w);
+			}
 			p = e;
 			continue;
 		}
