@@ -13,41 +13,11 @@
 #include <sys/statvfs.h>
 
 #include "dlfs/format.h"
+#include "ops.h"
 
 static struct dlfs_fs *fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
-}
-
-static void count(struct dlfs_fs *fs, enum dlfs_op op)
-{
-	dlfs_stats_add(&fs->reader->stats.ops[op], 1);
-}
-
-/* This worker's index transaction. @return 0 or -errno. */
-static int txn_of(struct dlfs_fs *fs, struct dlfs_txn **t)
-{
-	struct dlfs_reader_ctx *x;
-	int ret = dlfs_fs_ctx(fs, &x);
-	if (!ret)
-		*t = dlfs_reader_ctx_txn(x);
-	return ret;
-}
-
-/* A damaged index record met by an op other than read: EIO, logged. */
-static int index_err(struct dlfs_fs *fs, int ret, const struct dlfs_err *err)
-{
-	return dlfs_reader_index_error(fs->reader, ret,
-				       err->code ? err->msg
-						 : "damaged index record");
-}
-
-/* ---- attributes ---- */
-
-static void fill_attr(const struct dlfs_fs *fs, const struct dlfs_inode *in,
-		      struct stat *st)
-{
-	dlfs_ctl_fill_attr(fs->uid, fs->gid, in, st);
 }
 
 /* ---- namespace ops ---- */
@@ -57,50 +27,21 @@ static void dlfs_ll_lookup(fuse_req_t req, fuse_ino_t parent,
 {
 	struct dlfs_fs *fs = fs_of(req);
 	struct fuse_entry_param e;
-	struct dlfs_err err = {0};
-	struct dlfs_txn *t;
-	struct dlfs_inode in;
-	uint64_t ino;
-	int ret;
+	uint64_t ino = 0;
 
-	count(fs, DLFS_OP_LOOKUP);
 	memset(&e, 0, sizeof(e));
-	ret = txn_of(fs, &t);
-	if (ret)
-		goto fail;
-	if (parent == DLFS_ROOT_INO || dlfs_ctl_is(parent)) {
-		ret = dlfs_ctl_lookup(&fs->ctl, t, parent, name, &ino, &e.attr,
-				      &e.attr_timeout);
-		if (!ret) {
-			e.ino = ino;
-			e.entry_timeout = fs->timeout;
-			fuse_reply_entry(req, &e);
-			return;
-		}
-		if (ret != -ENOENT || dlfs_ctl_is(parent))
-			goto fail;
-	}
-	ret = dlfs_lookup(t, parent, name, strlen(name), &ino, &err);
-	if (ret == -ENOENT) {
-		/* Negative entries are cached as long as positive ones. */
-		e.ino = 0;
-		e.entry_timeout = fs->timeout;
-		fuse_reply_entry(req, &e);
+	int ret = dlfs_ops_lookup(fs, parent, name, &ino, &e.attr,
+				  &e.attr_timeout);
+	/* Negative entries (ino 0) are cached as long as positive ones,
+	 * but not in the control namespace, which can grow. */
+	if (ret && (ret != -ENOENT || dlfs_ctl_is(parent))) {
+		fuse_reply_err(req, -ret);
 		return;
 	}
-	if (!ret)
-		ret = dlfs_stat(t, ino, &in, &err);
-	if (ret)
-		goto fail;
-	fill_attr(fs, &in, &e.attr);
-	e.ino = ino;
-	e.generation = 1;
-	e.attr_timeout = fs->timeout;
+	e.ino = ret ? 0 : ino;
+	e.generation = dlfs_ctl_is(ino) || ret ? 0 : 1;
 	e.entry_timeout = fs->timeout;
 	fuse_reply_entry(req, &e);
-	return;
-fail:
-	fuse_reply_err(req, -index_err(fs, ret, &err));
 }
 
 static void dlfs_ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -121,59 +62,24 @@ static void dlfs_ll_forget_multi(fuse_req_t req, size_t count,
 static void dlfs_ll_getattr(fuse_req_t req, fuse_ino_t ino,
 			    struct fuse_file_info *fi)
 {
-	struct dlfs_fs *fs = fs_of(req);
-	struct dlfs_err err = {0};
-	struct dlfs_txn *t;
-	struct dlfs_inode in;
 	struct stat st;
-	int ret;
+	double tmo;
 	(void)fi;
-
-	count(fs, DLFS_OP_GETATTR);
-	ret = txn_of(fs, &t);
-	if (!ret && dlfs_ctl_is(ino)) {
-		double tmo;
-		ret = dlfs_ctl_getattr(&fs->ctl, t, ino, &st, &tmo);
-		if (ret)
-			goto fail;
-		fuse_reply_attr(req, &st, tmo);
-		return;
-	}
-	if (!ret)
-		ret = dlfs_stat(t, ino, &in, &err);
+	int ret = dlfs_ops_getattr(fs_of(req), ino, &st, &tmo);
 	if (ret)
-		goto fail;
-	fill_attr(fs, &in, &st);
-	fuse_reply_attr(req, &st, fs->timeout);
-	return;
-fail:
-	fuse_reply_err(req, -index_err(fs, ret, &err));
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, &st, tmo);
 }
 
 static void dlfs_ll_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	struct dlfs_fs *fs = fs_of(req);
-	struct dlfs_err err = {0};
-	struct dlfs_txn *t;
-	struct dlfs_inode in;
 	char target[PATH_MAX + 1];
-	int ret;
-
-	count(fs, DLFS_OP_READLINK);
-	ret = dlfs_ctl_is(ino) ? -EINVAL : txn_of(fs, &t);
-	if (!ret)
-		ret = index_err(fs, dlfs_stat(t, ino, &in, &err), &err);
-	if (!ret && !S_ISLNK(in.mode))
-		ret = -EINVAL;
-	if (!ret && in.size > PATH_MAX)
-		ret = -ENAMETOOLONG;
-	if (ret) {
+	int ret = dlfs_ops_readlink(fs_of(req), ino, target);
+	if (ret < 0)
 		fuse_reply_err(req, -ret);
-		return;
-	}
-	memcpy(target, in.target, in.size);
-	target[in.size] = '\0';
-	fuse_reply_readlink(req, target);
+	else
+		fuse_reply_readlink(req, target);
 }
 
 /* open and opendir answer ENOSYS: the kernel then stops sending OPEN and
@@ -199,17 +105,16 @@ static void dlfs_ll_opendir(fuse_req_t req, fuse_ino_t ino,
 struct dir_fill {
 	fuse_req_t req;
 	struct dlfs_fs *fs;
-	struct dlfs_txn *t;
 	char *buf;
 	size_t size, used;
 	int plus;
-	int err;
 };
 
 /* Add one entry; @return 1 when the buffer is full. */
-static int add_entry(struct dir_fill *d, const char *name, size_t len,
-		     const struct stat *st, off_t next)
+static int add_entry(void *arg, const char *name, size_t len,
+		     const struct stat *st, uint64_t next)
 {
+	struct dir_fill *d = arg;
 	char nm[DLFS_NAME_MAX + 1];
 	memcpy(nm, name, len);
 	nm[len] = '\0';
@@ -226,10 +131,10 @@ static int add_entry(struct dir_fill *d, const char *name, size_t len,
 			.entry_timeout = d->fs->timeout,
 		};
 		need = fuse_add_direntry_plus(d->req, d->buf + d->used, room,
-					      nm, &e, next);
+					      nm, &e, (off_t)next);
 	} else {
 		need = fuse_add_direntry(d->req, d->buf + d->used, room, nm,
-					 st, next);
+					 st, (off_t)next);
 	}
 	if (need > room)
 		return 1;
@@ -237,82 +142,21 @@ static int add_entry(struct dir_fill *d, const char *name, size_t len,
 	return 0;
 }
 
-static int fill_one(void *arg, const struct dlfs_dirent *de)
-{
-	struct dir_fill *d = arg;
-	struct stat st;
-	if (d->plus) {
-		struct dlfs_inode in;
-		int ret = dlfs_stat(d->t, de->ino, &in, NULL);
-		if (ret)
-			return ret;
-		fill_attr(d->fs, &in, &st);
-	} else {
-		memset(&st, 0, sizeof(st));
-		st.st_ino = de->ino;
-		st.st_mode = de->type;
-	}
-	/* Offsets 1 and 2 are "." and "..". */
-	return add_entry(d, de->name, de->name_len, &st,
-			 (off_t)(de->cookie + 2));
-}
-
-static int ctl_fill_one(void *arg, const char *name, const struct stat *st,
-			uint64_t next)
-{
-	return add_entry(arg, name, strlen(name), st, (off_t)next);
-}
-
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       int plus)
 {
 	struct dlfs_fs *fs = fs_of(req);
 	struct dir_fill d = {.req = req, .fs = fs, .size = size, .plus = plus};
-	struct dlfs_err err = {0};
-	struct stat st;
-	int ret = 0;
 
-	count(fs, plus ? DLFS_OP_READDIRPLUS : DLFS_OP_READDIR);
 	d.buf = malloc(size);
 	if (!d.buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ret = txn_of(fs, &d.t);
-	if (ret)
-		goto out;
-	if (dlfs_ctl_is(ino)) {
-		ret = dlfs_ctl_readdir(&fs->ctl, d.t, ino, (uint64_t)off,
-				       ctl_fill_one, &d);
-		goto out;
-	}
-	struct dlfs_inode self;
-	ret = dlfs_stat(d.t, ino, &self, &err);
-	if (ret)
-		goto out;
-	if (!S_ISDIR(self.mode)) {
-		ret = -ENOTDIR;
-		goto out;
-	}
-	if (off < 1) {
-		fill_attr(fs, &self, &st);
-		if (add_entry(&d, ".", 1, &st, 1))
-			goto out;
-		off = 1;
-	}
-	if (off < 2) {
-		/* ".." needs no lookup count: the kernel resolves it. */
-		memset(&st, 0, sizeof(st));
-		st.st_mode = S_IFDIR;
-		st.st_ino = DLFS_ROOT_INO;
-		if (add_entry(&d, "..", 2, &st, 2))
-			goto out;
-		off = 2;
-	}
-	ret = dlfs_readdir(d.t, ino, (uint64_t)off - 2, fill_one, &d, &err);
-out:
+	int ret = dlfs_ops_readdir(fs, ino, off < 0 ? 0 : (uint64_t)off, plus,
+				   add_entry, &d);
 	if (ret && !d.used)
-		fuse_reply_err(req, -index_err(fs, ret, &err));
+		fuse_reply_err(req, -ret);
 	else
 		fuse_reply_buf(req, d.buf, d.used);
 	free(d.buf);
@@ -334,120 +178,43 @@ static void dlfs_ll_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 
 /* ---- read ---- */
 
-/* A control file: its bytes, or for a sample the file it stands for
- * (*file_ino, to be read instead). @return 0 when replied. */
-static int ctl_read(fuse_req_t req, struct dlfs_fs *fs,
-		    struct dlfs_reader_ctx *x, fuse_ino_t ino, size_t size,
-		    off_t off, uint64_t *file_ino)
-{
-	/* Every byte asked for up to the end: the kernel takes a short
-	 * read of a direct-I/O file for its end, and would cut an epoch's
-	 * list at the first one. Lists longer than the stack buffer are
-	 * rare reads, one allocation each. */
-	char stack[64 * 1024], *buf = stack;
-	size_t got;
-	count(fs, DLFS_OP_CONTROL);
-	if (size > sizeof(stack) && !(buf = malloc(size))) {
-		fuse_reply_err(req, ENOMEM);
-		return 1;
-	}
-	int ret = dlfs_ctl_read(&fs->ctl, dlfs_reader_ctx_txn(x), ino,
-				(uint64_t)off, size, buf, &got, file_ino);
-	if (ret)
-		fuse_reply_err(req, -ret);
-	else if (!*file_ino)
-		fuse_reply_buf(req, buf, got);
-	if (buf != stack)
-		free(buf);
-	return ret || !*file_ino;
-}
-
 static void dlfs_ll_read(fuse_req_t req, fuse_ino_t ino, size_t size,
 			 off_t off, struct fuse_file_info *fi)
 {
 	struct dlfs_fs *fs = fs_of(req);
 	struct dlfs_reader_ctx *x;
-	struct dlfs_read_out out;
-	uint64_t file_ino = ino;
+	struct dlfs_ops_read r;
 	(void)fi;
 	int ret = dlfs_fs_ctx(fs, &x);
 	if (ret) {
 		fuse_reply_err(req, -ret);
 		return;
 	}
-	if (dlfs_ctl_is(ino) &&
-	    ctl_read(req, fs, x, ino, size, off, &file_ino))
-		return;
-	ret = dlfs_read(x, file_ino, (uint64_t)off, size, &out);
+	ret = dlfs_ops_read(fs, x, ino, (uint64_t)off, size, &r);
 	if (ret)
 		fuse_reply_err(req, -ret);
 	else
-		fuse_reply_iov(req, out.iov, out.iovcnt);
-	dlfs_read_done(x);
+		fuse_reply_iov(req, r.iov, r.iovcnt);
+	dlfs_ops_read_done(x, &r);
 }
 
 /* ---- the rest ---- */
 
 static void dlfs_ll_statfs(fuse_req_t req, fuse_ino_t ino)
 {
-	struct dlfs_fs *fs = fs_of(req);
-	const struct dlfs_info *in = dlfs_ds_info(fs->ds);
 	struct statvfs sv;
 	(void)ino;
-	count(fs, DLFS_OP_STATFS);
-	memset(&sv, 0, sizeof(sv));
-	sv.f_bsize = 4096;
-	sv.f_frsize = 4096;
-	sv.f_blocks = (in->super.total_file_bytes + in->index_bytes + 4095) /
-		      4096;
-	sv.f_files = in->super.n_inodes;
-	sv.f_namemax = DLFS_NAME_MAX;
-	sv.f_flag = ST_RDONLY;
+	dlfs_ops_statfs(fs_of(req), &sv);
 	fuse_reply_statfs(req, &sv);
-}
-
-static const char xattr_names[] =
-	"user.dlfs.container\0user.dlfs.offset\0user.dlfs.xxh3";
-
-/* The value of one of our xattrs into buf. @return length or -ENODATA. */
-static int xattr_value(struct dlfs_fs *fs, fuse_ino_t ino, const char *name,
-		       char *buf, size_t len, int *is_file)
-{
-	struct dlfs_err err = {0};
-	struct dlfs_txn *t;
-	struct dlfs_inode in;
-	*is_file = 0;
-	if (dlfs_ctl_is(ino))
-		return -ENODATA;
-	int ret = txn_of(fs, &t);
-	if (!ret)
-		ret = index_err(fs, dlfs_stat(t, ino, &in, &err), &err);
-	if (ret)
-		return ret;
-	if (!S_ISREG(in.mode))
-		return -ENODATA;
-	*is_file = 1;
-	if (!name)
-		return 0;
-	if (!strcmp(name, "user.dlfs.container"))
-		return snprintf(buf, len, "%u", in.container);
-	if (!strcmp(name, "user.dlfs.offset"))
-		return snprintf(buf, len, "%llu",
-				(unsigned long long)in.offset);
-	if (!strcmp(name, "user.dlfs.xxh3"))
-		return snprintf(buf, len, "%016llx",
-				(unsigned long long)in.xxh3);
-	return -ENODATA;
 }
 
 static void dlfs_ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			     size_t size)
 {
-	struct dlfs_fs *fs = fs_of(req);
 	char buf[64];
 	int is_file;
-	count(fs, DLFS_OP_GETXATTR);
-	int n = xattr_value(fs, ino, name, buf, sizeof(buf), &is_file);
+	int n = dlfs_ops_xattr(fs_of(req), ino, name, buf, sizeof(buf),
+			       &is_file);
 	if (n < 0)
 		fuse_reply_err(req, -n);
 	else if (size == 0)
@@ -460,11 +227,9 @@ static void dlfs_ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 
 static void dlfs_ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	struct dlfs_fs *fs = fs_of(req);
 	int is_file;
-	count(fs, DLFS_OP_LISTXATTR);
-	int ret = xattr_value(fs, ino, NULL, NULL, 0, &is_file);
-	size_t n = is_file ? sizeof(xattr_names) : 0;
+	int ret = dlfs_ops_xattr(fs_of(req), ino, NULL, NULL, 0, &is_file);
+	size_t n = is_file ? dlfs_ops_xattr_names_len : 0;
 	if (ret < 0 && ret != -ENODATA)
 		fuse_reply_err(req, -ret);
 	else if (size == 0)
@@ -472,7 +237,7 @@ static void dlfs_ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	else if (n > size)
 		fuse_reply_err(req, ERANGE);
 	else
-		fuse_reply_buf(req, xattr_names, n);
+		fuse_reply_buf(req, dlfs_ops_xattr_names, n);
 }
 
 /* Everything that would change the dataset. */

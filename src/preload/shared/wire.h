@@ -12,7 +12,7 @@
  *
  * One request, then one reply, on a connection at a time: a client
  * thread has its own connection. A request is struct dlfs_wire_req, then
- * name_len bytes of name (LOOKUP only). A reply is struct dlfs_wire_rep,
+ * name_len bytes of name (LOOKUP, GETXATTR). A reply is struct dlfs_wire_rep,
  * then len bytes of payload:
  *
  *   HELLO    version in size      -> payload struct dlfs_wire_hello
@@ -27,9 +27,16 @@
  *                                    sent. A cookie resumes after its
  *                                    entry; 0 starts.
  *   READ     ino, off, size       -> payload up to size bytes of the file
- *                                    at off (fewer only at its end); a
- *                                    control file's bytes, or a sample's
- *                                    (the file it stands for)
+ *                                    at off: perhaps fewer, none only at
+ *                                    its end (ask again from off + len);
+ *                                    a control file's bytes, or a
+ *                                    sample's (the file it stands for)
+ *   STATFS   -                    -> payload struct statvfs
+ *   GETXATTR ino, name, size      -> the value (size 0: len says how long
+ *                                    it is, no payload); -ENODATA,
+ *                                    -ERANGE (longer than size)
+ *   LISTXATTR ino, size           -> the names, each NUL-ended (size 0:
+ *                                    len only); -ERANGE
  *
  * status is 0 or a negative errno; a failed reply has no payload. size is
  * at most DLFS_WIRE_MAX_IO. A server that cannot parse a request closes
@@ -42,7 +49,7 @@
 #include <sys/stat.h>
 
 #define DLFS_WIRE_VERSION 1
-#define DLFS_WIRE_MAX_IO (8u << 20)  /* bytes of one READ or READDIR */
+#define DLFS_WIRE_MAX_IO (1u << 20)  /* bytes of one READ or READDIR */
 #define DLFS_WIRE_MAX_NAME 4096u     /* bytes of one LOOKUP name */
 
 /* Where dlfs-run tells the library what to serve (PREFIX=SOCKET). */
@@ -55,11 +62,14 @@ enum dlfs_wire_op {
 	DLFS_WIRE_READLINK = 4,
 	DLFS_WIRE_READDIR = 5,
 	DLFS_WIRE_READ = 6,
+	DLFS_WIRE_STATFS = 7,
+	DLFS_WIRE_GETXATTR = 8,
+	DLFS_WIRE_LISTXATTR = 9,
 };
 
 struct dlfs_wire_req {
 	uint32_t op;       /* enum dlfs_wire_op */
-	uint32_t name_len; /* bytes of name that follow (LOOKUP) */
+	uint32_t name_len; /* bytes of name that follow */
 	uint64_t ino;
 	uint64_t off;
 	uint64_t size;
