@@ -25,18 +25,19 @@
  *                                    padding to 8 bytes); count entries;
  *                                    none: the end. "." and ".." are not
  *                                    sent. A cookie resumes after its
- *                                    entry; 0 starts.
+ *                                    entry; 0 starts. size is at least
+ *                                    DLFS_WIRE_MIN_DIR (else -EINVAL).
  *   READ     ino, off, size       -> payload up to size bytes of the file
  *                                    at off: perhaps fewer, none only at
  *                                    its end (ask again from off + len);
  *                                    a control file's bytes, or a
  *                                    sample's (the file it stands for)
  *   STATFS   -                    -> payload struct statvfs
- *   GETXATTR ino, name, size      -> the value (size 0: len says how long
- *                                    it is, no payload); -ENODATA,
- *                                    -ERANGE (longer than size)
- *   LISTXATTR ino, size           -> the names, each NUL-ended (size 0:
- *                                    len only); -ERANGE
+ *   GETXATTR ino, name, size      -> the value; count is its length
+ *                                    (size 0: count only, no payload);
+ *                                    -ENODATA, -ERANGE (longer than size)
+ *   LISTXATTR ino, size           -> the names, each NUL-ended, as
+ *                                    GETXATTR's value
  *
  * status is 0 or a negative errno; a failed reply has no payload. size is
  * at most DLFS_WIRE_MAX_IO. A server that cannot parse a request closes
@@ -50,7 +51,10 @@
 
 #define DLFS_WIRE_VERSION 1
 #define DLFS_WIRE_MAX_IO (1u << 20)  /* bytes of one READ or READDIR */
-#define DLFS_WIRE_MAX_NAME 4096u     /* bytes of one LOOKUP name */
+#define DLFS_WIRE_MAX_NAME 4096u     /* bytes of one name */
+/* The least room a READDIR may ask for: one entry of the longest name
+ * (255 bytes), so that no entries always means the end. */
+#define DLFS_WIRE_MIN_DIR 288u
 
 /* Where dlfs-run tells the library what to serve (PREFIX=SOCKET). */
 #define DLFS_WIRE_ENV "DLFS_PRELOAD"
@@ -77,7 +81,7 @@ struct dlfs_wire_req {
 
 struct dlfs_wire_rep {
 	int32_t status; /* 0 or -errno */
-	uint32_t count; /* READDIR: entries in the payload */
+	uint32_t count; /* READDIR: entries; xattrs: the value's length */
 	uint64_t len;   /* payload bytes that follow */
 };
 
