@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -364,73 +366,181 @@ EXPORT char *canonicalize_file_name(const char *path)
 	return realpath(path, NULL);
 }
 
-/* xattrs: the wire carries none, so a dataset node has none. */
+/* xattrs: the dataset's own (user.dlfs.*), as the mount answers them. */
 
-static int xattr_node(const char *path, int nofollow)
+static ssize_t xattr_path(const char *path, int nofollow, const char *name,
+			  void *v, size_t size, int list, int *pass)
 {
 	struct dlfs_vp_res res;
 	int ret = dlfs_classify(AT_FDCWD, path, nofollow, &res);
+	*pass = 0;
 	if (ret)
-		return ret;
-	return res.kind == DLFS_VP_OURS;
+		return fail(-ret);
+	if (res.kind != DLFS_VP_OURS) {
+		*pass = 1;
+		return 0;
+	}
+	long n = list ? dlfs_ns_listxattr(res.ino, v, size)
+		      : dlfs_ns_getxattr(res.ino, name, v, size);
+	return n < 0 ? fail((int)-n) : n;
+}
+
+static ssize_t xattr_fd(struct dlfs_file *f, const char *name, void *v,
+			size_t size, int list)
+{
+	long n = list ? dlfs_ns_listxattr(f->ino, v, size)
+		      : dlfs_ns_getxattr(f->ino, name, v, size);
+	dlfs_file_put(f);
+	return n < 0 ? fail((int)-n) : n;
 }
 
 EXPORT ssize_t getxattr(const char *path, const char *name, void *v,
 			size_t size)
 {
-	int k = xattr_node(path, 0);
-	if (k < 0)
-		return fail(-k);
-	if (k)
-		return fail(ENODATA);
-	return dlfs_real()->getxattr(path, name, v, size);
+	int pass;
+	ssize_t n = xattr_path(path, 0, name, v, size, 0, &pass);
+	return pass ? dlfs_real()->getxattr(path, name, v, size) : n;
 }
 
 EXPORT ssize_t lgetxattr(const char *path, const char *name, void *v,
 			 size_t size)
 {
-	int k = xattr_node(path, 1);
-	if (k < 0)
-		return fail(-k);
-	if (k)
-		return fail(ENODATA);
-	return dlfs_real()->lgetxattr(path, name, v, size);
+	int pass;
+	ssize_t n = xattr_path(path, 1, name, v, size, 0, &pass);
+	return pass ? dlfs_real()->lgetxattr(path, name, v, size) : n;
 }
 
 EXPORT ssize_t fgetxattr(int fd, const char *name, void *v, size_t size)
 {
-	if (dlfs_fd_maybe(fd)) {
-		struct dlfs_file *f = dlfs_fd_get(fd);
-		if (f) {
-			dlfs_file_put(f);
-			return fail(ENODATA);
-		}
-	}
-	return dlfs_real()->fgetxattr(fd, name, v, size);
+	struct dlfs_file *f = dlfs_fd_get(fd);
+	if (!f)
+		return dlfs_real()->fgetxattr(fd, name, v, size);
+	return xattr_fd(f, name, v, size, 0);
 }
 
 EXPORT ssize_t listxattr(const char *path, char *list, size_t size)
 {
-	int k = xattr_node(path, 0);
-	if (k < 0)
-		return fail(-k);
-	return k ? 0 : dlfs_real()->listxattr(path, list, size);
+	int pass;
+	ssize_t n = xattr_path(path, 0, NULL, list, size, 1, &pass);
+	return pass ? dlfs_real()->listxattr(path, list, size) : n;
 }
 
 EXPORT ssize_t llistxattr(const char *path, char *list, size_t size)
 {
-	int k = xattr_node(path, 1);
-	if (k < 0)
-		return fail(-k);
-	return k ? 0 : dlfs_real()->llistxattr(path, list, size);
+	int pass;
+	ssize_t n = xattr_path(path, 1, NULL, list, size, 1, &pass);
+	return pass ? dlfs_real()->llistxattr(path, list, size) : n;
 }
 
 EXPORT ssize_t flistxattr(int fd, char *list, size_t size)
 {
 	struct dlfs_file *f = dlfs_fd_get(fd);
-	if (f) {
-		dlfs_file_put(f);
-		return 0;
-	}
-	return dlfs_real()->flistxattr(fd, list, size);
+	if (!f)
+		return dlfs_real()->flistxattr(fd, list, size);
+	return xattr_fd(f, NULL, list, size, 1);
 }
+
+/* statfs and statvfs: the server's answer, as the mount's. */
+
+#define FUSE_SUPER_MAGIC 0x65735546
+
+static void statfs_of(const struct statvfs *sv, struct statfs *sf)
+{
+	memset(sf, 0, sizeof(*sf));
+	sf->f_type = FUSE_SUPER_MAGIC;
+	sf->f_bsize = (long)sv->f_bsize;
+	sf->f_frsize = (long)sv->f_frsize;
+	sf->f_blocks = sv->f_blocks;
+	sf->f_bfree = sv->f_bfree;
+	sf->f_bavail = sv->f_bavail;
+	sf->f_files = sv->f_files;
+	sf->f_ffree = sv->f_ffree;
+	sf->f_namelen = (long)sv->f_namemax;
+	sf->f_flags = (long)(sv->f_flag | ST_RDONLY);
+}
+
+/* @return 1 (ours: *sv filled), 0 (not ours), or -1 and errno. */
+static int vfs_path(const char *path, struct statvfs *sv, const char **rp,
+		    struct dlfs_vp_res *res)
+{
+	int ret = dlfs_classify(AT_FDCWD, path, 0, res);
+	if (ret)
+		return fail(-ret);
+	*rp = res->kind == DLFS_VP_REAL ? res->path : path;
+	if (res->kind != DLFS_VP_OURS)
+		return 0;
+	ret = dlfs_ns_statfs(sv);
+	return ret ? fail(-ret) : 1;
+}
+
+static int vfs_fd(int fd, struct statvfs *sv)
+{
+	struct dlfs_file *f = dlfs_fd_get(fd);
+	if (!f)
+		return 0;
+	dlfs_file_put(f);
+	int ret = dlfs_ns_statfs(sv);
+	return ret ? fail(-ret) : 1;
+}
+
+EXPORT int statvfs(const char *path, struct statvfs *sv)
+{
+	struct dlfs_vp_res res;
+	const char *rp;
+	int k = vfs_path(path, sv, &rp, &res);
+	return k ? (k < 0 ? -1 : 0) : dlfs_real()->statvfs(rp, sv);
+}
+
+EXPORT int statvfs64(const char *path, struct statvfs64 *sv)
+{
+	return statvfs(path, (struct statvfs *)sv);
+}
+
+EXPORT int fstatvfs(int fd, struct statvfs *sv)
+{
+	int k = vfs_fd(fd, sv);
+	return k ? (k < 0 ? -1 : 0) : dlfs_real()->fstatvfs(fd, sv);
+}
+
+EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
+{
+	return fstatvfs(fd, (struct statvfs *)sv);
+}
+
+EXPORT int statfs(const char *path, struct statfs *sf)
+{
+	struct dlfs_vp_res res;
+	struct statvfs sv;
+	const char *rp;
+	int k = vfs_path(path, &sv, &rp, &res);
+	if (!k)
+		return dlfs_real()->statfs(rp, sf);
+	if (k > 0)
+		statfs_of(&sv, sf);
+	return k < 0 ? -1 : 0;
+}
+
+EXPORT int statfs64(const char *path, struct statfs64 *sf)
+{
+	return statfs(path, (struct statfs *)sf);
+}
+
+EXPORT int fstatfs(int fd, struct statfs *sf)
+{
+	struct statvfs sv;
+	int k = vfs_fd(fd, &sv);
+	if (!k)
+		return dlfs_real()->fstatfs(fd, sf);
+	if (k > 0)
+		statfs_of(&sv, sf);
+	return k < 0 ? -1 : 0;
+}
+
+EXPORT int fstatfs64(int fd, struct statfs64 *sf)
+{
+	return fstatfs(fd, (struct statfs *)sf);
+}
+
+_Static_assert(sizeof(struct statfs) == sizeof(struct statfs64) &&
+		       sizeof(struct statvfs) == sizeof(struct statvfs64),
+	       "statfs64 is statfs on this ABI");

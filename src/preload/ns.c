@@ -251,9 +251,9 @@ ssize_t dlfs_ns_read(uint64_t ino, void *buf, size_t size, uint64_t off)
 					 NULL);
 		if (ret)
 			return done ? (ssize_t)done : ret;
+		if (!got)
+			break; /* the end; a short reply is not */
 		done += got;
-		if (got < n)
-			break;
 	}
 	return (ssize_t)done;
 }
@@ -266,6 +266,43 @@ int dlfs_ns_readdir(uint64_t ino, uint64_t cookie, void *buf, size_t cap,
 	struct dlfs_wire_req req = {.op = DLFS_WIRE_READDIR, .ino = ino,
 				    .off = cookie, .size = cap};
 	return dlfs_conn_call(&req, NULL, buf, cap, len, count);
+}
+
+int dlfs_ns_statfs(struct statvfs *sv)
+{
+	struct dlfs_wire_req req = {.op = DLFS_WIRE_STATFS};
+	uint64_t got = 0;
+	int ret = dlfs_conn_call(&req, NULL, sv, sizeof(*sv), &got, NULL);
+	if (!ret && got != sizeof(*sv))
+		ret = -EIO;
+	return ret;
+}
+
+long dlfs_ns_getxattr(uint64_t ino, const char *name, void *buf, size_t size)
+{
+	size_t nl = strlen(name);
+	if (nl > DLFS_WIRE_MAX_NAME)
+		return -ERANGE;
+	if (size > DLFS_WIRE_MAX_IO)
+		size = DLFS_WIRE_MAX_IO;
+	struct dlfs_wire_req req = {.op = DLFS_WIRE_GETXATTR,
+				    .name_len = (uint32_t)nl,
+				    .ino = ino,
+				    .size = size};
+	uint32_t count = 0;
+	int ret = dlfs_conn_call(&req, name, buf, size, NULL, &count);
+	return ret ? ret : (long)count;
+}
+
+long dlfs_ns_listxattr(uint64_t ino, char *buf, size_t size)
+{
+	if (size > DLFS_WIRE_MAX_IO)
+		size = DLFS_WIRE_MAX_IO;
+	struct dlfs_wire_req req = {.op = DLFS_WIRE_LISTXATTR, .ino = ino,
+				    .size = size};
+	uint32_t count = 0;
+	int ret = dlfs_conn_call(&req, NULL, buf, size, NULL, &count);
+	return ret ? ret : (long)count;
 }
 
 static int ops_lookup(void *ctx, uint64_t parent, const char *name,

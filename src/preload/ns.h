@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 
 #include "vpath.h"
@@ -42,9 +43,17 @@ long dlfs_ns_readlink(uint64_t ino, char *buf, size_t size);
  * attributes change? */
 int dlfs_ns_volatile(const char *vpath);
 
-/* Up to size bytes of ino at off, in pieces the server takes.
- * @return bytes read (fewer only at the end) or -errno. */
+/* Up to size bytes of ino at off, asking again after a short reply
+ * until size or the end. @return bytes read or -errno. */
 ssize_t dlfs_ns_read(uint64_t ino, void *buf, size_t size, uint64_t off);
+
+/* STATFS: the dataset's statvfs, as the mount's. */
+int dlfs_ns_statfs(struct statvfs *sv);
+
+/* GETXATTR, LISTXATTR: the value (the NUL-ended names) into buf, or with
+ * size 0 only its length. @return the length, or -ENODATA, -ERANGE, ... */
+long dlfs_ns_getxattr(uint64_t ino, const char *name, void *buf, size_t size);
+long dlfs_ns_listxattr(uint64_t ino, char *buf, size_t size);
 
 /* One READDIR: entries after cookie into buf (cap bytes).
  * @return 0 and *count entries (0: the end), *len bytes; or -errno. */
