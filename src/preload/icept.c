@@ -118,6 +118,64 @@ static int real_dir_path(int dirfd, char *buf, size_t size)
 	return 0;
 }
 
+/*
+ * The real cwd, when it is an ancestor of the prefix: then a relative
+ * path with no ".." can name the prefix ("imagenet/x" in /data, for the
+ * prefix /data/imagenet). Asked of the kernel once, and again after each
+ * chdir; rcwd_state is 0 (not known), 1 (an ancestor: rcwd holds it) or
+ * 2 (not an ancestor).
+ */
+static pthread_mutex_t rcwd_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int rcwd_state;
+static char rcwd[PATH_MAX];
+
+void dlfs_rcwd_changed(void)
+{
+	atomic_store(&rcwd_state, 0);
+}
+
+/* Is the real cwd an ancestor of the prefix, and could path's first
+ * component step towards it? Then base is that cwd. */
+static int rcwd_base(const char *path, char *base, size_t size)
+{
+	int st = atomic_load(&rcwd_state);
+	if (st == 2)
+		return 0;
+	pthread_mutex_lock(&rcwd_lock);
+	if (!atomic_load(&rcwd_state)) {
+		int saved = errno;
+		size_t pl = dlfs_pl.root.prefix_len, cl;
+		int anc = dlfs_real()->getcwd(rcwd, sizeof(rcwd)) != NULL;
+		errno = saved;
+		if (anc) {
+			cl = strlen(rcwd);
+			if (cl == 1) /* "/" */
+				cl = 0;
+			anc = cl < pl && !strncmp(rcwd, dlfs_pl.prefix, cl) &&
+			      dlfs_pl.prefix[cl] == '/';
+		}
+		atomic_store(&rcwd_state, anc ? 1 : 2);
+	}
+	int ok = atomic_load(&rcwd_state) == 1;
+	if (ok) {
+		/* The next component of the prefix below the cwd. */
+		size_t cl = strlen(rcwd) == 1 ? 0 : strlen(rcwd);
+		const char *next = dlfs_pl.prefix + cl + 1;
+		size_t nl = strcspn(next, "/");
+		while (path[0] == '.' && path[1] == '/')
+			path += 2;
+		ok = (!strncmp(path, next, nl) &&
+		      (path[nl] == '/' || !path[nl])) ||
+		     dlfs_vp_maybe_ours(&dlfs_pl.root, path);
+		if (ok && strlen(rcwd) < size)
+			strcpy(base, rcwd);
+		else
+			ok = 0;
+	}
+	pthread_mutex_unlock(&rcwd_lock);
+	return ok;
+}
+
 int dlfs_classify(int dirfd, const char *path, int nofollow,
 		  struct dlfs_vp_res *res)
 {
@@ -151,6 +209,8 @@ int dlfs_classify(int dirfd, const char *path, int nofollow,
 		dlfs_file_put(f);
 		return ret ? ret : dlfs_ns_resolve(&base, path, flags, res);
 	}
+	if (dirfd == AT_FDCWD && rcwd_base(path, bpath, sizeof(bpath)))
+		return dlfs_ns_resolve(&base, path, flags, res);
 	/* Relative to a real directory: only ".." can climb to the prefix. */
 	if (!dlfs_vp_maybe_ours(&dlfs_pl.root, path) ||
 	    real_dir_path(dirfd, bpath, sizeof(bpath)))

@@ -47,6 +47,9 @@ int dlfs_file_stat(struct dlfs_file *f, struct stat *st);
 /* close(fd) for any fd: forget it if ours, then the real close. */
 int dlfs_close(int fd);
 
+/* The real cwd changed (chdir, fchdir). */
+void dlfs_rcwd_changed(void);
+
 /* The virtual cwd: set when the program chdir()s into the prefix. */
 int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st);
 void dlfs_vcwd_clear(void);

@@ -379,8 +379,10 @@ EXPORT int chdir(const char *path)
 		return ret ? fail(-ret) : 0;
 	}
 	ret = dlfs_real()->chdir(res.kind == DLFS_VP_REAL ? res.path : path);
-	if (!ret)
+	if (!ret) {
 		dlfs_vcwd_clear();
+		dlfs_rcwd_changed();
+	}
 	return ret;
 }
 
@@ -389,8 +391,10 @@ EXPORT int fchdir(int fd)
 	struct dlfs_file *f = dlfs_fd_get(fd);
 	if (!f) {
 		int ret = dlfs_real()->fchdir(fd);
-		if (!ret)
+		if (!ret) {
 			dlfs_vcwd_clear();
+			dlfs_rcwd_changed();
+		}
 		return ret;
 	}
 	int ret = S_ISDIR(f->st.st_mode)
