@@ -439,3 +439,105 @@ EXPORT char *get_current_dir_name(void)
 {
 	return getcwd(NULL, 0);
 }
+
+/* scandir: glibc's opens and reads the directory with its internal
+ * functions, which this library does not see, so a directory of ours is
+ * read here, with the wrappers above. */
+static int do_scandirat(int dirfd, const char *path, struct dirent ***list,
+			int (*sel)(const struct dirent *),
+			int (*cmp)(const struct dirent **,
+				   const struct dirent **))
+{
+	struct dlfs_vp_res res;
+	int ret = dlfs_classify(dirfd, path, 0, &res);
+	if (ret)
+		return fail(-ret);
+	if (res.kind != DLFS_VP_OURS)
+		return -2; /* not ours: libc's */
+	if (!S_ISDIR(res.st.st_mode))
+		return fail(ENOTDIR);
+	int fd = dlfs_open_node(&res, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int err = errno;
+		dlfs_close(fd);
+		return fail(err);
+	}
+	struct dirent **v = NULL, *e;
+	size_t n = 0, cap = 0;
+	int err = 0;
+	errno = 0;
+	while ((e = readdir(d))) {
+		if (sel && !sel(e))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			struct dirent **nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				err = ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		if (!(v[n] = malloc(sizeof(*e)))) {
+			err = ENOMEM;
+			break;
+		}
+		memcpy(v[n++], e, sizeof(*e));
+		errno = 0;
+	}
+	if (!err)
+		err = errno;
+	closedir(d);
+	if (err) {
+		while (n)
+			free(v[--n]);
+		free(v);
+		return fail(err);
+	}
+	if (cmp && n > 1)
+		qsort(v, n, sizeof(*v),
+		      (int (*)(const void *, const void *))cmp);
+	*list = v;
+	return (int)n;
+}
+
+EXPORT int scandir(const char *path, struct dirent ***list,
+		   int (*sel)(const struct dirent *),
+		   int (*cmp)(const struct dirent **, const struct dirent **))
+{
+	int n = do_scandirat(AT_FDCWD, path, list, sel, cmp);
+	return n != -2 ? n : dlfs_real()->scandir(path, list, sel, cmp);
+}
+
+EXPORT int scandir64(const char *path, struct dirent64 ***list,
+		     int (*sel)(const struct dirent64 *),
+		     int (*cmp)(const struct dirent64 **,
+				const struct dirent64 **))
+{
+	return scandir(path, (struct dirent ***)list,
+		       (int (*)(const struct dirent *))sel,
+		       (int (*)(const struct dirent **,
+				const struct dirent **))cmp);
+}
+
+EXPORT int scandirat(int dirfd, const char *path, struct dirent ***list,
+		     int (*sel)(const struct dirent *),
+		     int (*cmp)(const struct dirent **, const struct dirent **))
+{
+	int n = do_scandirat(dirfd, path, list, sel, cmp);
+	return n != -2 ? n : dlfs_real()->scandirat(dirfd, path, list, sel, cmp);
+}
+
+EXPORT int scandirat64(int dirfd, const char *path, struct dirent64 ***list,
+		       int (*sel)(const struct dirent64 *),
+		       int (*cmp)(const struct dirent64 **,
+				  const struct dirent64 **))
+{
+	return scandirat(dirfd, path, (struct dirent ***)list,
+			 (int (*)(const struct dirent *))sel,
+			 (int (*)(const struct dirent **,
+				  const struct dirent **))cmp);
+}

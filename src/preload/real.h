@@ -39,7 +39,8 @@
 	X(ftruncate) X(chmod) X(fchmod) X(fchmodat) X(chown) X(lchown)        \
 	X(fchown) X(fchownat) X(utimensat) X(futimens) X(utimes) X(utime)     \
 	X(mknod) X(mknodat) X(chdir) X(fchdir) X(getcwd) X(statfs)            \
-	X(fstatfs) X(statvfs) X(fstatvfs) X(fsync) X(fdatasync)
+	X(fstatfs) X(statvfs) X(fstatvfs) X(fsync) X(fdatasync) X(scandir)   \
+	X(scandirat)
 
 #define DLFS_REAL_FIELD(name) __typeof__(name) *name;
 struct dlfs_real {
