@@ -205,6 +205,7 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	atomic_store(&dlfs_pl.pid, (int)syscall(SYS_getpid));
 	for (struct conn *c = list, *n; c; c = n) {
 		n = c->next;
 		sys_close(c->fd);
@@ -240,11 +241,20 @@ static int thread_conn(struct conn *c)
 	return 0;
 }
 
+/* A new connection made in a vfork child would be the parent's thread's
+ * after exec closed it: such a child (or a signal handler, see busy)
+ * gets a connection for one request instead. */
+static int one_off(const struct conn *c)
+{
+	return c->busy ||
+	       (c->fd < 0 && syscall(SYS_getpid) != atomic_load(&dlfs_pl.pid));
+}
+
 int dlfs_conn_ready(void)
 {
 	if (atomic_load_explicit(&dlfs_pl.ready, memory_order_acquire))
 		return 0;
-	if (tconn.busy) {
+	if (one_off(&tconn)) {
 		int fd = dial();
 		if (fd < 0)
 			return fd;
@@ -259,8 +269,7 @@ int dlfs_conn_call(const struct dlfs_wire_req *req, const char *name,
 {
 	struct conn *c = &tconn;
 	int ret, status = 0;
-	if (c->busy) {
-		/* A signal handler interrupted a request of this thread. */
+	if (one_off(c)) {
 		int fd = dial();
 		if (fd < 0)
 			return fd;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "ns.h"
@@ -370,9 +371,14 @@ out:
 	return ret;
 }
 
+int dlfs_own_memory(void)
+{
+	return (int)syscall(SYS_getpid) == atomic_load(&dlfs_pl.pid);
+}
+
 int dlfs_close(int fd)
 {
-	if (dlfs_fd_maybe(fd))
+	if (dlfs_fd_maybe(fd) && dlfs_own_memory())
 		dlfs_fd_forget(fd);
 	return dlfs_real()->close(fd);
 }

@@ -44,6 +44,11 @@ ssize_t dlfs_file_read(struct dlfs_file *f, void *buf, size_t n);
 off_t dlfs_file_lseek(struct dlfs_file *f, off_t off, int whence);
 int dlfs_file_stat(struct dlfs_file *f, struct stat *st);
 
+/* Is this the process the tables belong to, not a vfork child sharing
+ * its parent's memory? One getpid syscall: asked only before a change to
+ * the fd table. */
+int dlfs_own_memory(void);
+
 /* close(fd) for any fd: forget it if ours, then the real close. */
 int dlfs_close(int fd);
 

@@ -137,9 +137,18 @@ EXPORT int close(int fd)
 	return dlfs_close(fd);
 }
 
+/* In a vfork child the tables are the parent's: dup there is libc's, and
+ * the copy is an unconnected socket to the program that is exec'd. */
+static struct dlfs_file *dup_source(int fd)
+{
+	if (!dlfs_fd_maybe(fd) || !dlfs_own_memory())
+		return NULL;
+	return dlfs_fd_get(fd);
+}
+
 EXPORT int dup(int fd)
 {
-	struct dlfs_file *f = dlfs_fd_get(fd);
+	struct dlfs_file *f = dup_source(fd);
 	int nfd = dlfs_real()->dup(fd);
 	if (f && nfd >= 0 && dlfs_fd_add(nfd, f)) {
 		dlfs_real()->close(nfd);
@@ -152,8 +161,8 @@ EXPORT int dup(int fd)
 
 static int do_dup3(int fd, int nfd, int flags, int is_dup2)
 {
-	struct dlfs_file *f = dlfs_fd_get(fd);
-	if (fd != nfd && dlfs_fd_maybe(nfd))
+	struct dlfs_file *f = dup_source(fd);
+	if (fd != nfd && dlfs_fd_maybe(nfd) && dlfs_own_memory())
 		dlfs_fd_forget(nfd); /* the kernel closes it */
 	int ret = is_dup2 ? dlfs_real()->dup2(fd, nfd)
 			  : dlfs_real()->dup3(fd, nfd, flags);
@@ -184,7 +193,7 @@ static int fcntl_ours(int fd, struct dlfs_file *f, int cmd, void *arg)
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC: {
 		int nfd = dlfs_real()->fcntl(fd, cmd, arg);
-		if (nfd >= 0 && dlfs_fd_add(nfd, f)) {
+		if (nfd >= 0 && dlfs_own_memory() && dlfs_fd_add(nfd, f)) {
 			dlfs_real()->close(nfd);
 			return fail(EMFILE);
 		}
@@ -372,14 +381,19 @@ EXPORT int chdir(const char *path)
 	int ret = dlfs_classify(AT_FDCWD, path, 0, &res);
 	if (ret)
 		return fail(-ret);
+	int own = dlfs_own_memory();
 	if (res.kind == DLFS_VP_OURS) {
 		if (!S_ISDIR(res.st.st_mode))
 			return fail(ENOTDIR);
+		/* A vfork child about to exec cannot take a virtual cwd
+		 * with it (subprocess's cwd=). */
+		if (!own)
+			return fail(ENOTSUP);
 		ret = dlfs_vcwd_set(res.path, res.ino, &res.st);
 		return ret ? fail(-ret) : 0;
 	}
 	ret = dlfs_real()->chdir(res.kind == DLFS_VP_REAL ? res.path : path);
-	if (!ret) {
+	if (!ret && own) {
 		dlfs_vcwd_clear();
 		dlfs_rcwd_changed();
 	}
@@ -391,15 +405,15 @@ EXPORT int fchdir(int fd)
 	struct dlfs_file *f = dlfs_fd_get(fd);
 	if (!f) {
 		int ret = dlfs_real()->fchdir(fd);
-		if (!ret) {
+		if (!ret && dlfs_own_memory()) {
 			dlfs_vcwd_clear();
 			dlfs_rcwd_changed();
 		}
 		return ret;
 	}
-	int ret = S_ISDIR(f->st.st_mode)
-			  ? dlfs_vcwd_set(f->vpath, f->ino, &f->st)
-			  : -ENOTDIR;
+	int ret = !S_ISDIR(f->st.st_mode) ? -ENOTDIR
+		  : !dlfs_own_memory()	   ? -ENOTSUP
+					   : dlfs_vcwd_set(f->vpath, f->ino, &f->st);
 	dlfs_file_put(f);
 	return ret ? fail(-ret) : 0;
 }

@@ -86,6 +86,7 @@ static void configure(void)
 
 __attribute__((constructor)) static void dlfs_preload_init(void)
 {
+	atomic_store(&dlfs_pl.pid, (int)syscall(SYS_getpid));
 	dlfs_real();
 	dlfs_conn_init();
 	configure();

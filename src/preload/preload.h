@@ -27,6 +27,10 @@ struct dlfs_pl {
 	/* $PWD at start when it is under the prefix: a shell that cd'd
 	 * there ran this program, whose cwd is then that virtual one. */
 	char pwd[PATH_MAX];
+	/* This process's pid, set at load and in a forked child: a vfork
+	 * child (posix_spawn, subprocess) runs in its parent's memory and
+	 * must not change the parent's tables. */
+	atomic_int pid;
 	/* From the first HELLO; valid once ready is 1. */
 	atomic_int ready;
 	uint32_t max_io;

@@ -40,3 +40,24 @@ if __name__ == "__main__":
         sys.exit("the parent's fd after fork reads wrong bytes")
     os.close(fd)
     print("fork, spawn, forkserver: %d files each" % len(rels))
+    # subprocess (vfork, then exec) closes and dups descriptors in the
+    # child, in the parent's memory: the parent's dataset fd must still be
+    # known, and read, afterwards.
+    import subprocess
+    fd = os.open(os.path.join(p, big), os.O_RDONLY)
+    for _ in range(3):
+        subprocess.run(["true"], check=True)
+        subprocess.run(["true"], check=True, pass_fds=[fd])
+    if os.pread(fd, 4096, 0) != open(os.path.join(src, big), "rb").read(4096):
+        sys.exit("a dataset fd reads wrong bytes after subprocess")
+    st = os.fstat(fd)
+    if st.st_size != os.path.getsize(os.path.join(src, big)):
+        sys.exit("a dataset fd's fstat is wrong after subprocess")
+    os.close(fd)
+    # A shell that cd's into the prefix runs programs there.
+    out = subprocess.run(["sh", "-c", 'cd "$1" && pwd && ls', "_", p],
+                         check=True, stdout=subprocess.PIPE).stdout.decode()
+    want = p + "\n" + "".join(n + "\n" for n in sorted(os.listdir(src)))
+    if out != want:
+        sys.exit("sh -c 'cd P && pwd && ls' printed %r" % out[:200])
+    print("subprocess: the parent's fds intact; cd in a shell")
