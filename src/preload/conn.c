@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -90,12 +91,31 @@ static int exchange(int fd, const struct dlfs_wire_req *req, const char *name,
 	memcpy(msg, req, sizeof(*req));
 	if (req->name_len)
 		memcpy(msg + sizeof(*req), name, req->name_len);
-	if (send_all(fd, msg, sizeof(*req) + req->name_len) ||
-	    recv_all(fd, &rep, sizeof(rep)))
+	if (send_all(fd, msg, sizeof(*req) + req->name_len))
 		goto out;
-	if (rep.len > cap || (rep.status && rep.len) || rep.status > 0)
+	/* The header and as much of the payload as is there, in one call:
+	 * nothing follows a reply on the stream, so this never takes bytes
+	 * of another. */
+	struct iovec iov[2] = {{&rep, sizeof(rep)}, {buf, cap}};
+	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = cap ? 2 : 1};
+	ssize_t n;
+	do
+		n = recvmsg(fd, &mh, 0);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
 		goto out;
-	if (rep.len && recv_all(fd, buf, rep.len))
+	size_t have = 0; /* payload bytes already in buf */
+	if ((size_t)n < sizeof(rep)) {
+		if (recv_all(fd, (char *)&rep + n, sizeof(rep) - (size_t)n))
+			goto out;
+	} else {
+		have = (size_t)n - sizeof(rep);
+	}
+	if (rep.len > cap || have > rep.len || (rep.status && rep.len) ||
+	    rep.status > 0)
+		goto out;
+	if (rep.len > have &&
+	    recv_all(fd, (char *)buf + have, rep.len - have))
 		goto out;
 	if (len)
 		*len = rep.len;
