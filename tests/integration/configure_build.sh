@@ -9,7 +9,7 @@
 #    dependencies changed, sets up again, MPI is found;
 #  - once more: nothing to do.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 : "${DLFS_SRCDIR:=$SRC_ROOT}"
 command -v meson >/dev/null || skip "meson not found"

@@ -5,7 +5,7 @@
 # no temp dir. Covers running out while writing containers (8 MiB of data)
 # and while writing the index (60,000 tiny files). Needs root (mount).
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 [ "$(id -u)" = 0 ] || skip "needs root to mount a tmpfs"
 mkdir "$T/mnt"

@@ -7,7 +7,7 @@
 # with it); bad options exit 2 naming the option; fifos, sockets and device
 # nodes are skipped with exactly one warning each.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 O="$T/o"
 mkdir "$O"

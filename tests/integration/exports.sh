@@ -6,7 +6,7 @@
 # or a header of format/ or ingest/ outside their shared/ folders, which
 # the build does not expose; this catches a path written out in full).
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 for d in "$SRC_ROOT"/src/*/; do
 	t=$(basename "$d")

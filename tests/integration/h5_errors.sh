@@ -9,7 +9,7 @@
 # A failing source among good ones fails the whole pack, forked or not,
 # and SIGINT during a forked ingest leaves nothing and no worker behind.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 "$PYTHON" -c 'import h5py, numpy' 2>/dev/null || skip "needs python3-h5py and python3-numpy"
 
 O="$T/o"

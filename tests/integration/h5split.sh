@@ -1,5 +1,5 @@
 #!/bin/bash
-# h5split: HDF5 sources written by h5py (tests/h5data.py: several datasets,
+# h5split: HDF5 sources written by h5py (tests/lib/h5data.py: several datasets,
 # chunked + gzip + shuffle, szip where libhdf5 has it, contiguous, labels
 # of shape (N,) and (N,k), bool, complex, compound, big-endian, fixed
 # strings, attributes, a group, a soft link, a dataset kept whole; N = 37,
@@ -19,8 +19,8 @@
 # - an HDF5 file inside a directory source stays one file, unchanged;
 # - --order shuffle:5 stores the same tree.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
-H5DATA="$SRC_ROOT/tests/h5data.py"
+. "$(dirname "$0")/../lib/lib.sh"
+H5DATA="$LIB_DIR/h5data.py"
 need_h5() { "$PYTHON" -c 'import h5py, numpy' 2>/dev/null || skip "needs python3-h5py and python3-numpy"; }
 need_h5
 

@@ -9,7 +9,7 @@
 # Checked by extract and cat against the sources, byte for byte: verify
 # alone cannot see it (the checksums are of the bytes packed).
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 mkdir -p "$T/dir"
 "$PYTHON" - "$T" <<'EOF'

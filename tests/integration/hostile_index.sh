@@ -11,8 +11,8 @@
 #     each damaged file by path (item 4).
 # Every failure must be a clean exit 1 with a message: never a crash.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/../ixlib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
+. "$LIB_DIR/ixlib.sh"
 
 mkdir -p "$T/src/d" "$T/outside"
 "$PYTHON" - "$T/src" <<'EOF'

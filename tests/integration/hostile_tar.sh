@@ -5,7 +5,7 @@
 # exit 1 with a "dlfs-pack: ..." message naming the member, write nothing at
 # OUT, leave no temp dir, and never touch anything outside.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 mkdir "$T/o" "$T/work"
 mktar() { # FILE SPEC...   SPEC = f:NAME | d:NAME | l:NAME:TARGET | h:NAME:TARGET

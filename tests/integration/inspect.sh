@@ -5,7 +5,7 @@
 # empty and multi-chunk files), extract into an empty/non-empty dir, the
 # error messages for missing paths/datasets, and exit status 2 for usage errors.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 S="$T/src"
 mkdir -p "$S/dir/sub"

@@ -13,7 +13,7 @@
 # data.mdb or .mdb file that is not LMDB, an LMDB file without
 # --split-lmdb.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 command -v mdb_load >/dev/null || skip "mdb_load not found (package lmdb-utils)"
 
 O="$T/o"

@@ -6,7 +6,7 @@
 # that deep is printed whole, with its reason. (Error messages, which have
 # a fixed size, lose their middle, never their end: test_format.)
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 "$PYTHON" - "$T" <<'EOF'
 import os, sys, tarfile

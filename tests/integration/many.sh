@@ -13,7 +13,7 @@ if [ -n "${DLFS_MANY_TMPDIR:-}" ]; then
 elif [ -d /dev/shm ] && [ -w /dev/shm ]; then
 	export TMPDIR=/dev/shm
 fi
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 N=${DLFS_MANY_COUNT:-100000}
 t0=$(date +%s.%N)

@@ -6,7 +6,7 @@
 # mode, a symlink target, or a layout option changes the dataset id, and
 # undoing the change gives the original id back.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 gentree odd "$T/src" --seed 41
 mkdir "$T/ds"

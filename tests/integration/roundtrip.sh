@@ -5,7 +5,7 @@
 # that many chunks and several containers are used. Also checks info --json
 # counts, and stat/ls/layout of every entry via dscheck.py.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 gentree odd "$T/src" --seed 11
 COUNTS=$(tree_counts "$T/src")

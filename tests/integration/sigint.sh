@@ -4,7 +4,7 @@
 # "dlfs-pack: interrupted", leaving no OUT and no temp dir behind; an
 # existing OUT being replaced with --force survives the interruption intact.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 # Sparse input: cheap to create and to read, 2 GiB to write.
 gentree big "$T/src" --size 512M --count 4 --sparse

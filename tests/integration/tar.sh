@@ -6,7 +6,7 @@
 # merge (first source's dir metadata wins), parentless tar members get
 # implied 0755 dirs, a late dir member sets its dir's metadata, zip works.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 gentree odd "$T/src" --seed 21
 # libarchive (3.6.2 at least) misreads a pax mtime before 1970 that has a

@@ -7,7 +7,7 @@
 # an unknown format major version, and a truncated/garbage index all give a
 # clean exit 1 naming the file at fault; the rest of the dataset stays readable.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 
 gentree odd "$T/src/odd" --seed 31 --no-symlinks
 mkdir "$T/src/victims"

@@ -7,7 +7,7 @@
 # with the source finds no difference. Needs 10 GiB free (else exit 77).
 set -euo pipefail
 : "${DLFS_CMD_TIMEOUT:=300}"
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 
 AVAIL=$(df -B1 --output=avail "$T" | tail -n 1 | tr -d ' ')

@@ -20,10 +20,9 @@
 # daemon exits 0 on unmount and logs nothing bad other than lines about the
 # cache. All rounds run; failures are listed at the end.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$HERE/cachelib.sh"
+. "$LIB_DIR/cachelib.sh"
 
 cache_dataset 3
 [ "$NCONT" -ge 3 ] || fail "test setup: $NCONT containers"
@@ -38,7 +37,7 @@ CACHE_LOG_RE='cache|nvme|map'
 rt() {
 	local r=$1
 	shift
-	tmo "$PYTHON" "$HERE/readtree.py" "$SRC" "$MNT" "$@" >/dev/null ||
+	tmo "$PYTHON" "$LIB_DIR/readtree.py" "$SRC" "$MNT" "$@" >/dev/null ||
 		soft_fail "($r) reads through the mount failed or gave wrong data (see above)"
 }
 # clean ROUND STATS: no read-path errors outside the cache (soft).

@@ -18,10 +18,9 @@
 #    default capacity counts it as room) and hits it.
 # The tmpfs is unmounted at exit, after the dlfs mounts, also on failure.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$HERE/cachelib.sh"
+. "$LIB_DIR/cachelib.sh"
 
 NV="$T/nvme"
 mkdir "$NV"

@@ -16,10 +16,9 @@
 #    1, every file correct, pfs.bytes = the data bytes (no stale chunk is
 #    served), and DIR/<id> is 0700 with files 0600.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$HERE/cachelib.sh"
+. "$LIB_DIR/cachelib.sh"
 
 cache_dataset 6
 ID=$(ds_id "$DS")

@@ -29,9 +29,9 @@
 #    first dataset still reads with pfs.bytes = 0.
 # No daemon logs an error line (except the second daemon's one line).
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$(dirname "$0")/cachelib.sh"
+. "$LIB_DIR/cachelib.sh"
 
 SRC="$T/src" SRC2="$T/src2"
 cache_mkdata "$SRC" 1

@@ -27,10 +27,9 @@
 #     "dlfs: -o NAME=VALUE: ..." on stderr and leave nothing mounted.
 # No daemon logs an error line. All parts run; failures are listed at the end.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$HERE/cachelib.sh"
+. "$LIB_DIR/cachelib.sh"
 
 cache_dataset 4
 CAP=$((DATA * 4 / 10))

@@ -8,7 +8,7 @@
 #    dlfs-inspect stats takes MNT/NAME;
 #  - a ctl_dir that is not a name is a bad option (exit 2).
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 
 mkdir -p "$T/src/.dlfs/sub" "$T/src/a"

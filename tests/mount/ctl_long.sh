@@ -9,7 +9,7 @@
 # daemon keeps), by cat and in odd-sized reads: the same bytes as one
 # reader alone, on a fresh mount with the same seed.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 
 SRC="$T/src"

@@ -4,7 +4,7 @@
 # removes it and mounts (issue 11, item 15: dlfs went on without a word,
 # or stopped at "Transport endpoint is not connected").
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 
 mkdir -p "$T/src/a"

@@ -21,7 +21,7 @@
 # test this one runs alone (is_parallel: false in tests/meson.build).
 # Skipped without root (mount -o loop) or mkfs.ext4.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 command -v mkfs.ext4 >/dev/null || skip "no mkfs.ext4 (e2fsprogs)"
 [ "$(id -u)" = 0 ] || skip "mounting an ext4 image needs root"

@@ -23,7 +23,7 @@
 # In (a)-(c) the daemon must not crash, and exits 0 on fusermount3 -u.
 # All parts run; failures are listed at the end.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
 

@@ -7,7 +7,7 @@
 # from 4 processes in shuffled order, and gets exactly the source values.
 # Skips (77) without h5py/numpy.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
 need_py h5py numpy

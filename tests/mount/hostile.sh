@@ -10,7 +10,7 @@
 #  - an epoch list over a damaged name, or with a file that no directory
 #    names: EIO and a log line saying which, the mount up.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 
 : "${IXEDIT:=$SRC_ROOT/build/tests/ixedit}"

@@ -12,9 +12,9 @@
 #  - item 7: a container record with n_chunks = 0 makes its files EIO:
 #    never a spinning daemon, and the mount ends on fusermount3 -u.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$(dirname "$0")/../ixlib.sh"
+. "$LIB_DIR/ixlib.sh"
 
 mkdir -p "$T/src/d"
 "$PYTHON" - "$T/src" <<'EOF'

@@ -14,7 +14,7 @@
 #    never the mount;
 #  - a PFS index that does not match its seal: the same.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 
 SRC="$T/src"

@@ -9,7 +9,7 @@
 # Skipped where the index cannot be evicted (a tmpfs) or the disk reads
 # ahead less than 64 KiB.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 command -v fincore >/dev/null || skip "no fincore (util-linux)"
 

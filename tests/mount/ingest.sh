@@ -1,5 +1,5 @@
 #!/bin/bash
-# ingest: HDF5 files split by dlfs-pack (tests/h5data.py sources; npy and
+# ingest: HDF5 files split by dlfs-pack (tests/lib/h5data.py sources; npy and
 # h5 forms) and an LMDB environment, packed and mounted. Through the mount:
 # every sample file equals its source row (np.load plain and with
 # mmap_mode='r'; h5py), .meta.h5 keeps the rest; a PyTorch Dataset over
@@ -10,9 +10,9 @@
 # order. The daemon logs nothing bad. Skips (77) without h5py, numpy,
 # torch or mdb_load.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
-H5DATA="$SRC_ROOT/tests/h5data.py"
+H5DATA="$LIB_DIR/h5data.py"
 mount_setup
 need_py h5py numpy torch
 command -v mdb_load >/dev/null || skip "mdb_load not found (package lmdb-utils)"

@@ -12,10 +12,9 @@
 #  - a bad value exits 2 naming the option.
 # Needs root (sysfs); skipped otherwise.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$HERE/cachelib.sh"
+. "$LIB_DIR/cachelib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root to set a bdi's read_ahead_kb"
 
 SRC="$T/src"

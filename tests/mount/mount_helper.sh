@@ -15,7 +15,7 @@
 #  - without -f, five times: dlfs returns 0, and the very next command
 #    (ls MNT, cat MNT/.dlfs/info) works; fusermount3 -u then ends the daemon.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 
 SRC="$T/src"

@@ -18,7 +18,7 @@
 #     --pack build/tools/dlfs-pack --work /tmp/m --seed 1 --case N
 # It runs in the mount suite; longer runs: DLFS_MUTATE_CASES=1000.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
 command -v mdb_dump >/dev/null && command -v mdb_load >/dev/null ||

@@ -7,7 +7,7 @@
 # gives the source's bytes for random slices, the last partial page and the
 # whole file. Skips (77) without numpy.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
 need_py numpy

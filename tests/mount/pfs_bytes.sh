@@ -21,10 +21,9 @@
 #     PFS reads at most 1.5x the dataset per epoch. (A full LRU tier that
 #     took every missed chunk whole, evicting another, read ~4x.)
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$HERE/cachelib.sh"
+. "$LIB_DIR/cachelib.sh"
 
 SRC="$T/src"
 "$PYTHON" - "$SRC" <<'PY' || fail "cannot generate the source tree"

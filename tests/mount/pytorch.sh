@@ -6,7 +6,7 @@
 # class), the same samples and labels, and torch.equal batches, unshuffled
 # and shuffled with the same seed. Skips (77) without torch/torchvision/PIL.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
 need_py torch torchvision PIL

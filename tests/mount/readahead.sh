@@ -17,10 +17,9 @@
 #     containers' data bytes).
 # No errors counted, no error logged, the daemon exits 0 on unmount.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$HERE/cachelib.sh"
+. "$LIB_DIR/cachelib.sh"
 
 SRC="$T/src"
 mkdir -p "$SRC/small"

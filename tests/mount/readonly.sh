@@ -12,7 +12,7 @@
 #    attribute is ENODATA; directories have none;
 #  - the daemon logs no error and exits 0 on fusermount3 -u.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 
 SRC="$T/src"

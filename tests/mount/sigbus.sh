@@ -10,7 +10,7 @@
 # the same lookups work, without a remount. Unmounting ends the daemon
 # with status 0.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 
 mkdir -p "$T/src/d"

@@ -15,7 +15,7 @@
 #                      build under test; skipped if there is none)
 #   DLFS_SOAK_FILES    files in the dataset (default 3000)
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 : "${DLFS_SOAK_DLFS:=$SRC_ROOT/build-asan/src/daemon/dlfs}"
 [ -x "$DLFS_SOAK_DLFS" ] ||

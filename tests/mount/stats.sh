@@ -13,7 +13,7 @@
 #  - dlfs-inspect stats MNT prints "key: value" lines, exit 0; with --json
 #    (before or after MNT) valid JSON; on a plain directory exit 1.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 
 SRC="$T/src"

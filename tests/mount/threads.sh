@@ -7,7 +7,7 @@
 # source. Afterwards the daemon served many reads, counted no errors,
 # logged none, and exits 0 on fusermount3 -u.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
 

@@ -15,7 +15,7 @@
 #    single big file extracts identical bytes;
 #  - the daemon logs no error, and exits 0 on fusermount3 -u.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
 

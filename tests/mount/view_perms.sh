@@ -8,7 +8,7 @@
 # files the user could not list. A 0750 directory is searchable by the
 # group: a member of it reads the file through the view; others do not.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 [ "$(id -u)" = 0 ] || skip "needs root: reads as other users (runuser)"
 command -v setpriv >/dev/null || skip "setpriv not found (util-linux)"

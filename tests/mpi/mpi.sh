@@ -30,9 +30,9 @@
 # Every daemon that was not killed exits 0 after fusermount3 -u, and logs
 # nothing bad (lines about the dead peer excepted in (f)).
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$(dirname "$0")/mpilib.sh"
+. "$LIB_DIR/mpilib.sh"
 mpi_require
 NP=4
 

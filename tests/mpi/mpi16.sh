@@ -16,9 +16,9 @@
 #     dead rank's silence as peer timeouts or lost peers, and exit within
 #     40 s of their unmount.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$(dirname "$0")/mpilib.sh"
+. "$LIB_DIR/mpilib.sh"
 mpi_require
 NP=16
 

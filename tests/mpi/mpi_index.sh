@@ -13,9 +13,9 @@
 # (e) an unsealed dataset (packed before index.sum): every rank maps the
 #     PFS's index, as before, and reads right.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-. "$(dirname "$0")/mpilib.sh"
+. "$LIB_DIR/mpilib.sh"
 mpi_require
 NP=4
 

@@ -6,7 +6,7 @@
 # gives up after 5 s: one line that says why, exit status 1, nothing left
 # mounted.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 [ "${DLFS_MPI_BUILT:-1}" = 1 ] ||
 	skip "dlfs was built without MPI (package libopenmpi-dev; tools/check sets the build up again once it is installed)"

@@ -12,7 +12,7 @@
 # OUT. Skips (77) when dlfs-pack was built without MPI or mpirun is
 # missing.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 mount_setup
 [ "${DLFS_HAVE_MPI:-0}" = 1 ] || skip "dlfs-pack was built without MPI"
 command -v mpirun >/dev/null || skip "mpirun not found (package openmpi-bin)"

@@ -1,7 +1,11 @@
-# Shared helpers for the dlfs integration tests (tests/integration/*.sh).
-# Source it from a script that runs under `set -euo pipefail`:
+# Shared helpers for the dlfs shell tests (tests/integration, tests/mount,
+# tests/mpi). Source it from a script that runs under `set -euo pipefail`:
 #
-#   . "$(dirname "$0")/../lib.sh"
+#   . "$(dirname "$0")/../lib/lib.sh"
+#
+# The other helpers of tests/lib/ are sourced after it through $LIB_DIR
+# (ixlib.sh, cachelib.sh, mpilib.sh), and its Python programs are run
+# from there (gentree.py through gentree below, h5data.py, readtree.py).
 #
 # Environment:
 #   DLFS_PACK, DLFS_INSPECT  the binaries under test (default: build/tools/)
@@ -13,7 +17,7 @@
 # registered with add_mount) in an EXIT trap, also on failure.
 
 LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SRC_ROOT=$(cd "$LIB_DIR/.." && pwd)
+SRC_ROOT=$(cd "$LIB_DIR/../.." && pwd)
 GENTREE="$LIB_DIR/gentree.py"
 TEST_NAME=$(basename "$0" .sh)
 

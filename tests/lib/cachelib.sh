@@ -1,16 +1,14 @@
 # shellcheck shell=bash
 # Helpers shared by the NVMe-tier and read-ahead mount tests
-# (tests/mount/cache_*.sh, readahead.sh). Source it after ../lib.sh and
+# (tests/mount/cache_*.sh, readahead.sh). Source it after lib.sh and
 # mount_setup:
 #
-#   . "$(dirname "$0")/../lib.sh"
+#   . "$(dirname "$0")/../lib/lib.sh"
 #   mount_setup
-#   . "$(dirname "$0")/cachelib.sh"
+#   . "$LIB_DIR/cachelib.sh"
 #
 # The interface under test (options, cache directory layout, stats keys)
 # is the one of dlfs(1) "NVMe cache tier" / "read-ahead".
-
-CACHE_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # cache_mkdata DEST SEED: a few MiB of pseudo-random files, a function of
 # SEED: 150 small files (0..6000 bytes, many to one chunk), 20 medium ones
@@ -141,7 +139,7 @@ PY
 readtree() {
 	local mnt=$1 src=$2
 	shift 2
-	tmo "$PYTHON" "$CACHE_HERE/readtree.py" "$src" "$mnt" "$@" ||
+	tmo "$PYTHON" "$LIB_DIR/readtree.py" "$src" "$mnt" "$@" ||
 		fail "reading the files through $mnt ($*) gave errors or wrong data (see above)"
 }
 
