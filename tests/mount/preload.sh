@@ -18,9 +18,9 @@
 #    kernel says so); a path outside the prefix is untouched;
 #  - the server logs no error.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/preloadlib.sh"
+. "$LIB_DIR/preloadlib.sh"
 preload_setup
 
 SRC="$T/src"
@@ -76,9 +76,9 @@ tar x --warning=no-timestamp -f "$T/pl.tar" -C "$T/x" || fail "tar x failed"
 compare_trees "$SRC" "$T/x"
 
 note "os.walk + read, and 256 KiB reads"
-prun "$PYTHON" "$HERE/readtree.py" "$SRC" "$P" >/dev/null ||
+prun "$PYTHON" "$LIB_DIR/readtree.py" "$SRC" "$P" >/dev/null ||
 	fail "readtree.py: the bytes differ"
-prun "$PYTHON" "$HERE/readtree.py" "$SRC" "$P" --bs 262144 --seed 5 >/dev/null ||
+prun "$PYTHON" "$LIB_DIR/readtree.py" "$SRC" "$P" --bs 262144 --seed 5 >/dev/null ||
 	fail "readtree.py --bs 256K: the bytes differ"
 
 note "fork and spawn"

@@ -13,9 +13,9 @@
 # One dataset holds all three trees. Skips (77) without numpy, h5py,
 # torch, torchvision or PIL.
 set -euo pipefail
-. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/preloadlib.sh"
+. "$LIB_DIR/preloadlib.sh"
 preload_setup
 need_py numpy h5py torch torchvision PIL
 
@@ -114,7 +114,7 @@ prun "$PYTHON" "$HERE/h5_cmp.py" "$SRC/h5" "$P/h5" "$N" ||
 note "16 threads of preads; 256 KiB reads"
 prun "$PYTHON" "$HERE/preads.py" "$SRC" "$P" "$DS" "$DLFS_INSPECT" --threads 16 --seconds 5 ||
 	fail "preads.py through the preload: the bytes differ"
-prun "$PYTHON" "$HERE/readtree.py" "$SRC" "$P" --bs 262144 --seed 3 >/dev/null ||
+prun "$PYTHON" "$LIB_DIR/readtree.py" "$SRC" "$P" --bs 262144 --seed 3 >/dev/null ||
 	fail "readtree.py --bs 256K through the preload: the bytes differ"
 
 note "torchvision ImageFolder + DataLoader(num_workers=4), fork and spawn"
