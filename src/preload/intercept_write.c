@@ -28,19 +28,26 @@ static int fail(int err)
 	return -1;
 }
 
+/* What a call does to the name it is given. */
+enum {
+	ATTR = 0, /* changes the node: a missing name is ENOENT (chmod) */
+	MAKE = 1, /* makes the name: EEXIST if it is there (mkdir) */
+	DROP = 2, /* removes the name: EROFS even if it is not there, as
+		   * the kernel asks for write access first (unlink) */
+};
+
 /* Where a path call goes: res->kind PASS (dirfd, path as given) or REAL
- * (AT_FDCWD, res->path). @return 0, or -1 and errno for a path of ours
- * (creates: the call would make the name). */
-static int ro(int dirfd, const char *path, int nofollow, int creates,
+ * (AT_FDCWD, res->path). @return 0, or -1 and errno for a path of ours. */
+static int ro(int dirfd, const char *path, int nofollow, int what,
 	      struct dlfs_vp_res *res)
 {
 	int ret = dlfs_classify(dirfd, path, nofollow, res);
-	if (ret == -ENOENT && creates && dlfs_parent_ours(dirfd, path))
+	if (ret == -ENOENT && what != ATTR && dlfs_parent_ours(dirfd, path))
 		return fail(EROFS);
 	if (ret)
 		return fail(-ret);
 	if (res->kind == DLFS_VP_OURS)
-		return fail(creates ? EEXIST : EROFS);
+		return fail(what == MAKE ? EEXIST : EROFS);
 	return 0;
 }
 
@@ -58,7 +65,7 @@ static const char *rpath(const char *path, const struct dlfs_vp_res *res)
 EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 {
 	struct dlfs_vp_res res;
-	if (ro(dirfd, path, 1, 1, &res))
+	if (ro(dirfd, path, 1, MAKE, &res))
 		return -1;
 	return dlfs_real()->mkdirat(rdir(dirfd, &res), rpath(path, &res), mode);
 }
@@ -71,7 +78,7 @@ EXPORT int mkdir(const char *path, mode_t mode)
 EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
 {
 	struct dlfs_vp_res res;
-	if (ro(dirfd, path, 1, 1, &res))
+	if (ro(dirfd, path, 1, MAKE, &res))
 		return -1;
 	return dlfs_real()->mknodat(rdir(dirfd, &res), rpath(path, &res), mode,
 				    dev);
@@ -85,7 +92,7 @@ EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
 EXPORT int symlinkat(const char *target, int dirfd, const char *path)
 {
 	struct dlfs_vp_res res;
-	if (ro(dirfd, path, 1, 1, &res))
+	if (ro(dirfd, path, 1, MAKE, &res))
 		return -1;
 	return dlfs_real()->symlinkat(target, rdir(dirfd, &res),
 				      rpath(path, &res));
@@ -99,7 +106,7 @@ EXPORT int symlink(const char *target, const char *path)
 EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
 	struct dlfs_vp_res res;
-	if (ro(dirfd, path, 1, 0, &res))
+	if (ro(dirfd, path, 1, DROP, &res))
 		return -1;
 	return dlfs_real()->unlinkat(rdir(dirfd, &res), rpath(path, &res),
 				     flags);
@@ -121,17 +128,19 @@ static int two(int odir, const char *old, int ndir, const char *new,
 {
 	int eo = dlfs_classify(odir, old, nofollow, ro_);
 	int en = dlfs_classify(ndir, new, 1, rn);
-	int old_ours = !eo && ro_->kind == DLFS_VP_OURS;
+	int old_ours = (!eo && ro_->kind == DLFS_VP_OURS) ||
+		       (eo == -ENOENT && dlfs_parent_ours(odir, old));
 	int new_ours = (!en && rn->kind == DLFS_VP_OURS) ||
 		       (en == -ENOENT && dlfs_parent_ours(ndir, new));
-	if (eo)
+	/* An error inside the dataset other than a missing last name. */
+	if (eo && !old_ours)
 		return fail(-eo);
+	if (en && !new_ours)
+		return fail(-en);
 	if (old_ours && new_ours)
 		return fail(EROFS);
 	if (old_ours || new_ours)
 		return fail(EXDEV);
-	if (en)
-		rn->kind = DLFS_VP_PASS; /* let libc say what is wrong */
 	return 0;
 }
 
@@ -175,7 +184,7 @@ EXPORT int link(const char *old, const char *new)
 EXPORT int truncate(const char *path, off_t len)
 {
 	struct dlfs_vp_res res;
-	if (ro(AT_FDCWD, path, 0, 0, &res))
+	if (ro(AT_FDCWD, path, 0, ATTR, &res))
 		return -1;
 	return dlfs_real()->truncate(rpath(path, &res), len);
 }
@@ -188,7 +197,7 @@ EXPORT int truncate64(const char *path, off_t len)
 EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 {
 	struct dlfs_vp_res res;
-	if (ro(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, 0, &res))
+	if (ro(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, ATTR, &res))
 		return -1;
 	return dlfs_real()->fchmodat(rdir(dirfd, &res), rpath(path, &res),
 				     mode, flags);
@@ -203,7 +212,7 @@ EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid,
 		    int flags)
 {
 	struct dlfs_vp_res res;
-	if (ro(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, 0, &res))
+	if (ro(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, ATTR, &res))
 		return -1;
 	return dlfs_real()->fchownat(rdir(dirfd, &res), rpath(path, &res), uid,
 				     gid, flags);
@@ -225,7 +234,7 @@ EXPORT int utimensat(int dirfd, const char *path, const struct timespec t[2],
 	if (!path) /* futimens */
 		return futimens(dirfd, t);
 	struct dlfs_vp_res res;
-	if (ro(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, 0, &res))
+	if (ro(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, ATTR, &res))
 		return -1;
 	return dlfs_real()->utimensat(rdir(dirfd, &res), rpath(path, &res), t,
 				      flags);
@@ -234,7 +243,7 @@ EXPORT int utimensat(int dirfd, const char *path, const struct timespec t[2],
 EXPORT int utimes(const char *path, const struct timeval t[2])
 {
 	struct dlfs_vp_res res;
-	if (ro(AT_FDCWD, path, 0, 0, &res))
+	if (ro(AT_FDCWD, path, 0, ATTR, &res))
 		return -1;
 	return dlfs_real()->utimes(rpath(path, &res), t);
 }
@@ -242,7 +251,7 @@ EXPORT int utimes(const char *path, const struct timeval t[2])
 EXPORT int utime(const char *path, const struct utimbuf *t)
 {
 	struct dlfs_vp_res res;
-	if (ro(AT_FDCWD, path, 0, 0, &res))
+	if (ro(AT_FDCWD, path, 0, ATTR, &res))
 		return -1;
 	return dlfs_real()->utime(rpath(path, &res), t);
 }
@@ -251,7 +260,7 @@ EXPORT int setxattr(const char *path, const char *name, const void *v,
 		    size_t size, int flags)
 {
 	struct dlfs_vp_res res;
-	if (ro(AT_FDCWD, path, 0, 0, &res))
+	if (ro(AT_FDCWD, path, 0, ATTR, &res))
 		return -1;
 	return dlfs_real()->setxattr(rpath(path, &res), name, v, size, flags);
 }
@@ -260,7 +269,7 @@ EXPORT int lsetxattr(const char *path, const char *name, const void *v,
 		     size_t size, int flags)
 {
 	struct dlfs_vp_res res;
-	if (ro(AT_FDCWD, path, 1, 0, &res))
+	if (ro(AT_FDCWD, path, 1, ATTR, &res))
 		return -1;
 	return dlfs_real()->lsetxattr(rpath(path, &res), name, v, size, flags);
 }
@@ -268,7 +277,7 @@ EXPORT int lsetxattr(const char *path, const char *name, const void *v,
 EXPORT int removexattr(const char *path, const char *name)
 {
 	struct dlfs_vp_res res;
-	if (ro(AT_FDCWD, path, 0, 0, &res))
+	if (ro(AT_FDCWD, path, 0, ATTR, &res))
 		return -1;
 	return dlfs_real()->removexattr(rpath(path, &res), name);
 }
@@ -276,7 +285,7 @@ EXPORT int removexattr(const char *path, const char *name)
 EXPORT int lremovexattr(const char *path, const char *name)
 {
 	struct dlfs_vp_res res;
-	if (ro(AT_FDCWD, path, 1, 0, &res))
+	if (ro(AT_FDCWD, path, 1, ATTR, &res))
 		return -1;
 	return dlfs_real()->lremovexattr(rpath(path, &res), name);
 }

@@ -10,6 +10,8 @@
 # serve DATASET PREFIX [-o opts]: starts the server, waits for its
 #   readiness line (--ready-fd), and sets PREFIX for prun.
 # prun CMD...: runs CMD with the dataset at PREFIX (under a timeout).
+# fuse_mount DATASET MNT: the FUSE mount of the same dataset, if there is
+#   /dev/fuse, to compare errors with.
 
 : "${DLFS:=$SRC_ROOT/build/src/daemon/dlfs}"
 : "${DLFS_CMD_TIMEOUT:=120}"
@@ -25,6 +27,9 @@ preload_setup() {
 _preload_cleanup() {
 	local rc=$?
 	set +e
+	if [ -n "${FUSE_MNT:-}" ] && mountpoint -q "$FUSE_MNT"; then
+		fusermount3 -u "$FUSE_MNT" 2>/dev/null || fusermount3 -uz "$FUSE_MNT" 2>/dev/null
+	fi
 	if [ -n "${SERVER_PID:-}" ]; then
 		kill -TERM "$SERVER_PID" 2>/dev/null
 		for _ in $(seq 50); do
@@ -70,6 +75,16 @@ prun() {
 		fail "timed out after ${DLFS_CMD_TIMEOUT}s: $*"
 	fi
 	return "$st"
+}
+
+# fuse_mount DATASET MNT: a FUSE mount of the same dataset, to compare
+# with (unmounted at exit). @return 1 when this machine cannot mount.
+fuse_mount() {
+	[ -r /dev/fuse ] && [ -w /dev/fuse ] && command -v fusermount3 >/dev/null || return 1
+	mkdir -p "$2"
+	timeout -k 5 60 "$DLFS" "$1" "$2" >"$T/fuse.log" 2>&1 || return 1
+	FUSE_MNT=$2
+	mountpoint -q "$2"
 }
 
 # server_log_clean: the server logged no error.

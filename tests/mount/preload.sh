@@ -16,6 +16,8 @@
 #  - PREFIX/.dlfs/info and stats (whose size grows as it is read again);
 #  - writes under the prefix get EROFS (EEXIST, EXDEV, EBADF where the
 #    kernel says so); a path outside the prefix is untouched;
+#  - 54 calls give the same result or errno as on a FUSE mount of the
+#    dataset (preload_errno.py), when this machine can mount;
 #  - the server logs no error.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
@@ -188,4 +190,18 @@ os.mkdir(out + ".d")
 os.rename(out, out + ".d/moved")
 assert os.listdir(out + ".d") == ["moved"]
 PY
+
+note "errors, against the FUSE mount's"
+if fuse_mount "$DS" "$T/mnt"; then
+	"$PYTHON" "$HERE/preload_errno.py" "$T/mnt" >"$T/errno.fuse" ||
+		fail "preload_errno.py on the FUSE mount"
+	prun "$PYTHON" "$HERE/preload_errno.py" "$P" >"$T/errno.pl" ||
+		fail "preload_errno.py through the preload"
+	if ! cmp -s "$T/errno.fuse" "$T/errno.pl"; then
+		diff "$T/errno.fuse" "$T/errno.pl" | cut -c 1-200 >&2 || true
+		fail "the preload answers differently from the FUSE mount (- mount, + preload)"
+	fi
+else
+	note "no FUSE here: the errors are not compared with a mount's"
+fi
 server_log_clean
