@@ -18,7 +18,8 @@
 #    kernel says so); a path outside the prefix is untouched;
 #  - 54 calls give the same result or errno as on a FUSE mount of the
 #    dataset (preload_errno.py), when this machine can mount;
-#  - the server logs no error.
+#  - the server logs no error; once it is gone, calls under the prefix
+#    fail with EIO and the library says so once on stderr.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -205,3 +206,24 @@ else
 	note "no FUSE here: the errors are not compared with a mount's"
 fi
 server_log_clean
+
+note "the server gone: EIO, and one line on stderr"
+f=$(cd "$SRC" && find . -type f | sort | head -n 1)
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" 2>/dev/null || true
+SERVER_PID=''
+st=0
+prun "$PYTHON" - "$P/$f" "$P" 2>"$T/gone.err" <<'PY' || st=$?
+import errno, os, sys
+for p in (sys.argv[1], sys.argv[1], sys.argv[2]):
+    try:
+        os.stat(p + "/../x")
+        os.open(p, os.O_RDONLY)
+    except OSError as e:
+        assert e.errno == errno.EIO, e
+    else:
+        sys.exit("%s: opened with the server gone" % p)
+PY
+[ "$st" = 0 ] || fail "with the server gone: $(cat "$T/gone.err")"
+[ "$(grep -c '^dlfs-preload: ' "$T/gone.err")" = 1 ] ||
+	fail "with the server gone, stderr is not one dlfs-preload line: $(head -c 500 "$T/gone.err")"

@@ -4,7 +4,8 @@
  * (src/preload/shared/wire.h), for testing libdlfs-preload.so without
  * the real server. Inode numbers are DIR's own (the root is 1); a control
  * directory ".dlfs" at the root holds "stats", whose size grows with every
- * READ the server answers, as the real one's does. One thread per
+ * READ the server answers, as the real one's does. No xattrs; statfs is
+ * DIR's. One thread per
  * connection. Prints "ready" on stdout once it listens; exits on SIGTERM.
  */
 #include <dirent.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -319,6 +321,15 @@ static int serve_one(int fd, const struct dlfs_wire_req *q, const char *name)
 		free(buf);
 		break;
 	}
+	case DLFS_WIRE_STATFS: {
+		struct statvfs sv;
+		ret = statvfs(top, &sv) ? -errno : 0;
+		return reply(fd, ret, 0, &sv, sizeof(sv));
+	}
+	case DLFS_WIRE_GETXATTR:
+		return reply(fd, -ENODATA, 0, NULL, 0);
+	case DLFS_WIRE_LISTXATTR:
+		return reply(fd, 0, 0, NULL, 0);
 	default:
 		return -1;
 	}
