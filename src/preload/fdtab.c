@@ -1,0 +1,224 @@
+/*
+ * fdtab: fd number -> open file description (see fdtab.h).
+ *
+ * TOP pages of PAGE slots each cover fds 0 .. TOP * PAGE - 1 (1M); a page
+ * is made with mmap the first time one of its fds becomes ours, and never
+ * freed, so a reader that loaded a page pointer can always use it.
+ */
+#include "fdtab.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define PAGE 1024
+#define TOP 1024
+
+struct slot {
+	_Atomic(struct dlfs_file *) f;
+	atomic_flag lock;
+	dev_t dev;
+	ino_t ino;
+};
+
+static _Atomic(struct slot *) top[TOP];
+
+struct dlfs_file *dlfs_file_new(uint64_t ino, const struct stat *st,
+				int flags, const char *vpath, int vol)
+{
+	struct dlfs_file *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->vpath = strdup(vpath);
+	if (!f->vpath) {
+		free(f);
+		return NULL;
+	}
+	atomic_init(&f->refs, 1);
+	f->ino = ino;
+	f->st = *st;
+	f->flags = flags;
+	f->vol = vol;
+	pthread_mutex_init(&f->pos_lock, NULL);
+	return f;
+}
+
+void dlfs_file_get(struct dlfs_file *f)
+{
+	atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+}
+
+void dlfs_file_put(struct dlfs_file *f)
+{
+	if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	pthread_mutex_destroy(&f->pos_lock);
+	free(f->vpath);
+	free(f);
+}
+
+static struct slot *slot_of(int fd, int make)
+{
+	if (fd < 0 || fd >= TOP * PAGE)
+		return NULL;
+	_Atomic(struct slot *) *t = &top[fd / PAGE];
+	struct slot *page = atomic_load_explicit(t, memory_order_acquire);
+	if (!page && make) {
+		struct slot *p = mmap(NULL, PAGE * sizeof(*p),
+				      PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		/* Zeroed memory is a page of empty, unlocked slots. */
+		struct slot *expect = NULL;
+		if (atomic_compare_exchange_strong(t, &expect, p)) {
+			page = p;
+		} else {
+			munmap(p, PAGE * sizeof(*p));
+			page = expect;
+		}
+	}
+	return page ? &page[fd % PAGE] : NULL;
+}
+
+static void lock(struct slot *s)
+{
+	while (atomic_flag_test_and_set_explicit(&s->lock,
+						 memory_order_acquire))
+		;
+}
+
+static void unlock(struct slot *s)
+{
+	atomic_flag_clear_explicit(&s->lock, memory_order_release);
+}
+
+static int sock_id(int fd, dev_t *dev, ino_t *ino)
+{
+	struct stat st;
+	if (syscall(SYS_fstat, fd, &st))
+		return -errno;
+	*dev = st.st_dev;
+	*ino = st.st_ino;
+	return 0;
+}
+
+/* Put f in slot s of fd (one reference is the table's). */
+static int set(int fd, struct dlfs_file *f)
+{
+	struct slot *s = slot_of(fd, 1);
+	dev_t dev;
+	ino_t ino;
+	int ret = sock_id(fd, &dev, &ino);
+	if (ret)
+		return ret;
+	if (!s)
+		return -EMFILE;
+	lock(s);
+	struct dlfs_file *old = atomic_load_explicit(&s->f,
+						     memory_order_relaxed);
+	s->dev = dev;
+	s->ino = ino;
+	atomic_store_explicit(&s->f, f, memory_order_release);
+	unlock(s);
+	if (old)
+		dlfs_file_put(old);
+	return 0;
+}
+
+int dlfs_fd_install(struct dlfs_file *f, int cloexec)
+{
+	int saved = errno;
+	int fd = socket(AF_UNIX, SOCK_STREAM | (cloexec ? SOCK_CLOEXEC : 0), 0);
+	if (fd < 0) {
+		int ret = -errno;
+		errno = saved;
+		return ret;
+	}
+	int ret = set(fd, f);
+	if (ret) {
+		syscall(SYS_close, fd);
+		errno = saved;
+		return ret;
+	}
+	errno = saved;
+	return fd;
+}
+
+int dlfs_fd_add(int fd, struct dlfs_file *f)
+{
+	int saved = errno;
+	dlfs_file_get(f);
+	int ret = set(fd, f);
+	if (ret)
+		dlfs_file_put(f);
+	errno = saved;
+	return ret;
+}
+
+int dlfs_fd_maybe(int fd)
+{
+	struct slot *s = slot_of(fd, 0);
+	return s && atomic_load_explicit(&s->f, memory_order_relaxed);
+}
+
+/* Drop f from s if it is still there. */
+static void drop_if(struct slot *s, struct dlfs_file *f)
+{
+	lock(s);
+	int same = atomic_load_explicit(&s->f, memory_order_relaxed) == f;
+	if (same)
+		atomic_store_explicit(&s->f, NULL, memory_order_relaxed);
+	unlock(s);
+	if (same)
+		dlfs_file_put(f);
+}
+
+struct dlfs_file *dlfs_fd_get(int fd)
+{
+	struct slot *s = slot_of(fd, 0);
+	if (!s || !atomic_load_explicit(&s->f, memory_order_relaxed))
+		return NULL;
+	lock(s);
+	struct dlfs_file *f = atomic_load_explicit(&s->f,
+						   memory_order_relaxed);
+	dev_t dev = s->dev;
+	ino_t ino = s->ino;
+	if (f)
+		dlfs_file_get(f);
+	unlock(s);
+	if (!f)
+		return NULL;
+
+	/* Is the kernel's fd still our socket? */
+	dev_t kdev;
+	ino_t kino;
+	int saved = errno;
+	int ret = sock_id(fd, &kdev, &kino);
+	errno = saved;
+	if (ret || kdev != dev || kino != ino) {
+		drop_if(s, f);
+		dlfs_file_put(f);
+		return NULL;
+	}
+	return f;
+}
+
+void dlfs_fd_forget(int fd)
+{
+	struct slot *s = slot_of(fd, 0);
+	if (!s)
+		return;
+	lock(s);
+	struct dlfs_file *f = atomic_load_explicit(&s->f,
+						   memory_order_relaxed);
+	atomic_store_explicit(&s->f, NULL, memory_order_relaxed);
+	unlock(s);
+	if (f)
+		dlfs_file_put(f);
+}

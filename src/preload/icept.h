@@ -1,0 +1,64 @@
+/*
+ * icept: what the exported wrappers (intercept_*.c, stdio.c) share: the
+ * question "is this path ours?", the virtual cwd, and the calls on a
+ * dataset fd, each the library's own version of one libc call. They set
+ * errno as the kernel would for the same call on a read-only filesystem,
+ * and return what libc's call would.
+ */
+#ifndef DLFS_ICEPT_H
+#define DLFS_ICEPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "fdtab.h"
+#include "vpath.h"
+
+/* Is the library on at all (DLFS_PRELOAD set and valid)? */
+int dlfs_on(void);
+
+/*
+ * Resolve (dirfd, path) for a call: relative paths against our directory
+ * fds and the virtual cwd. nofollow: the last component's symlink is the
+ * answer. @return 0 and res->kind (PASS: call libc with the caller's
+ * arguments; REAL: call libc with res->path, absolute; OURS), or -errno.
+ */
+int dlfs_classify(int dirfd, const char *path, int nofollow,
+		  struct dlfs_vp_res *res);
+
+/* Like dlfs_classify for the directory that would hold path's last
+ * component (for calls that create it). @return 1 if it is ours, 0 if not
+ * or on any error. */
+int dlfs_parent_ours(int dirfd, const char *path);
+
+/* A new fd on the node res names (OURS), opened with flags (read-only;
+ * the caller has refused the others). @return the fd, or -1 and errno. */
+int dlfs_open_node(const struct dlfs_vp_res *res, int flags);
+
+/* The library's calls on one of our descriptions. @return as libc's;
+ * errno set on failure. */
+ssize_t dlfs_file_pread(struct dlfs_file *f, void *buf, size_t n, off_t off);
+ssize_t dlfs_file_read(struct dlfs_file *f, void *buf, size_t n);
+off_t dlfs_file_lseek(struct dlfs_file *f, off_t off, int whence);
+int dlfs_file_stat(struct dlfs_file *f, struct stat *st);
+
+/* Is this the process the tables belong to, not a vfork child sharing
+ * its parent's memory? One getpid syscall: asked only before a change to
+ * the fd table. */
+int dlfs_own_memory(void);
+
+/* close(fd) for any fd: forget it if ours, then the real close. */
+int dlfs_close(int fd);
+
+/* The real cwd changed (chdir, fchdir). */
+void dlfs_rcwd_changed(void);
+
+/* The virtual cwd: set when the program chdir()s into the prefix. */
+int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st);
+void dlfs_vcwd_clear(void);
+/* Copy the virtual cwd into buf. @return 1 if there is one, else 0. */
+int dlfs_vcwd_get(char *buf, size_t size, uint64_t *ino, struct stat *st);
+
+#endif

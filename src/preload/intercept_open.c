@@ -1,0 +1,558 @@
+/*
+ * intercept_open: the exported open family, close, dup, fcntl, the DIR
+ * calls and the cwd. Each asks "is this ours?" (a path under the prefix,
+ * an fd or DIR of ours) and otherwise calls libc's own function.
+ */
+#undef _FORTIFY_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dirs.h"
+#include "icept.h"
+#include "preload.h"
+#include "real.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+/* Flags that would change a file that exists (O_CREAT alone does not:
+ * the kernel opens an existing file read-only on a read-only mount). */
+static int writes(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+static int do_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct dlfs_vp_res res;
+	int ret = dlfs_classify(dirfd, path, flags & O_NOFOLLOW, &res);
+	if (ret == -ENOENT && (flags & O_CREAT) && dlfs_parent_ours(dirfd, path))
+		return fail(EROFS);
+	if (ret)
+		return fail(-ret);
+	if (res.kind == DLFS_VP_PASS)
+		return dlfs_real()->openat(dirfd, path, flags, mode);
+	if (res.kind == DLFS_VP_REAL)
+		return dlfs_real()->openat(AT_FDCWD, res.path, flags, mode);
+
+	int type = res.st.st_mode & S_IFMT;
+	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+		return fail(EEXIST);
+	if (type == S_IFLNK && !(flags & O_PATH))
+		return fail(ELOOP); /* O_NOFOLLOW on a symlink */
+	if ((flags & O_DIRECTORY) && type != S_IFDIR)
+		return fail(ENOTDIR);
+	if (type == S_IFDIR && ((flags & O_CREAT) ||
+				(flags & O_ACCMODE) != O_RDONLY))
+		return fail(EISDIR);
+	if (writes(flags) && !(flags & O_PATH))
+		return fail(EROFS);
+	return dlfs_open_node(&res, flags);
+}
+
+static mode_t mode_arg(int flags, va_list ap)
+{
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
+		return va_arg(ap, mode_t);
+	return 0;
+}
+
+EXPORT int open(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	return do_openat(AT_FDCWD, path, flags, mode);
+}
+
+EXPORT int open64(const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	return do_openat(AT_FDCWD, path, flags, mode);
+}
+
+EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	return do_openat(dirfd, path, flags, mode);
+}
+
+EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	va_start(ap, flags);
+	mode_t mode = mode_arg(flags, ap);
+	va_end(ap);
+	return do_openat(dirfd, path, flags, mode);
+}
+
+/* The fortified entry points: callers that pass no mode. */
+EXPORT int __open_2(const char *path, int flags)
+{
+	return do_openat(AT_FDCWD, path, flags, 0);
+}
+
+EXPORT int __open64_2(const char *path, int flags)
+{
+	return do_openat(AT_FDCWD, path, flags, 0);
+}
+
+EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+	return do_openat(dirfd, path, flags, 0);
+}
+
+EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	return do_openat(dirfd, path, flags, 0);
+}
+
+EXPORT int creat(const char *path, mode_t mode)
+{
+	return do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+EXPORT int creat64(const char *path, mode_t mode)
+{
+	return do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
+
+EXPORT int close(int fd)
+{
+	return dlfs_close(fd);
+}
+
+/* In a vfork child the tables are the parent's: dup there is libc's, and
+ * the copy is an unconnected socket to the program that is exec'd. */
+static struct dlfs_file *dup_source(int fd)
+{
+	if (!dlfs_fd_maybe(fd) || !dlfs_own_memory())
+		return NULL;
+	return dlfs_fd_get(fd);
+}
+
+EXPORT int dup(int fd)
+{
+	struct dlfs_file *f = dup_source(fd);
+	int nfd = dlfs_real()->dup(fd);
+	if (f && nfd >= 0 && dlfs_fd_add(nfd, f)) {
+		dlfs_real()->close(nfd);
+		nfd = fail(EMFILE);
+	}
+	if (f)
+		dlfs_file_put(f);
+	return nfd;
+}
+
+static int do_dup3(int fd, int nfd, int flags, int is_dup2)
+{
+	struct dlfs_file *f = dup_source(fd);
+	if (fd != nfd && dlfs_fd_maybe(nfd) && dlfs_own_memory())
+		dlfs_fd_forget(nfd); /* the kernel closes it */
+	int ret = is_dup2 ? dlfs_real()->dup2(fd, nfd)
+			  : dlfs_real()->dup3(fd, nfd, flags);
+	if (f && ret >= 0 && fd != nfd && dlfs_fd_add(ret, f)) {
+		dlfs_real()->close(ret);
+		ret = fail(EMFILE);
+	}
+	if (f)
+		dlfs_file_put(f);
+	return ret;
+}
+
+EXPORT int dup2(int fd, int nfd)
+{
+	return do_dup3(fd, nfd, 0, 1);
+}
+
+EXPORT int dup3(int fd, int nfd, int flags)
+{
+	return do_dup3(fd, nfd, flags, 0);
+}
+
+/* fcntl on one of ours: what a read-only regular file (or directory)
+ * would answer. */
+static int fcntl_ours(int fd, struct dlfs_file *f, int cmd, void *arg)
+{
+	switch (cmd) {
+	case F_DUPFD:
+	case F_DUPFD_CLOEXEC: {
+		int nfd = dlfs_real()->fcntl(fd, cmd, arg);
+		if (nfd >= 0 && dlfs_own_memory() && dlfs_fd_add(nfd, f)) {
+			dlfs_real()->close(nfd);
+			return fail(EMFILE);
+		}
+		return nfd;
+	}
+	case F_GETFD:
+	case F_SETFD:
+	case F_GETOWN:
+	case F_SETOWN:
+		return dlfs_real()->fcntl(fd, cmd, arg);
+	case F_GETFL:
+		return f->flags;
+	case F_SETFL: {
+		int ch = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC;
+		f->flags = (f->flags & ~ch) | ((int)(long)arg & ch);
+		return 0;
+	}
+	case F_GETLK:
+	case F_SETLK:
+	case F_SETLKW:
+	case F_OFD_GETLK:
+	case F_OFD_SETLK:
+	case F_OFD_SETLKW: {
+		struct flock *fl = arg;
+		if (!fl)
+			return fail(EFAULT);
+		if (fl->l_type == F_WRLCK &&
+		    (cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK ||
+		     cmd == F_OFD_SETLKW))
+			return fail(EBADF);
+		/* Nobody can hold a write lock on a read-only dataset, and
+		 * read locks never conflict with each other. */
+		if (cmd == F_GETLK || cmd == F_OFD_GETLK)
+			fl->l_type = F_UNLCK;
+		return 0;
+	}
+	default:
+		return fail(EINVAL);
+	}
+}
+
+EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	struct dlfs_file *f = dlfs_fd_get(fd);
+	if (!f)
+		return dlfs_real()->fcntl(fd, cmd, arg);
+	int ret = fcntl_ours(fd, f, cmd, arg);
+	dlfs_file_put(f);
+	return ret;
+}
+
+EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	va_start(ap, cmd);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	return fcntl(fd, cmd, arg);
+}
+
+/* Directory streams. */
+
+EXPORT DIR *opendir(const char *path)
+{
+	struct dlfs_vp_res res;
+	int ret = dlfs_classify(AT_FDCWD, path, 0, &res);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	if (res.kind != DLFS_VP_OURS)
+		return dlfs_real()->opendir(res.kind == DLFS_VP_REAL ? res.path
+								   : path);
+	if (!S_ISDIR(res.st.st_mode)) {
+		errno = ENOTDIR;
+		return NULL;
+	}
+	int fd = dlfs_open_node(&res, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct dlfs_file *f = dlfs_fd_get(fd);
+	DIR *d = f ? dlfs_dir_open(fd, f) : NULL;
+	if (!d) {
+		int err = f ? errno : EIO;
+		if (f)
+			dlfs_file_put(f);
+		dlfs_close(fd);
+		errno = err;
+	}
+	return d;
+}
+
+EXPORT DIR *fdopendir(int fd)
+{
+	struct dlfs_file *f = dlfs_fd_get(fd);
+	if (!f)
+		return dlfs_real()->fdopendir(fd);
+	if (!S_ISDIR(f->st.st_mode) || (f->flags & O_PATH)) {
+		int err = (f->flags & O_PATH) ? EBADF : ENOTDIR;
+		dlfs_file_put(f);
+		errno = err;
+		return NULL;
+	}
+	DIR *d = dlfs_dir_open(fd, f);
+	if (!d)
+		dlfs_file_put(f);
+	return d;
+}
+
+EXPORT struct dirent *readdir(DIR *d)
+{
+	if (dlfs_dir_is(d))
+		return dlfs_dir_read(d);
+	return dlfs_real()->readdir(d);
+}
+
+_Static_assert(sizeof(struct dirent) == sizeof(struct dirent64) &&
+		       offsetof(struct dirent, d_name) ==
+			       offsetof(struct dirent64, d_name),
+	       "readdir64 is readdir on this ABI");
+
+EXPORT struct dirent64 *readdir64(DIR *d)
+{
+	return (struct dirent64 *)readdir(d);
+}
+
+EXPORT int readdir_r(DIR *d, struct dirent *ent, struct dirent **res)
+{
+	if (dlfs_dir_is(d))
+		return dlfs_dir_read_r(d, ent, res);
+	return dlfs_real()->readdir_r(d, ent, res);
+}
+
+EXPORT int readdir64_r(DIR *d, struct dirent64 *ent, struct dirent64 **res)
+{
+	return readdir_r(d, (struct dirent *)ent, (struct dirent **)res);
+}
+
+EXPORT int closedir(DIR *d)
+{
+	if (!dlfs_dir_is(d))
+		return dlfs_real()->closedir(d);
+	return dlfs_close(dlfs_dir_close(d));
+}
+
+EXPORT int dirfd(DIR *d)
+{
+	if (dlfs_dir_is(d))
+		return dlfs_dir_fd(d);
+	return dlfs_real()->dirfd(d);
+}
+
+EXPORT void rewinddir(DIR *d)
+{
+	if (dlfs_dir_is(d))
+		dlfs_dir_rewind(d);
+	else
+		dlfs_real()->rewinddir(d);
+}
+
+EXPORT long telldir(DIR *d)
+{
+	if (dlfs_dir_is(d))
+		return dlfs_dir_tell(d);
+	return dlfs_real()->telldir(d);
+}
+
+EXPORT void seekdir(DIR *d, long pos)
+{
+	if (dlfs_dir_is(d))
+		dlfs_dir_seek(d, pos);
+	else
+		dlfs_real()->seekdir(d, pos);
+}
+
+/* The cwd: a chdir into the prefix is kept here, not in the kernel. */
+
+EXPORT int chdir(const char *path)
+{
+	struct dlfs_vp_res res;
+	int ret = dlfs_classify(AT_FDCWD, path, 0, &res);
+	if (ret)
+		return fail(-ret);
+	int own = dlfs_own_memory();
+	if (res.kind == DLFS_VP_OURS) {
+		if (!S_ISDIR(res.st.st_mode))
+			return fail(ENOTDIR);
+		/* A vfork child about to exec cannot take a virtual cwd
+		 * with it (subprocess's cwd=). */
+		if (!own)
+			return fail(ENOTSUP);
+		ret = dlfs_vcwd_set(res.path, res.ino, &res.st);
+		return ret ? fail(-ret) : 0;
+	}
+	ret = dlfs_real()->chdir(res.kind == DLFS_VP_REAL ? res.path : path);
+	if (!ret && own) {
+		dlfs_vcwd_clear();
+		dlfs_rcwd_changed();
+	}
+	return ret;
+}
+
+EXPORT int fchdir(int fd)
+{
+	struct dlfs_file *f = dlfs_fd_get(fd);
+	if (!f) {
+		int ret = dlfs_real()->fchdir(fd);
+		if (!ret && dlfs_own_memory()) {
+			dlfs_vcwd_clear();
+			dlfs_rcwd_changed();
+		}
+		return ret;
+	}
+	int ret = !S_ISDIR(f->st.st_mode) ? -ENOTDIR
+		  : !dlfs_own_memory()	   ? -ENOTSUP
+					   : dlfs_vcwd_set(f->vpath, f->ino, &f->st);
+	dlfs_file_put(f);
+	return ret ? fail(-ret) : 0;
+}
+
+EXPORT char *getcwd(char *buf, size_t size)
+{
+	char v[PATH_MAX];
+	if (!dlfs_vcwd_get(v, sizeof(v), NULL, NULL))
+		return dlfs_real()->getcwd(buf, size);
+	size_t n = strlen(v) + 1;
+	if (!buf) {
+		if (size && size < n) {
+			errno = ERANGE;
+			return NULL;
+		}
+		buf = malloc(size > n ? size : n);
+		if (!buf) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	} else if (size < n) {
+		errno = size ? ERANGE : EINVAL;
+		return NULL;
+	}
+	memcpy(buf, v, n);
+	return buf;
+}
+
+EXPORT char *__getcwd_chk(char *buf, size_t size, size_t buflen)
+{
+	if (size > buflen)
+		abort();
+	return getcwd(buf, size);
+}
+
+EXPORT char *get_current_dir_name(void)
+{
+	return getcwd(NULL, 0);
+}
+
+/* scandir: glibc's opens and reads the directory with its internal
+ * functions, which this library does not see, so a directory of ours is
+ * read here, with the wrappers above. */
+static int do_scandirat(int dirfd, const char *path, struct dirent ***list,
+			int (*sel)(const struct dirent *),
+			int (*cmp)(const struct dirent **,
+				   const struct dirent **))
+{
+	struct dlfs_vp_res res;
+	int ret = dlfs_classify(dirfd, path, 0, &res);
+	if (ret)
+		return fail(-ret);
+	if (res.kind != DLFS_VP_OURS)
+		return -2; /* not ours: libc's */
+	if (!S_ISDIR(res.st.st_mode))
+		return fail(ENOTDIR);
+	int fd = dlfs_open_node(&res, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		int err = errno;
+		dlfs_close(fd);
+		return fail(err);
+	}
+	struct dirent **v = NULL, *e;
+	size_t n = 0, cap = 0;
+	int err = 0;
+	errno = 0;
+	while ((e = readdir(d))) {
+		if (sel && !sel(e))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 32;
+			struct dirent **nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				err = ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		if (!(v[n] = malloc(sizeof(*e)))) {
+			err = ENOMEM;
+			break;
+		}
+		memcpy(v[n++], e, sizeof(*e));
+		errno = 0;
+	}
+	if (!err)
+		err = errno;
+	closedir(d);
+	if (err) {
+		while (n)
+			free(v[--n]);
+		free(v);
+		return fail(err);
+	}
+	if (cmp && n > 1)
+		qsort(v, n, sizeof(*v),
+		      (int (*)(const void *, const void *))cmp);
+	*list = v;
+	return (int)n;
+}
+
+EXPORT int scandir(const char *path, struct dirent ***list,
+		   int (*sel)(const struct dirent *),
+		   int (*cmp)(const struct dirent **, const struct dirent **))
+{
+	int n = do_scandirat(AT_FDCWD, path, list, sel, cmp);
+	return n != -2 ? n : dlfs_real()->scandir(path, list, sel, cmp);
+}
+
+EXPORT int scandir64(const char *path, struct dirent64 ***list,
+		     int (*sel)(const struct dirent64 *),
+		     int (*cmp)(const struct dirent64 **,
+				const struct dirent64 **))
+{
+	return scandir(path, (struct dirent ***)list,
+		       (int (*)(const struct dirent *))sel,
+		       (int (*)(const struct dirent **,
+				const struct dirent **))cmp);
+}
+
+EXPORT int scandirat(int dirfd, const char *path, struct dirent ***list,
+		     int (*sel)(const struct dirent *),
+		     int (*cmp)(const struct dirent **, const struct dirent **))
+{
+	int n = do_scandirat(dirfd, path, list, sel, cmp);
+	return n != -2 ? n : dlfs_real()->scandirat(dirfd, path, list, sel, cmp);
+}
+
+EXPORT int scandirat64(int dirfd, const char *path, struct dirent64 ***list,
+		       int (*sel)(const struct dirent64 *),
+		       int (*cmp)(const struct dirent64 **,
+				  const struct dirent64 **))
+{
+	return scandirat(dirfd, path, (struct dirent ***)list,
+			 (int (*)(const struct dirent *))sel,
+			 (int (*)(const struct dirent **,
+				  const struct dirent **))cmp);
+}

@@ -1,0 +1,403 @@
+/*
+ * intercept_write: everything that would change the dataset fails as on
+ * a read-only filesystem: EROFS for a path under the prefix (EEXIST when
+ * the call would create a name that exists, as the kernel checks that
+ * first), EXDEV for a rename or link between the dataset and elsewhere,
+ * EBADF for a write on a dataset fd (it is open read-only).
+ */
+#undef _FORTIFY_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include <utime.h>
+
+#include "icept.h"
+#include "preload.h"
+#include "real.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+/* What a call does to the name it is given. */
+enum {
+	ATTR = 0, /* changes the node: a missing name is ENOENT (chmod) */
+	MAKE = 1, /* makes the name: EEXIST if it is there (mkdir) */
+	DROP = 2, /* removes the name: EROFS even if it is not there, as
+		   * the kernel asks for write access first (unlink) */
+};
+
+/* Where a path call goes: res->kind PASS (dirfd, path as given) or REAL
+ * (AT_FDCWD, res->path). @return 0, or -1 and errno for a path of ours. */
+static int ro(int dirfd, const char *path, int nofollow, int what,
+	      struct dlfs_vp_res *res)
+{
+	int ret = dlfs_classify(dirfd, path, nofollow, res);
+	if (ret == -ENOENT && what != ATTR && dlfs_parent_ours(dirfd, path))
+		return fail(EROFS);
+	if (ret)
+		return fail(-ret);
+	if (res->kind == DLFS_VP_OURS)
+		return fail(what == MAKE ? EEXIST : EROFS);
+	return 0;
+}
+
+/* The dirfd and path to give libc after ro(). */
+static int rdir(int dirfd, const struct dlfs_vp_res *res)
+{
+	return res->kind == DLFS_VP_REAL ? AT_FDCWD : dirfd;
+}
+
+static const char *rpath(const char *path, const struct dlfs_vp_res *res)
+{
+	return res->kind == DLFS_VP_REAL ? res->path : path;
+}
+
+EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
+{
+	struct dlfs_vp_res res;
+	if (ro(dirfd, path, 1, MAKE, &res))
+		return -1;
+	return dlfs_real()->mkdirat(rdir(dirfd, &res), rpath(path, &res), mode);
+}
+
+EXPORT int mkdir(const char *path, mode_t mode)
+{
+	return mkdirat(AT_FDCWD, path, mode);
+}
+
+EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
+{
+	struct dlfs_vp_res res;
+	if (ro(dirfd, path, 1, MAKE, &res))
+		return -1;
+	return dlfs_real()->mknodat(rdir(dirfd, &res), rpath(path, &res), mode,
+				    dev);
+}
+
+EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
+{
+	return mknodat(AT_FDCWD, path, mode, dev);
+}
+
+EXPORT int symlinkat(const char *target, int dirfd, const char *path)
+{
+	struct dlfs_vp_res res;
+	if (ro(dirfd, path, 1, MAKE, &res))
+		return -1;
+	return dlfs_real()->symlinkat(target, rdir(dirfd, &res),
+				      rpath(path, &res));
+}
+
+EXPORT int symlink(const char *target, const char *path)
+{
+	return symlinkat(target, AT_FDCWD, path);
+}
+
+EXPORT int unlinkat(int dirfd, const char *path, int flags)
+{
+	struct dlfs_vp_res res;
+	if (ro(dirfd, path, 1, DROP, &res))
+		return -1;
+	return dlfs_real()->unlinkat(rdir(dirfd, &res), rpath(path, &res),
+				     flags);
+}
+
+EXPORT int unlink(const char *path)
+{
+	return unlinkat(AT_FDCWD, path, 0);
+}
+
+EXPORT int rmdir(const char *path)
+{
+	return unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
+}
+
+/* rename and link: both names ours is EROFS, one of them EXDEV. */
+static int two(int odir, const char *old, int ndir, const char *new,
+	       int nofollow, struct dlfs_vp_res *ro_, struct dlfs_vp_res *rn)
+{
+	int eo = dlfs_classify(odir, old, nofollow, ro_);
+	int en = dlfs_classify(ndir, new, 1, rn);
+	int old_ours = (!eo && ro_->kind == DLFS_VP_OURS) ||
+		       (eo == -ENOENT && dlfs_parent_ours(odir, old));
+	int new_ours = (!en && rn->kind == DLFS_VP_OURS) ||
+		       (en == -ENOENT && dlfs_parent_ours(ndir, new));
+	/* An error inside the dataset other than a missing last name. */
+	if (eo && !old_ours)
+		return fail(-eo);
+	if (en && !new_ours)
+		return fail(-en);
+	if (old_ours && new_ours)
+		return fail(EROFS);
+	if (old_ours || new_ours)
+		return fail(EXDEV);
+	return 0;
+}
+
+EXPORT int renameat2(int odir, const char *old, int ndir, const char *new,
+		     unsigned flags)
+{
+	struct dlfs_vp_res a, b;
+	if (two(odir, old, ndir, new, 1, &a, &b))
+		return -1;
+	return dlfs_real()->renameat2(rdir(odir, &a), rpath(old, &a),
+				      rdir(ndir, &b), rpath(new, &b), flags);
+}
+
+EXPORT int renameat(int odir, const char *old, int ndir, const char *new)
+{
+	return renameat2(odir, old, ndir, new, 0);
+}
+
+EXPORT int rename(const char *old, const char *new)
+{
+	return renameat2(AT_FDCWD, old, AT_FDCWD, new, 0);
+}
+
+EXPORT int linkat(int odir, const char *old, int ndir, const char *new,
+		  int flags)
+{
+	struct dlfs_vp_res a, b;
+	if (two(odir, old, ndir, new, !(flags & AT_SYMLINK_FOLLOW), &a, &b))
+		return -1;
+	return dlfs_real()->linkat(rdir(odir, &a), rpath(old, &a),
+				   rdir(ndir, &b), rpath(new, &b), flags);
+}
+
+EXPORT int link(const char *old, const char *new)
+{
+	return linkat(AT_FDCWD, old, AT_FDCWD, new, 0);
+}
+
+/* Attribute changes. */
+
+EXPORT int truncate(const char *path, off_t len)
+{
+	struct dlfs_vp_res res;
+	if (ro(AT_FDCWD, path, 0, ATTR, &res))
+		return -1;
+	return dlfs_real()->truncate(rpath(path, &res), len);
+}
+
+EXPORT int truncate64(const char *path, off_t len)
+{
+	return truncate(path, len);
+}
+
+EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
+{
+	struct dlfs_vp_res res;
+	if (ro(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, ATTR, &res))
+		return -1;
+	return dlfs_real()->fchmodat(rdir(dirfd, &res), rpath(path, &res),
+				     mode, flags);
+}
+
+EXPORT int chmod(const char *path, mode_t mode)
+{
+	return fchmodat(AT_FDCWD, path, mode, 0);
+}
+
+EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid,
+		    int flags)
+{
+	struct dlfs_vp_res res;
+	if (ro(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, ATTR, &res))
+		return -1;
+	return dlfs_real()->fchownat(rdir(dirfd, &res), rpath(path, &res), uid,
+				     gid, flags);
+}
+
+EXPORT int chown(const char *path, uid_t uid, gid_t gid)
+{
+	return fchownat(AT_FDCWD, path, uid, gid, 0);
+}
+
+EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
+{
+	return fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW);
+}
+
+EXPORT int utimensat(int dirfd, const char *path, const struct timespec t[2],
+		     int flags)
+{
+	if (!path) /* futimens */
+		return futimens(dirfd, t);
+	struct dlfs_vp_res res;
+	if (ro(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, ATTR, &res))
+		return -1;
+	return dlfs_real()->utimensat(rdir(dirfd, &res), rpath(path, &res), t,
+				      flags);
+}
+
+EXPORT int utimes(const char *path, const struct timeval t[2])
+{
+	struct dlfs_vp_res res;
+	if (ro(AT_FDCWD, path, 0, ATTR, &res))
+		return -1;
+	return dlfs_real()->utimes(rpath(path, &res), t);
+}
+
+EXPORT int utime(const char *path, const struct utimbuf *t)
+{
+	struct dlfs_vp_res res;
+	if (ro(AT_FDCWD, path, 0, ATTR, &res))
+		return -1;
+	return dlfs_real()->utime(rpath(path, &res), t);
+}
+
+EXPORT int setxattr(const char *path, const char *name, const void *v,
+		    size_t size, int flags)
+{
+	struct dlfs_vp_res res;
+	if (ro(AT_FDCWD, path, 0, ATTR, &res))
+		return -1;
+	return dlfs_real()->setxattr(rpath(path, &res), name, v, size, flags);
+}
+
+EXPORT int lsetxattr(const char *path, const char *name, const void *v,
+		     size_t size, int flags)
+{
+	struct dlfs_vp_res res;
+	if (ro(AT_FDCWD, path, 1, ATTR, &res))
+		return -1;
+	return dlfs_real()->lsetxattr(rpath(path, &res), name, v, size, flags);
+}
+
+EXPORT int removexattr(const char *path, const char *name)
+{
+	struct dlfs_vp_res res;
+	if (ro(AT_FDCWD, path, 0, ATTR, &res))
+		return -1;
+	return dlfs_real()->removexattr(rpath(path, &res), name);
+}
+
+EXPORT int lremovexattr(const char *path, const char *name)
+{
+	struct dlfs_vp_res res;
+	if (ro(AT_FDCWD, path, 1, ATTR, &res))
+		return -1;
+	return dlfs_real()->lremovexattr(rpath(path, &res), name);
+}
+
+/* On a dataset fd. */
+
+static int ours(int fd)
+{
+	if (!dlfs_fd_maybe(fd))
+		return 0;
+	struct dlfs_file *f = dlfs_fd_get(fd);
+	if (f)
+		dlfs_file_put(f);
+	return f != NULL;
+}
+
+EXPORT int fsetxattr(int fd, const char *name, const void *v, size_t size,
+		     int flags)
+{
+	if (ours(fd))
+		return fail(EROFS);
+	return dlfs_real()->fsetxattr(fd, name, v, size, flags);
+}
+
+EXPORT int fremovexattr(int fd, const char *name)
+{
+	if (ours(fd))
+		return fail(EROFS);
+	return dlfs_real()->fremovexattr(fd, name);
+}
+
+EXPORT int fchmod(int fd, mode_t mode)
+{
+	if (ours(fd))
+		return fail(EROFS);
+	return dlfs_real()->fchmod(fd, mode);
+}
+
+EXPORT int fchown(int fd, uid_t uid, gid_t gid)
+{
+	if (ours(fd))
+		return fail(EROFS);
+	return dlfs_real()->fchown(fd, uid, gid);
+}
+
+EXPORT int futimens(int fd, const struct timespec t[2])
+{
+	if (ours(fd))
+		return fail(EROFS);
+	return dlfs_real()->futimens(fd, t);
+}
+
+EXPORT int ftruncate(int fd, off_t len)
+{
+	if (ours(fd))
+		return fail(EINVAL); /* not open for writing */
+	return dlfs_real()->ftruncate(fd, len);
+}
+
+EXPORT int ftruncate64(int fd, off_t len)
+{
+	return ftruncate(fd, len);
+}
+
+EXPORT int fsync(int fd)
+{
+	if (ours(fd))
+		return 0;
+	return dlfs_real()->fsync(fd);
+}
+
+EXPORT int fdatasync(int fd)
+{
+	if (ours(fd))
+		return 0;
+	return dlfs_real()->fdatasync(fd);
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	if (ours(fd))
+		return fail(EBADF);
+	return dlfs_real()->write(fd, buf, n);
+}
+
+EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	if (ours(fd))
+		return fail(EBADF);
+	return dlfs_real()->pwrite(fd, buf, n, off);
+}
+
+EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+{
+	return pwrite(fd, buf, n, off);
+}
+
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	if (ours(fd))
+		return fail(EBADF);
+	return dlfs_real()->writev(fd, iov, cnt);
+}
+
+EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	if (ours(fd))
+		return fail(EBADF);
+	return dlfs_real()->pwritev(fd, iov, cnt, off);
+}
+
+EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	return pwritev(fd, iov, cnt, off);
+}

@@ -1,0 +1,350 @@
+/*
+ * ns: wire calls and the LOOKUP cache (see ns.h).
+ *
+ * The cache is NS_SHARDS open-addressed tables of pointers to entries,
+ * each behind its own mutex. Directories under the control directory are
+ * remembered in a small set (vol_dirs) so that lookups in them bypass the
+ * cache.
+ */
+#include "ns.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "preload.h"
+
+#define NS_SHARDS 64
+#define NS_MAX_ENTRIES (1u << 21) /* in all shards */
+#define NS_VOL_DIRS 256
+
+struct entry {
+	uint64_t parent, ino;
+	uint64_t hash;
+	int neg; /* no such name */
+	struct stat st;
+	size_t len;
+	char name[];
+};
+
+struct shard {
+	pthread_mutex_t lock;
+	struct entry **slots;
+	size_t cap, used; /* cap a power of two, or 0 */
+};
+
+static struct shard shards[NS_SHARDS];
+static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
+
+static pthread_mutex_t vol_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t vol_dirs[NS_VOL_DIRS];
+static int n_vol;
+
+
+static void shards_init(void)
+{
+	for (int i = 0; i < NS_SHARDS; i++)
+		pthread_mutex_init(&shards[i].lock, NULL);
+}
+
+static uint64_t hash_of(uint64_t parent, const char *name, size_t len)
+{
+	uint64_t h = 1469598103934665603ull ^ parent;
+	h *= 1099511628211ull;
+	for (size_t i = 0; i < len; i++) {
+		h ^= (unsigned char)name[i];
+		h *= 1099511628211ull;
+	}
+	return h ^ (h >> 29);
+}
+
+static int is_vol_dir(uint64_t ino)
+{
+	int v = 0;
+	pthread_mutex_lock(&vol_lock);
+	for (int i = 0; i < n_vol && !v; i++)
+		v = vol_dirs[i] == ino;
+	pthread_mutex_unlock(&vol_lock);
+	return v;
+}
+
+static void add_vol_dir(uint64_t ino)
+{
+	int i;
+	pthread_mutex_lock(&vol_lock);
+	for (i = 0; i < n_vol && vol_dirs[i] != ino; i++)
+		;
+	if (i == n_vol && n_vol < NS_VOL_DIRS)
+		vol_dirs[n_vol++] = ino;
+	pthread_mutex_unlock(&vol_lock);
+}
+
+/* The shard's slot for (parent, name): its entry or an empty slot. */
+static struct entry **slot_of(struct shard *s, uint64_t h, uint64_t parent,
+			      const char *name, size_t len)
+{
+	size_t mask = s->cap - 1;
+	for (size_t i = (h >> 6) & mask;; i = (i + 1) & mask) {
+		struct entry *e = s->slots[i];
+		if (!e || (e->hash == h && e->parent == parent &&
+			   e->len == len && !memcmp(e->name, name, len)))
+			return &s->slots[i];
+	}
+}
+
+static int cache_get(uint64_t h, uint64_t parent, const char *name,
+		     size_t len, uint64_t *ino, struct stat *st)
+{
+	struct shard *s = &shards[h % NS_SHARDS];
+	int ret = 1; /* not cached */
+	pthread_mutex_lock(&s->lock);
+	if (s->cap) {
+		struct entry *e = *slot_of(s, h, parent, name, len);
+		if (e) {
+			ret = e->neg ? -ENOENT : 0;
+			if (!e->neg) {
+				*ino = e->ino;
+				*st = e->st;
+			}
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+static void shard_clear(struct shard *s)
+{
+	for (size_t i = 0; i < s->cap; i++)
+		free(s->slots[i]);
+	free(s->slots);
+	s->slots = NULL;
+	s->cap = s->used = 0;
+}
+
+static int shard_grow(struct shard *s)
+{
+	size_t ncap = s->cap ? s->cap * 2 : 64;
+	struct entry **ns = calloc(ncap, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	struct entry **old = s->slots;
+	size_t ocap = s->cap;
+	s->slots = ns;
+	s->cap = ncap;
+	for (size_t i = 0; i < ocap; i++)
+		if (old[i])
+			*slot_of(s, old[i]->hash, old[i]->parent, old[i]->name,
+				 old[i]->len) = old[i];
+	free(old);
+	return 0;
+}
+
+/* Remember an answer; a cache that cannot grow just forgets. */
+static void cache_put(uint64_t h, uint64_t parent, const char *name,
+		      size_t len, int neg, uint64_t ino, const struct stat *st)
+{
+	struct shard *s = &shards[h % NS_SHARDS];
+	struct entry *e = malloc(sizeof(*e) + len);
+	if (!e)
+		return;
+	*e = (struct entry){.parent = parent, .ino = ino, .hash = h,
+			    .neg = neg, .len = len};
+	if (st)
+		e->st = *st;
+	memcpy(e->name, name, len);
+	pthread_mutex_lock(&s->lock);
+	if (s->used >= NS_MAX_ENTRIES / NS_SHARDS)
+		shard_clear(s);
+	if ((s->used + 1) * 2 > s->cap && shard_grow(s)) {
+		free(e);
+		goto out;
+	}
+	struct entry **slot = slot_of(s, h, parent, name, len);
+	if (*slot) {
+		free(e); /* another thread was first */
+	} else {
+		*slot = e;
+		s->used++;
+	}
+out:
+	pthread_mutex_unlock(&s->lock);
+}
+
+int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
+		   uint64_t *ino, struct stat *st)
+{
+	if (len > DLFS_WIRE_MAX_NAME)
+		return -ENAMETOOLONG;
+	pthread_once(&shards_once, shards_init);
+	uint64_t h = hash_of(parent, name, len);
+	int vol = is_vol_dir(parent);
+	int ret;
+	if (!vol && (ret = cache_get(h, parent, name, len, ino, st)) <= 0)
+		return ret;
+
+	struct dlfs_wire_req req = {.op = DLFS_WIRE_LOOKUP,
+				    .name_len = (uint32_t)len,
+				    .ino = parent};
+	struct dlfs_wire_entry ent;
+	uint64_t got = 0;
+	ret = dlfs_conn_call(&req, name, &ent, sizeof(ent), &got, NULL);
+	if (!ret && got != sizeof(ent))
+		ret = -EIO;
+	if (ret && ret != -ENOENT)
+		return ret;
+	if (!ret) {
+		*ino = ent.ino;
+		*st = ent.st;
+	}
+	/* The control directory, and every directory under it, answer
+	 * differently as the run goes on. */
+	int is_ctl = !ret && parent == dlfs_pl.root.ino &&
+		     len == strlen(dlfs_pl.ctl_name) &&
+		     !memcmp(name, dlfs_pl.ctl_name, len);
+	if (!ret && (is_ctl || vol) && S_ISDIR(ent.st.st_mode))
+		add_vol_dir(ent.ino);
+	if (!vol && !is_ctl)
+		cache_put(h, parent, name, len, ret != 0, ent.ino,
+			  ret ? NULL : &ent.st);
+	return ret;
+}
+
+int dlfs_ns_getattr(uint64_t ino, struct stat *st)
+{
+	struct dlfs_wire_req req = {.op = DLFS_WIRE_GETATTR, .ino = ino};
+	uint64_t got = 0;
+	int ret = dlfs_conn_call(&req, NULL, st, sizeof(*st), &got, NULL);
+	if (!ret && got != sizeof(*st))
+		ret = -EIO;
+	return ret;
+}
+
+long dlfs_ns_readlink(uint64_t ino, char *buf, size_t size)
+{
+	struct dlfs_wire_req req = {.op = DLFS_WIRE_READLINK, .ino = ino};
+	uint64_t got = 0;
+	int ret = dlfs_conn_call(&req, NULL, buf, size, &got, NULL);
+	return ret ? ret : (long)got;
+}
+
+int dlfs_ns_volatile(const char *vpath)
+{
+	size_t pl = dlfs_pl.root.prefix_len, cl = strlen(dlfs_pl.ctl_name);
+	return !strncmp(vpath, dlfs_pl.prefix, pl) && vpath[pl] == '/' &&
+	       !strncmp(vpath + pl + 1, dlfs_pl.ctl_name, cl) &&
+	       (vpath[pl + 1 + cl] == '/' || !vpath[pl + 1 + cl]);
+}
+
+ssize_t dlfs_ns_read(uint64_t ino, void *buf, size_t size, uint64_t off)
+{
+	size_t done = 0;
+	while (done < size) {
+		size_t n = size - done;
+		if (n > dlfs_pl.max_io)
+			n = dlfs_pl.max_io;
+		struct dlfs_wire_req req = {.op = DLFS_WIRE_READ, .ino = ino,
+					    .off = off + done, .size = n};
+		uint64_t got = 0;
+		int ret = dlfs_conn_call(&req, NULL, (char *)buf + done, n, &got,
+					 NULL);
+		if (ret)
+			return done ? (ssize_t)done : ret;
+		if (!got)
+			break; /* the end; a short reply is not */
+		done += got;
+	}
+	return (ssize_t)done;
+}
+
+int dlfs_ns_readdir(uint64_t ino, uint64_t cookie, void *buf, size_t cap,
+		    uint32_t *count, uint64_t *len)
+{
+	if (cap > dlfs_pl.max_io)
+		cap = dlfs_pl.max_io;
+	struct dlfs_wire_req req = {.op = DLFS_WIRE_READDIR, .ino = ino,
+				    .off = cookie, .size = cap};
+	return dlfs_conn_call(&req, NULL, buf, cap, len, count);
+}
+
+int dlfs_ns_statfs(struct statvfs *sv)
+{
+	struct dlfs_wire_req req = {.op = DLFS_WIRE_STATFS};
+	uint64_t got = 0;
+	int ret = dlfs_conn_call(&req, NULL, sv, sizeof(*sv), &got, NULL);
+	if (!ret && got != sizeof(*sv))
+		ret = -EIO;
+	return ret;
+}
+
+long dlfs_ns_getxattr(uint64_t ino, const char *name, void *buf, size_t size)
+{
+	size_t nl = strlen(name);
+	if (nl > DLFS_WIRE_MAX_NAME)
+		return -ERANGE;
+	if (size > DLFS_WIRE_MAX_IO)
+		size = DLFS_WIRE_MAX_IO;
+	struct dlfs_wire_req req = {.op = DLFS_WIRE_GETXATTR,
+				    .name_len = (uint32_t)nl,
+				    .ino = ino,
+				    .size = size};
+	uint32_t count = 0;
+	int ret = dlfs_conn_call(&req, name, buf, size, NULL, &count);
+	return ret ? ret : (long)count;
+}
+
+long dlfs_ns_listxattr(uint64_t ino, char *buf, size_t size)
+{
+	if (size > DLFS_WIRE_MAX_IO)
+		size = DLFS_WIRE_MAX_IO;
+	struct dlfs_wire_req req = {.op = DLFS_WIRE_LISTXATTR, .ino = ino,
+				    .size = size};
+	uint32_t count = 0;
+	int ret = dlfs_conn_call(&req, NULL, buf, size, NULL, &count);
+	return ret ? ret : (long)count;
+}
+
+static int ops_lookup(void *ctx, uint64_t parent, const char *name,
+		      size_t len, uint64_t *ino, struct stat *st)
+{
+	(void)ctx;
+	return dlfs_ns_lookup(parent, name, len, ino, st);
+}
+
+static long ops_readlink(void *ctx, uint64_t ino, char *buf, size_t size)
+{
+	(void)ctx;
+	return dlfs_ns_readlink(ino, buf, size);
+}
+
+static int ops_getattr(void *ctx, uint64_t ino, struct stat *st)
+{
+	(void)ctx;
+	if (ino == dlfs_pl.root.ino) {
+		*st = dlfs_pl.root.st;
+		return 0;
+	}
+	return dlfs_ns_getattr(ino, st);
+}
+
+const struct dlfs_vp_ops dlfs_ns_ops = {
+	.lookup = ops_lookup,
+	.readlink = ops_readlink,
+	.getattr = ops_getattr,
+};
+
+int dlfs_ns_resolve(const struct dlfs_vp_base *base, const char *path,
+		    int flags, struct dlfs_vp_res *res)
+{
+	int ret = dlfs_conn_ready();
+	if (ret)
+		return ret;
+	ret = dlfs_vp_resolve(&dlfs_pl.root, &dlfs_ns_ops, base, path, flags,
+			      res);
+	/* The volatile ones' attributes are asked again. */
+	if (!ret && res->kind == DLFS_VP_OURS && dlfs_ns_volatile(res->path) &&
+	    res->ino != dlfs_pl.root.ino)
+		ret = dlfs_ns_getattr(res->ino, &res->st);
+	return ret;
+}

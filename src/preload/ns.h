@@ -1,0 +1,63 @@
+/*
+ * ns: the dataset's namespace as the library sees it: LOOKUP, GETATTR,
+ * READLINK, READDIR and READ over conn.c, with a per-process cache of
+ * LOOKUP answers, (parent ino, name) -> (ino, stat) or "no such name".
+ * A dataset never changes, so the cache is never invalidated; the control
+ * directory's files do (/.dlfs/stats grows), so nothing under it is
+ * cached and their attributes are asked again each time (dlfs_ns_volatile).
+ *
+ * The cache is sharded, one mutex per shard, taken only by path calls;
+ * reads take no lock here. It holds at most NS_MAX_ENTRIES entries per
+ * process: a full shard is emptied and starts again. Thread-safe; after
+ * fork the child keeps its copy (it is still true).
+ *
+ * Every function returns 0 (or a length) or a negative errno; -EIO when
+ * the server is gone.
+ */
+#ifndef DLFS_NS_H
+#define DLFS_NS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+
+#include "vpath.h"
+
+/* The walk's callbacks (ctx unused). */
+extern const struct dlfs_vp_ops dlfs_ns_ops;
+
+/* Resolve path as vpath does, after making sure the server said HELLO
+ * (the walk needs the root). base may be NULL. */
+int dlfs_ns_resolve(const struct dlfs_vp_base *base, const char *path,
+		    int flags, struct dlfs_vp_res *res);
+
+int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
+		   uint64_t *ino, struct stat *st);
+int dlfs_ns_getattr(uint64_t ino, struct stat *st);
+/* @return the target's length (not NUL-ended, at most size) or -errno. */
+long dlfs_ns_readlink(uint64_t ino, char *buf, size_t size);
+
+/* Is the canonical virtual path under the control directory, whose
+ * attributes change? */
+int dlfs_ns_volatile(const char *vpath);
+
+/* Up to size bytes of ino at off, asking again after a short reply
+ * until size or the end. @return bytes read or -errno. */
+ssize_t dlfs_ns_read(uint64_t ino, void *buf, size_t size, uint64_t off);
+
+/* STATFS: the dataset's statvfs, as the mount's. */
+int dlfs_ns_statfs(struct statvfs *sv);
+
+/* GETXATTR, LISTXATTR: the value (the NUL-ended names) into buf, or with
+ * size 0 only its length. @return the length, or -ENODATA, -ERANGE, ... */
+long dlfs_ns_getxattr(uint64_t ino, const char *name, void *buf, size_t size);
+long dlfs_ns_listxattr(uint64_t ino, char *buf, size_t size);
+
+/* One READDIR: entries after cookie into buf (cap bytes).
+ * @return 0 and *count entries (0: the end), *len bytes; or -errno. */
+int dlfs_ns_readdir(uint64_t ino, uint64_t cookie, void *buf, size_t cap,
+		    uint32_t *count, uint64_t *len);
+
+#endif

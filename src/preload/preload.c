@@ -1,0 +1,93 @@
+/*
+ * preload: the library's configuration, read once from DLFS_PRELOAD
+ * ("PREFIX=SOCKET") when the library is loaded. Unset or empty: the
+ * library passes everything through; bad: one line on stderr, and the
+ * same.
+ */
+#include "preload.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "real.h"
+#include "shared/wire.h"
+
+struct dlfs_pl dlfs_pl;
+
+void dlfs_pl_say(const char *msg, const char *arg)
+{
+	char line[512];
+	size_t n = 0;
+	const char *parts[] = {"dlfs-preload: ", msg, arg ? arg : "", "\n"};
+	for (size_t i = 0; i < 4; i++) {
+		size_t l = strlen(parts[i]);
+		if (l > sizeof(line) - n - 1)
+			l = sizeof(line) - n - 1;
+		memcpy(line + n, parts[i], l);
+		n += l;
+	}
+	if (line[n - 1] != '\n')
+		line[n - 1] = '\n';
+	syscall(SYS_write, 2, line, n);
+}
+
+/* Absolute, not "/", no trailing slash, no "", "." or ".." component. */
+static int prefix_ok(const char *p, size_t len)
+{
+	if (len < 2 || p[0] != '/' || p[len - 1] == '/')
+		return 0;
+	for (size_t i = 1; i <= len; i++) {
+		if (i < len && p[i] != '/')
+			continue;
+		/* A component ends at i; find where it began. */
+		size_t b = i;
+		while (b > 0 && p[b - 1] != '/')
+			b--;
+		size_t n = i - b;
+		if (n == 0 || (n == 1 && p[b] == '.') ||
+		    (n == 2 && p[b] == '.' && p[b + 1] == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+static void configure(void)
+{
+	const char *env = getenv(DLFS_WIRE_ENV);
+	if (!env || !*env)
+		return;
+	const char *eq = strchr(env, '=');
+	size_t plen = eq ? (size_t)(eq - env) : 0;
+	if (!eq || !prefix_ok(env, plen) || plen >= sizeof(dlfs_pl.prefix)) {
+		dlfs_pl_say("ignoring " DLFS_WIRE_ENV ", which is not "
+			    "PREFIX=SOCKET with an absolute PREFIX: ", env);
+		return;
+	}
+	if (eq[1] != '/' || strlen(eq + 1) >= sizeof(dlfs_pl.sock)) {
+		dlfs_pl_say("ignoring " DLFS_WIRE_ENV ", whose SOCKET is not "
+			    "an absolute path of at most 107 bytes: ", env);
+		return;
+	}
+	memcpy(dlfs_pl.prefix, env, plen);
+	dlfs_pl.prefix[plen] = '\0';
+	strcpy(dlfs_pl.sock, eq + 1);
+	dlfs_pl.root.prefix = dlfs_pl.prefix;
+	dlfs_pl.root.prefix_len = plen;
+	dlfs_pl.on = 1;
+
+	const char *pwd = getenv("PWD");
+	if (pwd && !strncmp(pwd, dlfs_pl.prefix, plen) &&
+	    (pwd[plen] == '/' || !pwd[plen]) && strlen(pwd) < PATH_MAX)
+		strcpy(dlfs_pl.pwd, pwd);
+}
+
+__attribute__((constructor)) static void dlfs_preload_init(void)
+{
+	atomic_store(&dlfs_pl.pid, (int)syscall(SYS_getpid));
+	dlfs_real();
+	dlfs_conn_init();
+	configure();
+}

@@ -1,0 +1,46 @@
+/*
+ * The library's process-wide state: what DLFS_PRELOAD configured, and
+ * what the server said in its first HELLO. Written once (the constructor,
+ * then the first HELLO under conn.c's lock) and read-only after that, so
+ * readers take no lock; dlfs_pl.ready is the release/acquire flag of the
+ * HELLO part.
+ *
+ * Everything the library does itself goes through real.h's functions or
+ * through calls it does not interpose (socket, connect, send, recv), never
+ * through its own wrappers.
+ */
+#ifndef DLFS_PRELOAD_H
+#define DLFS_PRELOAD_H
+
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "vpath.h"
+
+struct dlfs_pl {
+	int on; /* DLFS_PRELOAD was set and valid: anything to do at all */
+	char prefix[PATH_MAX];
+	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	/* $PWD at start when it is under the prefix: a shell that cd'd
+	 * there ran this program, whose cwd is then that virtual one. */
+	char pwd[PATH_MAX];
+	/* This process's pid, set at load and in a forked child: a vfork
+	 * child (posix_spawn, subprocess) runs in its parent's memory and
+	 * must not change the parent's tables. */
+	atomic_int pid;
+	/* From the first HELLO; valid once ready is 1. */
+	atomic_int ready;
+	uint32_t max_io;
+	char ctl_name[256];
+	struct dlfs_vp_root root; /* prefix, its length, root ino and stat */
+};
+
+extern struct dlfs_pl dlfs_pl;
+
+/* Print "dlfs-preload: MSG" on stderr (real write, no stdio, no malloc). */
+void dlfs_pl_say(const char *msg, const char *arg);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * vpath: is a path under PREFIX, and if so which node of the dataset does
+ * it name? A pure module: it walks the path component by component through
+ * the callbacks it is given (the library's are ns.c's LOOKUP and READLINK
+ * with their cache; the unit test's are a fake tree), so it never does I/O
+ * of its own and is safe to call from any thread.
+ *
+ * The walk is lexical outside the dataset ("." and ".." are folded as
+ * strings, real symlinks are not looked at: the prefix does not exist on
+ * disk, so a path can only reach it by naming it) and exact inside it:
+ * ".." goes to the parent node, ".." at the dataset's root leaves it for
+ * the real directory that holds PREFIX, a symlink is followed unless the
+ * caller says not to (relative targets stay where they are, absolute ones
+ * restart the walk, maybe outside the prefix), ELOOP after
+ * DLFS_VP_MAX_LINKS links.
+ */
+#ifndef DLFS_VPATH_H
+#define DLFS_VPATH_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#define DLFS_VP_MAX_LINKS 40
+
+struct dlfs_vp_ops {
+	void *ctx;
+	/* The entry name (len bytes, not NUL-ended) in directory parent.
+	 * @return 0, -ENOENT, -ENOTDIR or another -errno. */
+	int (*lookup)(void *ctx, uint64_t parent, const char *name, size_t len,
+		      uint64_t *ino, struct stat *st);
+	/* A symlink's target into buf (not NUL-ended).
+	 * @return its length (<= size) or -errno. */
+	long (*readlink)(void *ctx, uint64_t ino, char *buf, size_t size);
+	/* The attributes of a node the walk reached by "..". */
+	int (*getattr)(void *ctx, uint64_t ino, struct stat *st);
+};
+
+/* What a relative path is relative to: an absolute path (real, or the
+ * virtual path of one of our directories, then with its node). */
+struct dlfs_vp_base {
+	const char *path;
+	uint64_t ino; /* 0: path is not ours */
+	struct stat st;
+};
+
+/* What the walk needs to know of the dataset. prefix is absolute, with no
+ * trailing slash and no "." or ".." components. */
+struct dlfs_vp_root {
+	const char *prefix;
+	size_t prefix_len;
+	uint64_t ino;
+	struct stat st;
+};
+
+enum dlfs_vp_kind {
+	DLFS_VP_PASS = 0, /* not ours: use the caller's path as it is */
+	DLFS_VP_REAL = 1, /* not ours, but the walk went through the dataset
+			   * and out: use res->path (absolute) instead */
+	DLFS_VP_OURS = 2, /* res->ino, res->st; res->path is its virtual
+			   * absolute path */
+};
+
+/* Flags of dlfs_vp_resolve. */
+#define DLFS_VP_NOFOLLOW 1 /* a symlink in the last component is the
+			    * answer (lstat, O_NOFOLLOW, AT_SYMLINK_NOFOLLOW) */
+
+struct dlfs_vp_res {
+	enum dlfs_vp_kind kind;
+	uint64_t ino;
+	struct stat st;
+	char path[PATH_MAX];
+};
+
+/*
+ * Resolve path. base is what a relative path is relative to, or NULL when
+ * it is the process's real cwd and unknown: then a relative path is PASS
+ * unless it has a ".." component, and the caller must give a base for
+ * those (dlfs_vp_maybe_ours tells).
+ *
+ * @return 0 (res filled), or a -errno the call must fail with: -ENOENT,
+ * -ENOTDIR, -ELOOP, -ENAMETOOLONG, or what the callbacks returned.
+ */
+int dlfs_vp_resolve(const struct dlfs_vp_root *root,
+		    const struct dlfs_vp_ops *ops,
+		    const struct dlfs_vp_base *base,
+		    const char *path, int flags, struct dlfs_vp_res *res);
+
+/* Can path (resolved against a base the walk is not told) reach the
+ * prefix? 0 when it certainly cannot: it is relative with no ".."
+ * component, or absolute and neither under the prefix nor with a ".."
+ * or "." component. Cheap: one pass over the string, no calls. */
+int dlfs_vp_maybe_ours(const struct dlfs_vp_root *root, const char *path);
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * vpath: the walk of a path through the prefix, against a fake dataset:
+ *
+ *   /ds (prefix, ino 1)
+ *     a/ (2)  a/f (3, file)  a/up -> ".." (4)  a/abs -> "/etc" (5)
+ *     a/self -> "f" (6)  loop -> "loop" (7)  b/ (8)  b/c/ (9)
+ *     b/c/back -> "../../a/f" (10)  out -> "../x/y" (11)
+ *     in -> "/ds/a" (12)
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "tutil.h"
+
+int t_failures;
+#include "vpath.h"
+
+struct node {
+	uint64_t ino, parent;
+	const char *name;
+	mode_t type;
+	const char *target;
+};
+
+static const struct node tree[] = {
+	{2, 1, "a", S_IFDIR, NULL},	    {3, 2, "f", S_IFREG, NULL},
+	{4, 2, "up", S_IFLNK, ".."},	    {5, 2, "abs", S_IFLNK, "/etc"},
+	{6, 2, "self", S_IFLNK, "f"},	    {7, 1, "loop", S_IFLNK, "loop"},
+	{8, 1, "b", S_IFDIR, NULL},	    {9, 8, "c", S_IFDIR, NULL},
+	{10, 9, "back", S_IFLNK, "../../a/f"},
+	{11, 1, "out", S_IFLNK, "../x/y"}, {12, 1, "in", S_IFLNK, "/ds/a"},
+};
+#define N_NODES (sizeof(tree) / sizeof(tree[0]))
+
+static int lookups;
+
+static void fill(const struct node *n, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_mode = n->type | 0755;
+}
+
+static int f_lookup(void *ctx, uint64_t parent, const char *name, size_t len,
+		    uint64_t *ino, struct stat *st)
+{
+	(void)ctx;
+	lookups++;
+	for (size_t i = 0; i < N_NODES; i++)
+		if (tree[i].parent == parent && strlen(tree[i].name) == len &&
+		    !memcmp(tree[i].name, name, len)) {
+			*ino = tree[i].ino;
+			fill(&tree[i], st);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static long f_readlink(void *ctx, uint64_t ino, char *buf, size_t size)
+{
+	(void)ctx;
+	for (size_t i = 0; i < N_NODES; i++)
+		if (tree[i].ino == ino && tree[i].target) {
+			size_t n = strlen(tree[i].target);
+			if (n > size)
+				return -ENAMETOOLONG;
+			memcpy(buf, tree[i].target, n);
+			return (long)n;
+		}
+	return -EINVAL;
+}
+
+static int f_getattr(void *ctx, uint64_t ino, struct stat *st)
+{
+	(void)ctx;
+	for (size_t i = 0; i < N_NODES; i++)
+		if (tree[i].ino == ino) {
+			fill(&tree[i], st);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+static const struct dlfs_vp_ops ops = {NULL, f_lookup, f_readlink, f_getattr};
+static struct dlfs_vp_root root = {"/ds", 3, 1, {0}};
+static struct dlfs_vp_res res;
+
+static int resolve(const char *path, int flags)
+{
+	return dlfs_vp_resolve(&root, &ops, NULL, path, flags, &res);
+}
+
+/* path resolves to ino (ours), with res.path == vpath. */
+static void ours(const char *path, int flags, uint64_t ino, const char *vpath)
+{
+	int ret = resolve(path, flags);
+	if (ret || res.kind != DLFS_VP_OURS || res.ino != ino ||
+	    strcmp(res.path, vpath)) {
+		fprintf(stderr, "%s: ret %d kind %d ino %llu path %s\n", path,
+			ret, res.kind, (unsigned long long)res.ino, res.path);
+		t_failures++;
+	}
+}
+
+static void real(const char *path, int flags, const char *rpath)
+{
+	int ret = resolve(path, flags);
+	int want = rpath ? DLFS_VP_REAL : DLFS_VP_PASS;
+	if (ret || res.kind != (enum dlfs_vp_kind)want ||
+	    (rpath && strcmp(res.path, rpath))) {
+		fprintf(stderr, "%s: ret %d kind %d path %s\n", path, ret,
+			res.kind, res.path);
+		t_failures++;
+	}
+}
+
+int main(void)
+{
+	root.st.st_mode = S_IFDIR | 0755;
+	root.st.st_ino = 1;
+
+	/* Outside: untouched, and cheap. */
+	real("/etc/passwd", 0, NULL);
+	real("/dsx/a", 0, NULL);
+	real("relative/a", 0, NULL);
+	CHECK(!dlfs_vp_maybe_ours(&root, "/dsx/a"));
+	CHECK(!dlfs_vp_maybe_ours(&root, "rel/a"));
+	CHECK(!dlfs_vp_maybe_ours(&root, "/etc/passwd"));
+	CHECK(dlfs_vp_maybe_ours(&root, "/ds"));
+	CHECK(dlfs_vp_maybe_ours(&root, "/ds/a"));
+	CHECK(dlfs_vp_maybe_ours(&root, "../ds"));
+	CHECK(dlfs_vp_maybe_ours(&root, "/x/../ds"));
+	CHECK(dlfs_vp_maybe_ours(&root, "//ds"));
+
+	/* Plain names, ".", "..", extra slashes. */
+	ours("/ds", 0, 1, "/ds");
+	ours("/ds/", 0, 1, "/ds");
+	ours("/ds/a/f", 0, 3, "/ds/a/f");
+	ours("//ds//a/./f", 0, 3, "/ds/a/f");
+	ours("/x/../ds/a", 0, 2, "/ds/a");
+	ours("/ds/b/c/../../a", 0, 2, "/ds/a");
+	real("/ds/..", 0, "/");
+	real("/ds/../etc", 0, "/etc");
+	ours("/ds/../ds/a", 0, 2, "/ds/a");
+	CHECK_EQ(resolve("/ds/nope", 0), -ENOENT);
+	CHECK_EQ(resolve("/ds/a/f/g", 0), -ENOTDIR);
+	CHECK_EQ(resolve("/ds/a/f/", 0), -ENOTDIR);
+	CHECK_EQ(resolve("/ds/a/f/.", 0), -ENOTDIR);
+
+	/* Symlinks: followed, or not in the last component. */
+	ours("/ds/a/self", 0, 3, "/ds/a/f");
+	ours("/ds/a/self", DLFS_VP_NOFOLLOW, 6, "/ds/a/self");
+	ours("/ds/a/up", 0, 1, "/ds");
+	ours("/ds/a/up/b/c", DLFS_VP_NOFOLLOW, 9, "/ds/b/c");
+	ours("/ds/b/c/back", 0, 3, "/ds/a/f");
+	ours("/ds/in/f", 0, 3, "/ds/a/f");
+	ours("/ds/in/", DLFS_VP_NOFOLLOW, 2, "/ds/a");
+	real("/ds/a/abs", 0, "/etc");
+	real("/ds/a/abs/passwd", 0, "/etc/passwd");
+	ours("/ds/a/abs", DLFS_VP_NOFOLLOW, 5, "/ds/a/abs");
+	real("/ds/out", 0, "/x/y");
+	CHECK_EQ(resolve("/ds/loop", 0), -ELOOP);
+	ours("/ds/loop", DLFS_VP_NOFOLLOW, 7, "/ds/loop");
+	CHECK_EQ(resolve("/ds/loop/x", DLFS_VP_NOFOLLOW), -ELOOP);
+
+	/* Relative to one of our directories, and to a real one. */
+	struct dlfs_vp_base b = {.path = "/ds/b/c", .ino = 9};
+	b.st.st_mode = S_IFDIR | 0755;
+	int r = dlfs_vp_resolve(&root, &ops, &b, "../../a/f", 0, &res);
+	CHECK(!r && res.kind == DLFS_VP_OURS && res.ino == 3 &&
+	      !strcmp(res.path, "/ds/a/f"));
+	r = dlfs_vp_resolve(&root, &ops, &b, "../../..", 0, &res);
+	CHECK(!r && res.kind == DLFS_VP_REAL && !strcmp(res.path, "/"));
+	r = dlfs_vp_resolve(&root, &ops, &b, "back", 0, &res);
+	CHECK(!r && res.kind == DLFS_VP_OURS && res.ino == 3);
+	struct dlfs_vp_base rb = {.path = "/x"};
+	r = dlfs_vp_resolve(&root, &ops, &rb, "../ds/a", 0, &res);
+	CHECK(!r && res.kind == DLFS_VP_OURS && res.ino == 2);
+	r = dlfs_vp_resolve(&root, &ops, &rb, "y", 0, &res);
+	CHECK(!r && res.kind == DLFS_VP_PASS);
+
+	/* Too long. */
+	char longp[PATH_MAX + 10];
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[0] = '/';
+	longp[sizeof(longp) - 1] = '\0';
+	CHECK_EQ(resolve(longp, 0), -ENAMETOOLONG);
+
+	/* Lookups happen only inside the dataset. */
+	lookups = 0;
+	real("/etc/x/../y", 0, NULL);
+	CHECK_EQ(lookups, 0);
+	return t_failures ? 1 : 0;
+}
