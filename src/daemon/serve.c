@@ -14,6 +14,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -29,13 +30,20 @@ struct conn {
 	struct conn *next;
 };
 
+/* Connections at once: each is a thread. */
+#define MAX_CONNS 1024
+/* A reply a client does not take within this long ends its connection:
+ * its read's chunks stay pinned in the RAM tier until then. */
+#define SEND_TIMEOUT_S 30
+
 struct dlfs_serve {
 	struct dlfs_fs *fs;
 	char *path;
 	int lfd;             /* listening */
 	int sfd;             /* signalfd of SIGINT, SIGTERM, SIGHUP */
-	pthread_mutex_t mu;  /* guards conns */
+	pthread_mutex_t mu;  /* guards conns and n_conns */
 	struct conn *conns;
+	unsigned n_conns;
 };
 
 /* ---- the socket ---- */
@@ -293,6 +301,10 @@ static void *conn_main(void *arg)
 		if (!(ret = answer(s, c->fd, q)))
 			ret = 1;
 	/* A client that went away (EPIPE, ECONNRESET) is not news. */
+	if (ret == -EAGAIN)
+		dlfs_fs_log(s->fs, LOG_WARNING,
+			    "a preload client did not take a reply within "
+			    "30 s (stopped?): its connection is closed");
 	if (ret == -EPROTO)
 		dlfs_fs_log(s->fs, LOG_WARNING,
 			    "a preload client broke the protocol or went "
@@ -324,6 +336,7 @@ static void reap(struct dlfs_serve *s, int all)
 			continue;
 		}
 		*pp = c->next;
+		s->n_conns--;
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(c->thread, NULL);
 		close(c->fd);
@@ -335,16 +348,22 @@ static void reap(struct dlfs_serve *s, int all)
 
 static int add_conn(struct dlfs_serve *s, int fd)
 {
+	struct timeval tv = {.tv_sec = SEND_TIMEOUT_S};
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)))
+		return -errno;
 	struct conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->s = s;
 	c->fd = fd;
 	pthread_mutex_lock(&s->mu);
-	int ret = pthread_create(&c->thread, NULL, conn_main, c);
+	int ret = s->n_conns >= MAX_CONNS
+			  ? EMFILE
+			  : pthread_create(&c->thread, NULL, conn_main, c);
 	if (!ret) {
 		c->next = s->conns;
 		s->conns = c;
+		s->n_conns++;
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (ret)
@@ -367,13 +386,14 @@ static int listen_at(struct dlfs_serve *s, const char *path,
 	s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s->lfd < 0)
 		return dlfs_err_sys(err, -errno, "--serve %s: socket", path);
-	mode_t old = umask(0177);
-	int bad = bind(s->lfd, (struct sockaddr *)&a, sizeof(a));
-	umask(old);
-	if (bad)
+	/* Not umask: other threads create files meanwhile (the NVMe tier).
+	 * dlfs-run's socket is in a private directory anyway. */
+	if (bind(s->lfd, (struct sockaddr *)&a, sizeof(a)))
 		return dlfs_err_sys(err, -errno, "--serve %s", path);
 	if (!(s->path = strdup(path)))
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (chmod(path, 0600))
+		return dlfs_err_sys(err, -errno, "--serve %s: chmod", path);
 	if (listen(s->lfd, 128))
 		return dlfs_err_sys(err, -errno, "--serve %s: listen", path);
 	return 0;
@@ -435,10 +455,13 @@ int dlfs_serve_run(struct dlfs_serve *s, struct dlfs_err *err)
 			return dlfs_err_sys(err, -errno, "accept on %s",
 					    s->path);
 		}
-		if (add_conn(s, fd)) {
-			dlfs_fs_log(s->fs, LOG_WARNING,
-				    "no thread for a new preload client: its "
-				    "connection is closed");
+		int bad = add_conn(s, fd);
+		if (bad) {
+			char e[64];
+			dlfs_logf(dlfs_fs_log, s->fs, LOG_WARNING,
+				  "a new preload client is turned away (%s; "
+				  "%d connections at most)",
+				  dlfs_strerror(bad, e, sizeof(e)), MAX_CONNS);
 			close(fd);
 		}
 	}

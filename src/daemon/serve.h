@@ -5,8 +5,10 @@
  * Each answer comes from ops.h, as the FUSE ops' do.
  *
  * One thread per connection (a client thread has one connection), each
- * with its own read context; a connection that breaks the protocol is
- * closed, and nothing else is affected.
+ * with its own read context, 1024 connections at most; a connection that
+ * breaks the protocol, or does not take a reply within 30 s (the read's
+ * chunks stay pinned meanwhile), is closed, and nothing else is
+ * affected.
  *
  * Signals: the caller blocks SIGINT, SIGTERM and SIGHUP in every thread
  * (before starting any), and dlfs_serve_run returns when one of them

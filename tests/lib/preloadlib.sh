@@ -51,6 +51,7 @@ serve() {
 	SERVED_DS=$ds
 	PREFIX=$2
 	shift 2
+	SERVE_ARGS=("$@")
 	SOCK="$T/sock"
 	rm -f "$T/ready.fifo"
 	mkfifo "$T/ready.fifo"
@@ -66,7 +67,7 @@ prun() {
 	local st=0
 	if [ -n "${DLFS_RUN:-}" ] && [ -x "$DLFS_RUN" ] && [ -z "${PRUN_DIRECT:-}" ]; then
 		# dlfs-run starts its own server; the one above is unused then.
-		timeout -k 10 "$DLFS_CMD_TIMEOUT" "$DLFS_RUN" "$SERVED_DS:$PREFIX" -- "$@" || st=$?
+		timeout -k 10 "$DLFS_CMD_TIMEOUT" "$DLFS_RUN" "${SERVE_ARGS[@]}" "$SERVED_DS:$PREFIX" -- "$@" || st=$?
 	else
 		timeout -k 10 "$DLFS_CMD_TIMEOUT" env DLFS_PRELOAD="$PREFIX=$SOCK" \
 			LD_PRELOAD="$DLFS_PRELOAD_LIB" "$@" || st=$?

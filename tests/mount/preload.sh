@@ -213,7 +213,8 @@ kill -TERM "$SERVER_PID"
 wait "$SERVER_PID" 2>/dev/null || true
 SERVER_PID=''
 st=0
-prun "$PYTHON" - "$P/$f" "$P" 2>"$T/gone.err" <<'PY' || st=$?
+# The server of this script, not one of dlfs-run.
+PRUN_DIRECT=1 prun "$PYTHON" - "$P/$f" "$P" 2>"$T/gone.err" <<'PY' || st=$?
 import errno, os, sys
 for p in (sys.argv[1], sys.argv[1], sys.argv[2]):
     try:
