@@ -194,12 +194,13 @@ static int find_part(const char *env, const char *const *cands, char *buf,
 
 static int find_parts(struct run *r)
 {
-	/* Installed side by side; or in a build tree (tools/, src/). */
+	/* In a build tree (tools/, src/) first: an installed copy may be
+	 * older. Else installed side by side. */
 	static const char *const daemons[] = {
 		"dlfs", "../src/daemon/dlfs", DLFS_BINDIR "/dlfs", NULL};
 	static const char *const libs[] = {
-		DLFS_LIBDIR "/libdlfs-preload.so",
-		"../src/preload/libdlfs-preload.so", NULL};
+		"../src/preload/libdlfs-preload.so",
+		DLFS_LIBDIR "/libdlfs-preload.so", NULL};
 	if (find_part("DLFS_DAEMON", daemons, r->daemon, sizeof(r->daemon))) {
 		fprintf(stderr, ME ": cannot find the dlfs daemon (next to "
 				   ME ", in " DLFS_BINDIR ", or $DLFS_DAEMON)\n");
