@@ -53,8 +53,11 @@ static struct dlfs_dir *take(void)
 	pthread_mutex_lock(&pool_lock);
 	struct dlfs_dir *p = atomic_load(&pool);
 	if (!p) {
-		p = mmap(NULL, MAX_DIRS * sizeof(*p), PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		p = dlfs_real()->mmap(NULL, MAX_DIRS * sizeof(*p),
+				      PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS |
+					      MAP_NORESERVE,
+				      -1, 0);
 		if (p == MAP_FAILED) {
 			errno = ENOMEM;
 			goto out;

@@ -69,9 +69,12 @@ static struct slot *slot_of(int fd, int make)
 	_Atomic(struct slot *) *t = &top[fd / PAGE];
 	struct slot *page = atomic_load_explicit(t, memory_order_acquire);
 	if (!page && make) {
-		struct slot *p = mmap(NULL, PAGE * sizeof(*p),
-				      PROT_READ | PROT_WRITE,
-				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		/* syscall, not mmap: in the library, mmap is its own
+		 * wrapper. */
+		struct slot *p = (struct slot *)syscall(
+			SYS_mmap, NULL, PAGE * sizeof(*p),
+			PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			0);
 		if (p == MAP_FAILED)
 			return NULL;
 		/* Zeroed memory is a page of empty, unlocked slots. */
@@ -79,7 +82,7 @@ static struct slot *slot_of(int fd, int make)
 		if (atomic_compare_exchange_strong(t, &expect, p)) {
 			page = p;
 		} else {
-			munmap(p, PAGE * sizeof(*p));
+			syscall(SYS_munmap, p, PAGE * sizeof(*p));
 			page = expect;
 		}
 	}

@@ -8,6 +8,7 @@
 #ifndef DLFS_ICEPT_H
 #define DLFS_ICEPT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -15,6 +16,20 @@
 
 #include "fdtab.h"
 #include "vpath.h"
+
+/* An interposed function: exported (everything else is hidden). */
+#define DLFS_EXPORT __attribute__((visibility("default")))
+
+/* A second name for an interposed function whose type is the same (open64
+ * for open: on x86-64 the 64-bit forms are the same calls). */
+#define DLFS_ALIAS(name) __attribute__((alias(#name), visibility("default")))
+
+/* How a wrapper fails: errno, and -1. */
+static inline int dlfs_fail(int err)
+{
+	errno = err;
+	return -1;
+}
 
 /* Is the library on at all (DLFS_PRELOAD set and valid)? */
 int dlfs_on(void);

@@ -18,16 +18,15 @@
 #include "preload.h"
 #include "real.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
-static struct dlfs_file *ours(int fd)
+/* The description of fd if it is a dataset fd (a reference), or NULL. */
+static struct dlfs_file *file_of(int fd)
 {
 	return dlfs_fd_maybe(fd) ? dlfs_fd_get(fd) : NULL;
 }
 
-EXPORT ssize_t read(int fd, void *buf, size_t n)
+DLFS_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->read(fd, buf, n);
 	ssize_t r = dlfs_file_read(f, buf, n);
@@ -35,16 +34,16 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
 	return r;
 }
 
-EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+DLFS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
 	if (n > buflen)
 		abort();
 	return read(fd, buf, n);
 }
 
-EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+DLFS_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->pread(fd, buf, n, off);
 	ssize_t r = dlfs_file_pread(f, buf, n, off);
@@ -52,12 +51,9 @@ EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 	return r;
 }
 
-EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
-{
-	return pread(fd, buf, n, off);
-}
+DLFS_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) DLFS_ALIAS(pread);
 
-EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
+DLFS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
 			   size_t buflen)
 {
 	if (n > buflen)
@@ -65,13 +61,8 @@ EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
 	return pread(fd, buf, n, off);
 }
 
-EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off,
-			     size_t buflen)
-{
-	if (n > buflen)
-		abort();
-	return pread(fd, buf, n, off);
-}
+DLFS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off,
+			     size_t buflen) DLFS_ALIAS(__pread_chk);
 
 /* The vector reads: one piece after another, stopping at a short one.
  * off < 0: at the fd's offset (readv), which moves. */
@@ -108,9 +99,9 @@ static ssize_t vec(struct dlfs_file *f, const struct iovec *iov, int cnt,
 	return done;
 }
 
-EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+DLFS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->readv(fd, iov, cnt);
 	ssize_t r = vec(f, iov, cnt, -1);
@@ -118,9 +109,9 @@ EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 	return r;
 }
 
-EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+DLFS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->preadv(fd, iov, cnt, off);
 	ssize_t r;
@@ -134,14 +125,11 @@ EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 	return r;
 }
 
-EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-	return preadv(fd, iov, cnt, off);
-}
+DLFS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off) DLFS_ALIAS(preadv);
 
-EXPORT off_t lseek(int fd, off_t off, int whence)
+DLFS_EXPORT off_t lseek(int fd, off_t off, int whence)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->lseek(fd, off, whence);
 	off_t r = dlfs_file_lseek(f, off, whence);
@@ -149,14 +137,11 @@ EXPORT off_t lseek(int fd, off_t off, int whence)
 	return r;
 }
 
-EXPORT off_t lseek64(int fd, off_t off, int whence)
-{
-	return lseek(fd, off, whence);
-}
+DLFS_EXPORT off_t lseek64(int fd, off_t off, int whence) DLFS_ALIAS(lseek);
 
-EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
+DLFS_EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->posix_fadvise(fd, off, len, advice);
 	dlfs_file_put(f);
@@ -166,10 +151,7 @@ EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
 	return 0; /* advice taken */
 }
 
-EXPORT int posix_fadvise64(int fd, off_t off, off_t len, int advice)
-{
-	return posix_fadvise(fd, off, len, advice);
-}
+DLFS_EXPORT int posix_fadvise64(int fd, off_t off, off_t len, int advice) DLFS_ALIAS(posix_fadvise);
 
 /*
  * mmap of a dataset fd: private anonymous memory filled with the file's
@@ -233,10 +215,10 @@ fail:;
 	return MAP_FAILED;
 }
 
-EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
+DLFS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 		  off_t off)
 {
-	struct dlfs_file *f = (flags & MAP_ANONYMOUS) ? NULL : ours(fd);
+	struct dlfs_file *f = (flags & MAP_ANONYMOUS) ? NULL : file_of(fd);
 	if (!f)
 		return dlfs_real()->mmap(addr, len, prot, flags, fd, off);
 	void *m = map_ours(f, addr, len, prot, flags, off);
@@ -244,8 +226,6 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	return m;
 }
 
-EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
-		    off_t off)
-{
-	return mmap(addr, len, prot, flags, fd, off);
-}
+DLFS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
+		    off_t off) DLFS_ALIAS(mmap);
+

@@ -20,14 +20,6 @@
 #include "preload.h"
 #include "real.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
-static int fail(int err)
-{
-	errno = err;
-	return -1;
-}
-
 /* What a call does to the name it is given. */
 enum {
 	ATTR = 0, /* changes the node: a missing name is ENOENT (chmod) */
@@ -43,11 +35,11 @@ static int ro(int dirfd, const char *path, int nofollow, int what,
 {
 	int ret = dlfs_classify(dirfd, path, nofollow, res);
 	if (ret == -ENOENT && what != ATTR && dlfs_parent_ours(dirfd, path))
-		return fail(EROFS);
+		return dlfs_fail(EROFS);
 	if (ret)
-		return fail(-ret);
+		return dlfs_fail(-ret);
 	if (res->kind == DLFS_VP_OURS)
-		return fail(what == MAKE ? EEXIST : EROFS);
+		return dlfs_fail(what == MAKE ? EEXIST : EROFS);
 	return 0;
 }
 
@@ -62,7 +54,7 @@ static const char *rpath(const char *path, const struct dlfs_vp_res *res)
 	return res->kind == DLFS_VP_REAL ? res->path : path;
 }
 
-EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
+DLFS_EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 {
 	struct dlfs_vp_res res;
 	if (ro(dirfd, path, 1, MAKE, &res))
@@ -70,12 +62,12 @@ EXPORT int mkdirat(int dirfd, const char *path, mode_t mode)
 	return dlfs_real()->mkdirat(rdir(dirfd, &res), rpath(path, &res), mode);
 }
 
-EXPORT int mkdir(const char *path, mode_t mode)
+DLFS_EXPORT int mkdir(const char *path, mode_t mode)
 {
 	return mkdirat(AT_FDCWD, path, mode);
 }
 
-EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
+DLFS_EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
 {
 	struct dlfs_vp_res res;
 	if (ro(dirfd, path, 1, MAKE, &res))
@@ -84,12 +76,12 @@ EXPORT int mknodat(int dirfd, const char *path, mode_t mode, dev_t dev)
 				    dev);
 }
 
-EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
+DLFS_EXPORT int mknod(const char *path, mode_t mode, dev_t dev)
 {
 	return mknodat(AT_FDCWD, path, mode, dev);
 }
 
-EXPORT int symlinkat(const char *target, int dirfd, const char *path)
+DLFS_EXPORT int symlinkat(const char *target, int dirfd, const char *path)
 {
 	struct dlfs_vp_res res;
 	if (ro(dirfd, path, 1, MAKE, &res))
@@ -98,12 +90,12 @@ EXPORT int symlinkat(const char *target, int dirfd, const char *path)
 				      rpath(path, &res));
 }
 
-EXPORT int symlink(const char *target, const char *path)
+DLFS_EXPORT int symlink(const char *target, const char *path)
 {
 	return symlinkat(target, AT_FDCWD, path);
 }
 
-EXPORT int unlinkat(int dirfd, const char *path, int flags)
+DLFS_EXPORT int unlinkat(int dirfd, const char *path, int flags)
 {
 	struct dlfs_vp_res res;
 	if (ro(dirfd, path, 1, DROP, &res))
@@ -112,12 +104,12 @@ EXPORT int unlinkat(int dirfd, const char *path, int flags)
 				     flags);
 }
 
-EXPORT int unlink(const char *path)
+DLFS_EXPORT int unlink(const char *path)
 {
 	return unlinkat(AT_FDCWD, path, 0);
 }
 
-EXPORT int rmdir(const char *path)
+DLFS_EXPORT int rmdir(const char *path)
 {
 	return unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
 }
@@ -134,17 +126,17 @@ static int two(int odir, const char *old, int ndir, const char *new,
 		       (en == -ENOENT && dlfs_parent_ours(ndir, new));
 	/* An error inside the dataset other than a missing last name. */
 	if (eo && !old_ours)
-		return fail(-eo);
+		return dlfs_fail(-eo);
 	if (en && !new_ours)
-		return fail(-en);
+		return dlfs_fail(-en);
 	if (old_ours && new_ours)
-		return fail(EROFS);
+		return dlfs_fail(EROFS);
 	if (old_ours || new_ours)
-		return fail(EXDEV);
+		return dlfs_fail(EXDEV);
 	return 0;
 }
 
-EXPORT int renameat2(int odir, const char *old, int ndir, const char *new,
+DLFS_EXPORT int renameat2(int odir, const char *old, int ndir, const char *new,
 		     unsigned flags)
 {
 	struct dlfs_vp_res a, b;
@@ -154,17 +146,17 @@ EXPORT int renameat2(int odir, const char *old, int ndir, const char *new,
 				      rdir(ndir, &b), rpath(new, &b), flags);
 }
 
-EXPORT int renameat(int odir, const char *old, int ndir, const char *new)
+DLFS_EXPORT int renameat(int odir, const char *old, int ndir, const char *new)
 {
 	return renameat2(odir, old, ndir, new, 0);
 }
 
-EXPORT int rename(const char *old, const char *new)
+DLFS_EXPORT int rename(const char *old, const char *new)
 {
 	return renameat2(AT_FDCWD, old, AT_FDCWD, new, 0);
 }
 
-EXPORT int linkat(int odir, const char *old, int ndir, const char *new,
+DLFS_EXPORT int linkat(int odir, const char *old, int ndir, const char *new,
 		  int flags)
 {
 	struct dlfs_vp_res a, b;
@@ -174,14 +166,14 @@ EXPORT int linkat(int odir, const char *old, int ndir, const char *new,
 				   rdir(ndir, &b), rpath(new, &b), flags);
 }
 
-EXPORT int link(const char *old, const char *new)
+DLFS_EXPORT int link(const char *old, const char *new)
 {
 	return linkat(AT_FDCWD, old, AT_FDCWD, new, 0);
 }
 
 /* Attribute changes. */
 
-EXPORT int truncate(const char *path, off_t len)
+DLFS_EXPORT int truncate(const char *path, off_t len)
 {
 	struct dlfs_vp_res res;
 	if (ro(AT_FDCWD, path, 0, ATTR, &res))
@@ -189,12 +181,9 @@ EXPORT int truncate(const char *path, off_t len)
 	return dlfs_real()->truncate(rpath(path, &res), len);
 }
 
-EXPORT int truncate64(const char *path, off_t len)
-{
-	return truncate(path, len);
-}
+DLFS_EXPORT int truncate64(const char *path, off_t len) DLFS_ALIAS(truncate);
 
-EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
+DLFS_EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 {
 	struct dlfs_vp_res res;
 	if (ro(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, ATTR, &res))
@@ -203,12 +192,12 @@ EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags)
 				     mode, flags);
 }
 
-EXPORT int chmod(const char *path, mode_t mode)
+DLFS_EXPORT int chmod(const char *path, mode_t mode)
 {
 	return fchmodat(AT_FDCWD, path, mode, 0);
 }
 
-EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid,
+DLFS_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid,
 		    int flags)
 {
 	struct dlfs_vp_res res;
@@ -218,17 +207,17 @@ EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid,
 				     gid, flags);
 }
 
-EXPORT int chown(const char *path, uid_t uid, gid_t gid)
+DLFS_EXPORT int chown(const char *path, uid_t uid, gid_t gid)
 {
 	return fchownat(AT_FDCWD, path, uid, gid, 0);
 }
 
-EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
+DLFS_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
 {
 	return fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW);
 }
 
-EXPORT int utimensat(int dirfd, const char *path, const struct timespec t[2],
+DLFS_EXPORT int utimensat(int dirfd, const char *path, const struct timespec t[2],
 		     int flags)
 {
 	if (!path) /* futimens */
@@ -240,7 +229,7 @@ EXPORT int utimensat(int dirfd, const char *path, const struct timespec t[2],
 				      flags);
 }
 
-EXPORT int utimes(const char *path, const struct timeval t[2])
+DLFS_EXPORT int utimes(const char *path, const struct timeval t[2])
 {
 	struct dlfs_vp_res res;
 	if (ro(AT_FDCWD, path, 0, ATTR, &res))
@@ -248,7 +237,7 @@ EXPORT int utimes(const char *path, const struct timeval t[2])
 	return dlfs_real()->utimes(rpath(path, &res), t);
 }
 
-EXPORT int utime(const char *path, const struct utimbuf *t)
+DLFS_EXPORT int utime(const char *path, const struct utimbuf *t)
 {
 	struct dlfs_vp_res res;
 	if (ro(AT_FDCWD, path, 0, ATTR, &res))
@@ -256,7 +245,7 @@ EXPORT int utime(const char *path, const struct utimbuf *t)
 	return dlfs_real()->utime(rpath(path, &res), t);
 }
 
-EXPORT int setxattr(const char *path, const char *name, const void *v,
+DLFS_EXPORT int setxattr(const char *path, const char *name, const void *v,
 		    size_t size, int flags)
 {
 	struct dlfs_vp_res res;
@@ -265,7 +254,7 @@ EXPORT int setxattr(const char *path, const char *name, const void *v,
 	return dlfs_real()->setxattr(rpath(path, &res), name, v, size, flags);
 }
 
-EXPORT int lsetxattr(const char *path, const char *name, const void *v,
+DLFS_EXPORT int lsetxattr(const char *path, const char *name, const void *v,
 		     size_t size, int flags)
 {
 	struct dlfs_vp_res res;
@@ -274,7 +263,7 @@ EXPORT int lsetxattr(const char *path, const char *name, const void *v,
 	return dlfs_real()->lsetxattr(rpath(path, &res), name, v, size, flags);
 }
 
-EXPORT int removexattr(const char *path, const char *name)
+DLFS_EXPORT int removexattr(const char *path, const char *name)
 {
 	struct dlfs_vp_res res;
 	if (ro(AT_FDCWD, path, 0, ATTR, &res))
@@ -282,7 +271,7 @@ EXPORT int removexattr(const char *path, const char *name)
 	return dlfs_real()->removexattr(rpath(path, &res), name);
 }
 
-EXPORT int lremovexattr(const char *path, const char *name)
+DLFS_EXPORT int lremovexattr(const char *path, const char *name)
 {
 	struct dlfs_vp_res res;
 	if (ro(AT_FDCWD, path, 1, ATTR, &res))
@@ -292,7 +281,8 @@ EXPORT int lremovexattr(const char *path, const char *name)
 
 /* On a dataset fd. */
 
-static int ours(int fd)
+/* Is fd one of the dataset's? */
+static int is_dataset_fd(int fd)
 {
 	if (!dlfs_fd_maybe(fd))
 		return 0;
@@ -302,102 +292,94 @@ static int ours(int fd)
 	return f != NULL;
 }
 
-EXPORT int fsetxattr(int fd, const char *name, const void *v, size_t size,
+DLFS_EXPORT int fsetxattr(int fd, const char *name, const void *v, size_t size,
 		     int flags)
 {
-	if (ours(fd))
-		return fail(EROFS);
+	if (is_dataset_fd(fd))
+		return dlfs_fail(EROFS);
 	return dlfs_real()->fsetxattr(fd, name, v, size, flags);
 }
 
-EXPORT int fremovexattr(int fd, const char *name)
+DLFS_EXPORT int fremovexattr(int fd, const char *name)
 {
-	if (ours(fd))
-		return fail(EROFS);
+	if (is_dataset_fd(fd))
+		return dlfs_fail(EROFS);
 	return dlfs_real()->fremovexattr(fd, name);
 }
 
-EXPORT int fchmod(int fd, mode_t mode)
+DLFS_EXPORT int fchmod(int fd, mode_t mode)
 {
-	if (ours(fd))
-		return fail(EROFS);
+	if (is_dataset_fd(fd))
+		return dlfs_fail(EROFS);
 	return dlfs_real()->fchmod(fd, mode);
 }
 
-EXPORT int fchown(int fd, uid_t uid, gid_t gid)
+DLFS_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
 {
-	if (ours(fd))
-		return fail(EROFS);
+	if (is_dataset_fd(fd))
+		return dlfs_fail(EROFS);
 	return dlfs_real()->fchown(fd, uid, gid);
 }
 
-EXPORT int futimens(int fd, const struct timespec t[2])
+DLFS_EXPORT int futimens(int fd, const struct timespec t[2])
 {
-	if (ours(fd))
-		return fail(EROFS);
+	if (is_dataset_fd(fd))
+		return dlfs_fail(EROFS);
 	return dlfs_real()->futimens(fd, t);
 }
 
-EXPORT int ftruncate(int fd, off_t len)
+DLFS_EXPORT int ftruncate(int fd, off_t len)
 {
-	if (ours(fd))
-		return fail(EINVAL); /* not open for writing */
+	if (is_dataset_fd(fd))
+		return dlfs_fail(EINVAL); /* not open for writing */
 	return dlfs_real()->ftruncate(fd, len);
 }
 
-EXPORT int ftruncate64(int fd, off_t len)
-{
-	return ftruncate(fd, len);
-}
+DLFS_EXPORT int ftruncate64(int fd, off_t len) DLFS_ALIAS(ftruncate);
 
-EXPORT int fsync(int fd)
+DLFS_EXPORT int fsync(int fd)
 {
-	if (ours(fd))
+	if (is_dataset_fd(fd))
 		return 0;
 	return dlfs_real()->fsync(fd);
 }
 
-EXPORT int fdatasync(int fd)
+DLFS_EXPORT int fdatasync(int fd)
 {
-	if (ours(fd))
+	if (is_dataset_fd(fd))
 		return 0;
 	return dlfs_real()->fdatasync(fd);
 }
 
-EXPORT ssize_t write(int fd, const void *buf, size_t n)
+DLFS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-	if (ours(fd))
-		return fail(EBADF);
+	if (is_dataset_fd(fd))
+		return dlfs_fail(EBADF);
 	return dlfs_real()->write(fd, buf, n);
 }
 
-EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+DLFS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-	if (ours(fd))
-		return fail(EBADF);
+	if (is_dataset_fd(fd))
+		return dlfs_fail(EBADF);
 	return dlfs_real()->pwrite(fd, buf, n, off);
 }
 
-EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
-{
-	return pwrite(fd, buf, n, off);
-}
+DLFS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) DLFS_ALIAS(pwrite);
 
-EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+DLFS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	if (ours(fd))
-		return fail(EBADF);
+	if (is_dataset_fd(fd))
+		return dlfs_fail(EBADF);
 	return dlfs_real()->writev(fd, iov, cnt);
 }
 
-EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+DLFS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	if (ours(fd))
-		return fail(EBADF);
+	if (is_dataset_fd(fd))
+		return dlfs_fail(EBADF);
 	return dlfs_real()->pwritev(fd, iov, cnt, off);
 }
 
-EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off)
-{
-	return pwritev(fd, iov, cnt, off);
-}
+DLFS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off) DLFS_ALIAS(pwritev);
+

@@ -5,9 +5,11 @@
  * readers take no lock; dlfs_pl.ready is the release/acquire flag of the
  * HELLO part.
  *
- * Everything the library does itself goes through real.h's functions or
- * through calls it does not interpose (socket, connect, send, recv), never
- * through its own wrappers.
+ * Everything the library does itself goes through real.h's functions,
+ * through calls it does not interpose (socket, connect, send, recv,
+ * mprotect) or through syscall(), never through its own wrappers: inside
+ * the library a call to mmap or readdir binds to the wrapper, not to
+ * libc's.
  */
 #ifndef DLFS_PRELOAD_H
 #define DLFS_PRELOAD_H

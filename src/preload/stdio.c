@@ -16,8 +16,6 @@
 #include "preload.h"
 #include "real.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 static ssize_t c_read(void *cookie, char *buf, size_t n)
 {
 	int fd = (int)(intptr_t)cookie;
@@ -118,17 +116,14 @@ static FILE *do_fopen(const char *path, const char *mode)
 	return fp;
 }
 
-EXPORT FILE *fopen(const char *path, const char *mode)
+DLFS_EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	return do_fopen(path, mode);
 }
 
-EXPORT FILE *fopen64(const char *path, const char *mode)
-{
-	return do_fopen(path, mode);
-}
+DLFS_EXPORT FILE *fopen64(const char *path, const char *mode) DLFS_ALIAS(fopen);
 
-EXPORT FILE *fdopen(int fd, const char *mode)
+DLFS_EXPORT FILE *fdopen(int fd, const char *mode)
 {
 	struct dlfs_file *f = dlfs_fd_get(fd);
 	if (!f)
