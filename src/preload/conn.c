@@ -167,8 +167,8 @@ static int dial(void)
 						 : DLFS_WIRE_MAX_IO;
 			memcpy(dlfs_pl.ctl_name, h.ctl_name,
 			       sizeof(dlfs_pl.ctl_name));
-			dlfs_pl.root.ino = h.root_ino;
-			dlfs_pl.root.st = h.root;
+			dlfs_pl.root_ino = h.root_ino;
+			dlfs_pl.root_st = h.root;
 			atomic_store_explicit(&dlfs_pl.ready, 1,
 					      memory_order_release);
 		}

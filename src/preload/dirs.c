@@ -126,7 +126,7 @@ static void fill(struct dlfs_dir *d, const char *name, size_t len,
 /* The ino of "..": the parent's, or the real directory's at the root. */
 static uint64_t parent_ino(struct dlfs_dir *d)
 {
-	if (d->f->ino == dlfs_pl.root.ino) {
+	if (d->f->ino == dlfs_pl.root_ino) {
 		struct stat st;
 		char up[PATH_MAX];
 		strcpy(up, dlfs_pl.prefix);

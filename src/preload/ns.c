@@ -9,12 +9,14 @@
 #include "ns.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conn.h"
 #include "preload.h"
+#include "real.h"
 
 #define NS_SHARDS 64
 #define NS_MAX_ENTRIES (1u << 21) /* in all shards */
@@ -200,7 +202,7 @@ int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
 	}
 	/* The control directory, and every directory under it, answer
 	 * differently as the run goes on. */
-	int is_ctl = !ret && parent == dlfs_pl.root.ino &&
+	int is_ctl = !ret && parent == dlfs_pl.root_ino &&
 		     len == strlen(dlfs_pl.ctl_name) &&
 		     !memcmp(name, dlfs_pl.ctl_name, len);
 	if (!ret && (is_ctl || vol) && S_ISDIR(ent.st.st_mode))
@@ -318,33 +320,54 @@ static long ops_readlink(void *ctx, uint64_t ino, char *buf, size_t size)
 	return dlfs_ns_readlink(ino, buf, size);
 }
 
-static int ops_getattr(void *ctx, uint64_t ino, struct stat *st)
+static int ops_root(void *ctx, uint64_t *ino, struct stat *st)
 {
 	(void)ctx;
-	if (ino == dlfs_pl.root.ino) {
-		*st = dlfs_pl.root.st;
-		return 0;
+	int ret = dlfs_conn_ready();
+	if (ret)
+		return ret;
+	*ino = dlfs_pl.root_ino;
+	*st = dlfs_pl.root_st;
+	return 0;
+}
+
+/* A real path, for ".." after the walk left the dataset: the real calls,
+ * not the wrappers, and errno as it was. */
+static long ops_real_link(void *ctx, const char *path, char *buf, size_t size)
+{
+	(void)ctx;
+	struct stat st;
+	int saved = errno;
+	long ret = 0;
+	if (dlfs_real()->fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW)) {
+		ret = -errno;
+	} else if (S_ISLNK(st.st_mode)) {
+		ssize_t n = dlfs_real()->readlink(path, buf, size);
+		ret = n < 0 ? -errno : (long)n;
+	} else if (!S_ISDIR(st.st_mode)) {
+		ret = -ENOTDIR;
 	}
-	return dlfs_ns_getattr(ino, st);
+	errno = saved;
+	return ret;
 }
 
 const struct dlfs_vp_ops dlfs_ns_ops = {
+	.root = ops_root,
 	.lookup = ops_lookup,
 	.readlink = ops_readlink,
-	.getattr = ops_getattr,
+	.real_link = ops_real_link,
 };
 
 int dlfs_ns_resolve(const struct dlfs_vp_base *base, const char *path,
 		    int flags, struct dlfs_vp_res *res)
 {
-	int ret = dlfs_conn_ready();
-	if (ret)
-		return ret;
-	ret = dlfs_vp_resolve(&dlfs_pl.root, &dlfs_ns_ops, base, path, flags,
-			      res);
+	/* No HELLO first: a path that never reaches the prefix needs no
+	 * server (the walk asks for the root when it gets there). */
+	int ret = dlfs_vp_resolve(&dlfs_pl.root, &dlfs_ns_ops, base, path,
+				  flags, res);
 	/* The volatile ones' attributes are asked again. */
 	if (!ret && res->kind == DLFS_VP_OURS && dlfs_ns_volatile(res->path) &&
-	    res->ino != dlfs_pl.root.ino)
+	    res->ino != dlfs_pl.root_ino)
 		ret = dlfs_ns_getattr(res->ino, &res->st);
 	return ret;
 }

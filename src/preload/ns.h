@@ -28,8 +28,9 @@
 /* The walk's callbacks (ctx unused). */
 extern const struct dlfs_vp_ops dlfs_ns_ops;
 
-/* Resolve path as vpath does, after making sure the server said HELLO
- * (the walk needs the root). base may be NULL. */
+/* Resolve path as vpath does. base may be NULL. The server is asked (and
+ * connected to) only when the walk reaches the prefix: a path that does
+ * not is answered whether or not there is a server. */
 int dlfs_ns_resolve(const struct dlfs_vp_base *base, const char *path,
 		    int flags, struct dlfs_vp_res *res);
 

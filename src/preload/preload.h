@@ -37,7 +37,9 @@ struct dlfs_pl {
 	atomic_int ready;
 	uint32_t max_io;
 	char ctl_name[256];
-	struct dlfs_vp_root root; /* prefix, its length, root ino and stat */
+	uint64_t root_ino;
+	struct stat root_st;
+	struct dlfs_vp_root root; /* the prefix and its length */
 };
 
 extern struct dlfs_pl dlfs_pl;
