@@ -227,3 +227,31 @@ PY
 [ "$st" = 0 ] || fail "with the server gone: $(cat "$T/gone.err")"
 [ "$(grep -c '^dlfs-preload: ' "$T/gone.err")" = 1 ] ||
 	fail "with the server gone, stderr is not one dlfs-preload line: $(head -c 500 "$T/gone.err")"
+
+note "the server gone: paths that do not reach the prefix still work"
+# "..", "/./", "//" and relative paths from a cwd above the prefix make
+# the library walk the path; only a walk that reaches the prefix needs
+# the server (a Python import through such a path must not get EIO).
+mkdir -p "$T/mod/pkg"
+echo 'X = 42' >"$T/mod/pkg/gone_mod.py"
+PRUN_DIRECT=1 prun "$PYTHON" - "$SRC" "$T/mod" "$P" 2>"$T/gone2.err" <<'PY' ||
+import os, sys
+src, mod, p = sys.argv[1:4]
+b = os.path.basename(src)
+rel = sorted(os.path.relpath(os.path.join(d, n), src) for d, _, fs in os.walk(src)
+             for n in fs if not os.path.islink(os.path.join(d, n)))[0]
+want = open(os.path.join(src, rel), "rb").read()
+for q in (src + "/../" + b + "/" + rel, src + "/./" + rel, src + "//" + rel):
+    assert open(q, "rb").read() == want, q
+sys.path.insert(0, mod + "/pkg/../pkg")
+import gone_mod
+assert gone_mod.X == 42
+# The cwd above the prefix: relative paths are walked too.
+os.chdir(os.path.dirname(os.path.dirname(p)))
+os.stat(os.path.relpath(mod, os.getcwd()) + "/../" + os.path.basename(mod) + "/pkg")
+os.stat(os.path.basename(os.path.dirname(p)) + "/../" + os.path.basename(mod))
+PY
+	fail "with the server gone, a path outside the prefix failed: $(cat "$T/gone2.err")"
+if grep -q '^dlfs-preload: ' "$T/gone2.err"; then
+	fail "with the server gone, paths outside the prefix made the library complain: $(cat "$T/gone2.err")"
+fi
