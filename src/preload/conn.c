@@ -4,8 +4,9 @@
  * Each thread's connection lives in its thread-local struct conn, which
  * is also on a process-wide list (under list_lock) so that a forked child
  * can close all of them: the child must never talk on its parent's
- * connections. Lock order: list_lock, then hello_lock; neither is taken
- * on the read path (only when a connection is made or closed).
+ * connections. Locks: list_lock, hello_lock, never both at once (the
+ * library's order is in preload.h); neither is taken on the read path
+ * (only when a connection is made or closed).
  */
 #include "conn.h"
 
@@ -210,22 +211,24 @@ static void thread_exit(void *arg)
 	drop(arg);
 }
 
-/* After fork, in the child: close the parent's connections. The child
- * is single-threaded here, and the prepare handler took list_lock, so the
- * list is whole. */
-static void atfork_prepare(void)
+/* The fork handlers (preload.c calls them in the lock order). */
+
+void dlfs_conn_fork_prepare(void)
 {
 	pthread_mutex_lock(&list_lock);
+	pthread_mutex_lock(&hello_lock);
 }
 
-static void atfork_parent(void)
+void dlfs_conn_fork_parent(void)
 {
+	pthread_mutex_unlock(&hello_lock);
 	pthread_mutex_unlock(&list_lock);
 }
 
-static void atfork_child(void)
+/* In the child: close the parent's connections. The child is
+ * single-threaded here, and the list is whole (prepare took list_lock). */
+void dlfs_conn_fork_child(void)
 {
-	atomic_store(&dlfs_pl.pid, (int)syscall(SYS_getpid));
 	for (struct conn *c = list, *n; c; c = n) {
 		n = c->next;
 		sys_close(c->fd);
@@ -234,13 +237,13 @@ static void atfork_child(void)
 	}
 	list = NULL;
 	tconn.busy = 0;
+	pthread_mutex_unlock(&hello_lock);
 	pthread_mutex_unlock(&list_lock);
 }
 
 void dlfs_conn_init(void)
 {
 	pthread_key_create(&exit_key, thread_exit);
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 static int thread_conn(struct conn *c)

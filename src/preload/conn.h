@@ -17,8 +17,15 @@
 
 #include "shared/wire.h"
 
-/* Register the fork handler and the thread-exit key. Constructor only. */
+/* Make the thread-exit key. Constructor only. */
 void dlfs_conn_init(void);
+
+/* The fork handlers, which preload.c calls in the library's lock order:
+ * prepare takes list_lock and hello_lock, parent releases them, child
+ * closes the parent's connections and releases them. */
+void dlfs_conn_fork_prepare(void);
+void dlfs_conn_fork_parent(void);
+void dlfs_conn_fork_child(void);
 
 /* Make sure the first HELLO was answered (dlfs_pl.ready), connecting if
  * needed. @return 0 or -EIO. */

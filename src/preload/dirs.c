@@ -39,6 +39,7 @@ struct dlfs_dir {
 static struct dlfs_dir *_Atomic pool;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static int next_free;
+static int n_touched; /* streams 0 .. n_touched - 1 have been used */
 
 int dlfs_dir_is(DIR *d)
 {
@@ -70,6 +71,8 @@ static struct dlfs_dir *take(void)
 			d = &p[k];
 			d->used = 1;
 			next_free = k + 1;
+			if (k >= n_touched)
+				n_touched = k + 1;
 			break;
 		}
 	}
@@ -273,4 +276,25 @@ void dlfs_dir_seek(DIR *dir, long pos)
 			d->pos++;
 	}
 	pthread_mutex_unlock(&d->lock);
+}
+
+void dlfs_dirs_fork_prepare(void)
+{
+	pthread_mutex_lock(&pool_lock);
+}
+
+void dlfs_dirs_fork_parent(void)
+{
+	pthread_mutex_unlock(&pool_lock);
+}
+
+/* The streams' locks made new: the threads that held them are not in the
+ * child. */
+void dlfs_dirs_fork_child(void)
+{
+	struct dlfs_dir *p = atomic_load(&pool);
+	for (int i = 0; p && i < n_touched; i++)
+		if (p[i].used)
+			pthread_mutex_init(&p[i].lock, NULL);
+	pthread_mutex_unlock(&pool_lock);
 }

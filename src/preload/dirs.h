@@ -34,4 +34,11 @@ void dlfs_dir_rewind(DIR *d);
 long dlfs_dir_tell(DIR *d);
 void dlfs_dir_seek(DIR *d, long pos);
 
+/* The fork handlers (preload.c calls them in the lock order): prepare
+ * takes pool_lock, parent releases it; child releases it and makes every
+ * stream's lock new. */
+void dlfs_dirs_fork_prepare(void);
+void dlfs_dirs_fork_parent(void);
+void dlfs_dirs_fork_child(void);
+
 #endif

@@ -225,3 +225,17 @@ void dlfs_fd_forget(int fd)
 	if (f)
 		dlfs_file_put(f);
 }
+
+void dlfs_fd_fork_child(void)
+{
+	for (int i = 0; i < TOP; i++) {
+		struct slot *page = atomic_load(&top[i]);
+		for (int j = 0; page && j < PAGE; j++) {
+			struct slot *s = &page[j];
+			atomic_flag_clear(&s->lock);
+			struct dlfs_file *f = atomic_load(&s->f);
+			if (f)
+				pthread_mutex_init(&f->pos_lock, NULL);
+		}
+	}
+}

@@ -66,4 +66,8 @@ int dlfs_fd_maybe(int fd);
 /* fd is being closed (or replaced by dup2): forget it. */
 void dlfs_fd_forget(int fd);
 
+/* In a forked child: every slot's spin lock and every description's
+ * pos_lock made new (the threads that held them are not in the child). */
+void dlfs_fd_fork_child(void);
+
 #endif

@@ -382,3 +382,15 @@ int dlfs_close(int fd)
 		dlfs_fd_forget(fd);
 	return dlfs_real()->close(fd);
 }
+
+void dlfs_icept_fork_prepare(void)
+{
+	pthread_mutex_lock(&vcwd_lock);
+	pthread_mutex_lock(&rcwd_lock);
+}
+
+void dlfs_icept_fork_parent(void)
+{
+	pthread_mutex_unlock(&rcwd_lock);
+	pthread_mutex_unlock(&vcwd_lock);
+}

@@ -67,6 +67,12 @@ int dlfs_own_memory(void);
 /* close(fd) for any fd: forget it if ours, then the real close. */
 int dlfs_close(int fd);
 
+/* The fork handlers (preload.c calls them in the lock order): prepare
+ * takes vcwd_lock and rcwd_lock, parent releases them, and so does the
+ * child. */
+void dlfs_icept_fork_prepare(void);
+void dlfs_icept_fork_parent(void);
+
 /* The real cwd changed (chdir, fchdir). */
 void dlfs_rcwd_changed(void);
 

@@ -38,17 +38,30 @@ struct shard {
 };
 
 static struct shard shards[NS_SHARDS];
-static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
 
 static pthread_mutex_t vol_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t vol_dirs[NS_VOL_DIRS];
 static int n_vol;
 
 
-static void shards_init(void)
+void dlfs_ns_init(void)
 {
 	for (int i = 0; i < NS_SHARDS; i++)
 		pthread_mutex_init(&shards[i].lock, NULL);
+}
+
+void dlfs_ns_fork_prepare(void)
+{
+	pthread_mutex_lock(&vol_lock);
+	for (int i = 0; i < NS_SHARDS; i++)
+		pthread_mutex_lock(&shards[i].lock);
+}
+
+void dlfs_ns_fork_parent(void)
+{
+	for (int i = NS_SHARDS - 1; i >= 0; i--)
+		pthread_mutex_unlock(&shards[i].lock);
+	pthread_mutex_unlock(&vol_lock);
 }
 
 static uint64_t hash_of(uint64_t parent, const char *name, size_t len)
@@ -179,7 +192,6 @@ int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
 {
 	if (len > DLFS_WIRE_MAX_NAME)
 		return -ENAMETOOLONG;
-	pthread_once(&shards_once, shards_init);
 	uint64_t h = hash_of(parent, name, len);
 	int vol = is_vol_dir(parent);
 	int ret;

@@ -25,6 +25,15 @@
 
 #include "vpath.h"
 
+/* Make the cache's locks. Constructor only. */
+void dlfs_ns_init(void);
+
+/* The fork handlers (preload.c calls them in the lock order): prepare
+ * takes vol_lock and the shards' locks; parent releases them, and so does
+ * the child (the cache stays true in it). */
+void dlfs_ns_fork_prepare(void);
+void dlfs_ns_fork_parent(void);
+
 /* The walk's callbacks (ctx unused). */
 extern const struct dlfs_vp_ops dlfs_ns_ops;
 

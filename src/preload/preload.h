@@ -5,6 +5,18 @@
  * readers take no lock; dlfs_pl.ready is the release/acquire flag of the
  * HELLO part.
  *
+ * Lock order, outermost first. No code holds two of the global locks at
+ * once; a per-object lock is held across server requests, which take the
+ * others:
+ *   1. a DIR stream's lock (dirs.c) or a description's pos_lock (fdtab.h)
+ *   2. vcwd_lock, rcwd_lock (icept.c)
+ *   3. pool_lock (dirs.c)
+ *   4. vol_lock, then the LOOKUP cache's shard locks in index order (ns.c)
+ *   5. list_lock, hello_lock (conn.c)
+ *   6. an fd slot's spin lock (fdtab.c), a leaf held for a few stores
+ * The fork handlers (preload.c) take 2 to 5 in this order before fork and
+ * release them after; the child makes every lock of 1 and 6 new.
+ *
  * Everything the library does itself goes through real.h's functions,
  * through calls it does not interpose (socket, connect, send, recv,
  * mprotect) or through syscall(), never through its own wrappers: inside
