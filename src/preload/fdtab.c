@@ -27,6 +27,12 @@ struct slot {
 };
 
 static _Atomic(struct slot *) top[TOP];
+static int (*own_memory)(void);
+
+void dlfs_fd_init(int (*own)(void))
+{
+	own_memory = own;
+}
 
 struct dlfs_file *dlfs_file_new(uint64_t ino, const struct stat *st,
 				int flags, const char *vpath, int vol)
@@ -89,16 +95,38 @@ static struct slot *slot_of(int fd, int make)
 	return page ? &page[fd % PAGE] : NULL;
 }
 
-static void lock(struct slot *s)
+/*
+ * The slot whose lock this thread holds, or is taking. A signal handler
+ * that interrupts it and asks for the same slot would spin for ever on
+ * its own thread's lock: it goes on without the lock instead. The code it
+ * interrupted cannot run meanwhile, so the slot's reference stays; a torn
+ * (dev, ino) only fails the fstat check, and the fd is not served.
+ */
+static __thread struct slot *held __attribute__((tls_model("initial-exec")));
+
+struct hold {
+	struct slot *prev;
+	int took;
+};
+
+static struct hold lock(struct slot *s)
 {
+	struct hold h = {held, held != s};
+	if (!h.took)
+		return h;
+	held = s; /* before the lock: no window where it is held unknown */
 	while (atomic_flag_test_and_set_explicit(&s->lock,
 						 memory_order_acquire))
 		;
+	return h;
 }
 
-static void unlock(struct slot *s)
+static void unlock(struct slot *s, struct hold h)
 {
+	if (!h.took)
+		return;
 	atomic_flag_clear_explicit(&s->lock, memory_order_release);
+	held = h.prev;
 }
 
 static int sock_id(int fd, dev_t *dev, ino_t *ino)
@@ -122,13 +150,13 @@ static int set(int fd, struct dlfs_file *f)
 		return ret;
 	if (!s)
 		return -EMFILE;
-	lock(s);
+	struct hold h = lock(s);
 	struct dlfs_file *old = atomic_load_explicit(&s->f,
 						     memory_order_relaxed);
 	s->dev = dev;
 	s->ino = ino;
 	atomic_store_explicit(&s->f, f, memory_order_release);
-	unlock(s);
+	unlock(s, h);
 	if (old)
 		dlfs_file_put(old);
 	return 0;
@@ -170,14 +198,17 @@ int dlfs_fd_maybe(int fd)
 	return s && atomic_load_explicit(&s->f, memory_order_relaxed);
 }
 
-/* Drop f from s if it is still there. */
+/* Drop f from s if it is still there (not in a vfork child: the table
+ * is its parent's, whose fd may well still be ours). */
 static void drop_if(struct slot *s, struct dlfs_file *f)
 {
-	lock(s);
+	if (own_memory && !own_memory())
+		return;
+	struct hold h = lock(s);
 	int same = atomic_load_explicit(&s->f, memory_order_relaxed) == f;
 	if (same)
 		atomic_store_explicit(&s->f, NULL, memory_order_relaxed);
-	unlock(s);
+	unlock(s, h);
 	if (same)
 		dlfs_file_put(f);
 }
@@ -187,14 +218,14 @@ struct dlfs_file *dlfs_fd_get(int fd)
 	struct slot *s = slot_of(fd, 0);
 	if (!s || !atomic_load_explicit(&s->f, memory_order_relaxed))
 		return NULL;
-	lock(s);
+	struct hold h = lock(s);
 	struct dlfs_file *f = atomic_load_explicit(&s->f,
 						   memory_order_relaxed);
 	dev_t dev = s->dev;
 	ino_t ino = s->ino;
 	if (f)
 		dlfs_file_get(f);
-	unlock(s);
+	unlock(s, h);
 	if (!f)
 		return NULL;
 
@@ -217,11 +248,11 @@ void dlfs_fd_forget(int fd)
 	struct slot *s = slot_of(fd, 0);
 	if (!s)
 		return;
-	lock(s);
+	struct hold h = lock(s);
 	struct dlfs_file *f = atomic_load_explicit(&s->f,
 						   memory_order_relaxed);
 	atomic_store_explicit(&s->f, NULL, memory_order_relaxed);
-	unlock(s);
+	unlock(s, h);
 	if (f)
 		dlfs_file_put(f);
 }

@@ -15,8 +15,11 @@
  *
  * Thread safety: the table is two levels of pages that are never freed;
  * looking up an fd that is not ours is two loads and no lock. An entry
- * that is ours is read under its own spin lock (a few instructions).
- * No malloc on the lookup path. After fork the child has a copy of the
+ * that is ours is read under its own spin lock (a few instructions); a
+ * signal handler that interrupts its own thread inside that lock reads
+ * the entry without it. No malloc on the lookup path. A vfork child,
+ * which runs in its parent's memory, never drops an entry (see
+ * dlfs_fd_init); it must not add one either (the callers check). After fork the child has a copy of the
  * table and of every description (offsets are then per-process: unlike
  * the kernel's, a description is not shared across fork).
  */
@@ -65,6 +68,11 @@ int dlfs_fd_maybe(int fd);
 
 /* fd is being closed (or replaced by dup2): forget it. */
 void dlfs_fd_forget(int fd);
+
+/* own_memory tells whether the caller runs in the memory the table
+ * belongs to (not in a vfork child): dlfs_fd_get drops a stale entry only
+ * then. NULL (the unit tests): always. Constructor only. */
+void dlfs_fd_init(int (*own_memory)(void));
 
 /* In a forked child: every slot's spin lock and every description's
  * pos_lock made new (the threads that held them are not in the child). */

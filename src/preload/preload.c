@@ -129,6 +129,7 @@ __attribute__((constructor)) static void dlfs_preload_init(void)
 	dlfs_real();
 	dlfs_ns_init();
 	dlfs_conn_init();
+	dlfs_fd_init(dlfs_own_memory);
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	configure();
 }
