@@ -3,12 +3,15 @@
 # serves a plain directory over the wire (no dataset, no dlfs server):
 # diff -r, find, ls -l and a Python walk see the directory's tree at the
 # prefix, and its .dlfs/stats grows as it is read; the library never says
-# the server is gone. For the library alone;
-# preload.sh is the real thing.
+# the server is gone. Then preload_procs (tests/util) runs its modes:
+# fork with threads holding the library's locks, _Fork, pthread_cancel,
+# vfork, reads from a signal handler, connections of the parent in a
+# child. For the library alone; preload.sh is the real thing.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 : "${FAKESERVE:?set FAKESERVE to the fakeserve of tests/util}"
 : "${DLFS_PRELOAD_LIB:?set DLFS_PRELOAD_LIB}"
+: "${PRELOAD_PROCS:?set PRELOAD_PROCS to the preload_procs of tests/util}"
 SRC="$T/src"
 gentree odd "$SRC" --seed 5
 "$FAKESERVE" "$SRC" "$T/sock" >"$T/ready" 2>"$T/fake.log" &
@@ -41,3 +44,12 @@ PY
 if grep -q "dlfs-preload:" "$T/pl.err"; then
 	fail "the library complained: $(grep dlfs-preload: "$T/pl.err" | head -n 3)"
 fi
+
+f=$(cd "$SRC" && find . -type f -size +64k | sort | head -n 1)
+[ -n "$f" ] || fail "test setup: no file over 64 KiB"
+for m in fork rawfork cancel vfork signals leak; do
+	st=0
+	timeout -k 5 120 env DLFS_PRELOAD="$P=$T/sock" LD_PRELOAD="$DLFS_PRELOAD_LIB" \
+		"$PRELOAD_PROCS" "$m" "$SRC" "$P" "$f" >"$T/procs.out" 2>"$T/procs.err" || st=$?
+	[ "$st" = 0 ] || fail "preload_procs $m (status $st): $(head -c 1000 "$T/procs.err")"
+done
