@@ -67,19 +67,4 @@ int dlfs_own_memory(void);
 /* close(fd) for any fd: forget it if ours, then the real close. */
 int dlfs_close(int fd);
 
-/* The fork handlers (preload.c calls them in the lock order): prepare
- * takes vcwd_lock and rcwd_lock, parent releases them, and so does the
- * child. */
-void dlfs_icept_fork_prepare(void);
-void dlfs_icept_fork_parent(void);
-
-/* The real cwd changed (chdir, fchdir). */
-void dlfs_rcwd_changed(void);
-
-/* The virtual cwd: set when the program chdir()s into the prefix. */
-int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st);
-void dlfs_vcwd_clear(void);
-/* Copy the virtual cwd into buf. @return 1 if there is one, else 0. */
-int dlfs_vcwd_get(char *buf, size_t size, uint64_t *ino, struct stat *st);
-
 #endif

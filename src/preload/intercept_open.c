@@ -1,6 +1,6 @@
 /*
- * intercept_open: the exported open family, close, dup, fcntl, the DIR
- * calls and the cwd. Each asks "is this ours?" (a path under the prefix,
+ * intercept_open: the exported open family, close, dup, fcntl and the DIR
+ * calls. Each asks "is this ours?" (a path under the prefix,
  * an fd or DIR of ours) and otherwise calls libc's own function.
  */
 #undef _FORTIFY_SOURCE
@@ -341,87 +341,6 @@ DLFS_EXPORT void seekdir(DIR *d, long pos)
 		dlfs_dir_seek(d, pos);
 	else
 		dlfs_real()->seekdir(d, pos);
-}
-
-/* The cwd: a chdir into the prefix is kept here, not in the kernel. */
-
-DLFS_EXPORT int chdir(const char *path)
-{
-	struct dlfs_vp_res res;
-	int ret = dlfs_classify(AT_FDCWD, path, 0, &res);
-	if (ret)
-		return dlfs_fail(-ret);
-	int own = dlfs_own_memory();
-	if (res.kind == DLFS_VP_OURS) {
-		if (!S_ISDIR(res.st.st_mode))
-			return dlfs_fail(ENOTDIR);
-		/* A vfork child about to exec cannot take a virtual cwd
-		 * with it (subprocess's cwd=). */
-		if (!own)
-			return dlfs_fail(ENOTSUP);
-		ret = dlfs_vcwd_set(res.path, res.ino, &res.st);
-		return ret ? dlfs_fail(-ret) : 0;
-	}
-	ret = dlfs_real()->chdir(res.kind == DLFS_VP_REAL ? res.path : path);
-	if (!ret && own) {
-		dlfs_vcwd_clear();
-		dlfs_rcwd_changed();
-	}
-	return ret;
-}
-
-DLFS_EXPORT int fchdir(int fd)
-{
-	struct dlfs_file *f = dlfs_fd_get(fd);
-	if (!f) {
-		int ret = dlfs_real()->fchdir(fd);
-		if (!ret && dlfs_own_memory()) {
-			dlfs_vcwd_clear();
-			dlfs_rcwd_changed();
-		}
-		return ret;
-	}
-	int ret = !S_ISDIR(f->st.st_mode) ? -ENOTDIR
-		  : !dlfs_own_memory()	   ? -ENOTSUP
-					   : dlfs_vcwd_set(f->vpath, f->ino, &f->st);
-	dlfs_file_put(f);
-	return ret ? dlfs_fail(-ret) : 0;
-}
-
-DLFS_EXPORT char *getcwd(char *buf, size_t size)
-{
-	char v[PATH_MAX];
-	if (!dlfs_vcwd_get(v, sizeof(v), NULL, NULL))
-		return dlfs_real()->getcwd(buf, size);
-	size_t n = strlen(v) + 1;
-	if (!buf) {
-		if (size && size < n) {
-			errno = ERANGE;
-			return NULL;
-		}
-		buf = malloc(size > n ? size : n);
-		if (!buf) {
-			errno = ENOMEM;
-			return NULL;
-		}
-	} else if (size < n) {
-		errno = size ? ERANGE : EINVAL;
-		return NULL;
-	}
-	memcpy(buf, v, n);
-	return buf;
-}
-
-DLFS_EXPORT char *__getcwd_chk(char *buf, size_t size, size_t buflen)
-{
-	if (size > buflen)
-		abort();
-	return getcwd(buf, size);
-}
-
-DLFS_EXPORT char *get_current_dir_name(void)
-{
-	return getcwd(NULL, 0);
 }
 
 /* scandir: glibc's opens and reads the directory with its internal

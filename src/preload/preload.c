@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "cwd.h"
 #include "dirs.h"
 #include "fdtab.h"
 #include "icept.h"
@@ -82,11 +83,7 @@ static void configure(void)
 	dlfs_pl.root.prefix = dlfs_pl.prefix;
 	dlfs_pl.root.prefix_len = plen;
 	dlfs_pl.on = 1;
-
-	const char *pwd = getenv("PWD");
-	if (pwd && !strncmp(pwd, dlfs_pl.prefix, plen) &&
-	    (pwd[plen] == '/' || !pwd[plen]) && strlen(pwd) < PATH_MAX)
-		strcpy(dlfs_pl.pwd, pwd);
+	dlfs_cwd_init();
 }
 
 /*
@@ -99,7 +96,7 @@ static void configure(void)
  */
 static void fork_prepare(void)
 {
-	dlfs_icept_fork_prepare();
+	dlfs_cwd_fork_prepare();
 	dlfs_dirs_fork_prepare();
 	dlfs_ns_fork_prepare();
 	dlfs_conn_fork_prepare();
@@ -110,7 +107,7 @@ static void fork_parent(void)
 	dlfs_conn_fork_parent();
 	dlfs_ns_fork_parent();
 	dlfs_dirs_fork_parent();
-	dlfs_icept_fork_parent();
+	dlfs_cwd_fork_parent();
 }
 
 static void fork_child(void)
@@ -120,7 +117,7 @@ static void fork_child(void)
 	dlfs_dirs_fork_child();
 	dlfs_conn_fork_child();
 	dlfs_ns_fork_parent();
-	dlfs_icept_fork_parent();
+	dlfs_cwd_fork_parent();
 }
 
 __attribute__((constructor)) static void dlfs_preload_init(void)

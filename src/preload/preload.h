@@ -9,7 +9,7 @@
  * once; a per-object lock is held across server requests, which take the
  * others:
  *   1. a DIR stream's lock (dirs.c) or a description's pos_lock (fdtab.h)
- *   2. vcwd_lock, rcwd_lock (icept.c)
+ *   2. vcwd_lock, rcwd_lock (cwd.c)
  *   3. pool_lock (dirs.c)
  *   4. vol_lock, then the LOOKUP cache's shard locks in index order (ns.c)
  *   5. list_lock, hello_lock (conn.c)
@@ -38,9 +38,6 @@ struct dlfs_pl {
 	int on; /* DLFS_PRELOAD was set and valid: anything to do at all */
 	char prefix[PATH_MAX];
 	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	/* $PWD at start when it is under the prefix: a shell that cd'd
-	 * there ran this program, whose cwd is then that virtual one. */
-	char pwd[PATH_MAX];
 	/* This process's pid, set at load and in a forked child: a vfork
 	 * child (posix_spawn, subprocess) runs in its parent's memory and
 	 * must not change the parent's tables. */

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -40,7 +41,8 @@
 	X(fchown) X(fchownat) X(utimensat) X(futimens) X(utimes) X(utime)     \
 	X(mknod) X(mknodat) X(chdir) X(fchdir) X(getcwd) X(statfs)            \
 	X(fstatfs) X(statvfs) X(fstatvfs) X(fsync) X(fdatasync) X(scandir)   \
-	X(scandirat)
+	X(scandirat) X(setenv) X(unsetenv) X(execve) X(execveat)              \
+	X(fexecve) X(execvpe) X(posix_spawn) X(posix_spawnp)
 
 #define DLFS_REAL_FIELD(name) __typeof__(name) *name;
 struct dlfs_real {
