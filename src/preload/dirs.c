@@ -196,14 +196,16 @@ struct dirent *dlfs_dir_read(DIR *dir)
 {
 	struct dlfs_dir *d = (struct dlfs_dir *)dir;
 	struct dirent *res = NULL;
+	/* errno changes only on an error: callers set it to 0 to tell the
+	 * end from one (and next() makes calls that may set it). */
+	int saved = errno;
 	pthread_mutex_lock(&d->lock);
 	int ret = next(d);
 	if (ret > 0) {
 		d->pos++;
 		res = &d->ent;
-	} else if (ret < 0) {
-		errno = -ret;
 	}
+	errno = ret < 0 ? -ret : saved;
 	pthread_mutex_unlock(&d->lock);
 	return res;
 }
@@ -211,6 +213,7 @@ struct dirent *dlfs_dir_read(DIR *dir)
 int dlfs_dir_read_r(DIR *dir, struct dirent *ent, struct dirent **res)
 {
 	struct dlfs_dir *d = (struct dlfs_dir *)dir;
+	int saved = errno; /* the error is the return value */
 	pthread_mutex_lock(&d->lock);
 	int ret = next(d);
 	*res = NULL;
@@ -220,6 +223,7 @@ int dlfs_dir_read_r(DIR *dir, struct dirent *ent, struct dirent **res)
 		*res = ent;
 	}
 	pthread_mutex_unlock(&d->lock);
+	errno = saved;
 	return ret < 0 ? -ret : 0;
 }
 

@@ -22,6 +22,17 @@ int dlfs_on(void)
 	return dlfs_pl.on;
 }
 
+/* Is dirfd (real) a directory? */
+static int real_dir(int dirfd)
+{
+	struct stat st;
+	int saved = errno;
+	int ok = dirfd == AT_FDCWD || (!dlfs_real()->fstat(dirfd, &st) &&
+					S_ISDIR(st.st_mode));
+	errno = saved;
+	return ok;
+}
+
 /* The real directory dirfd is, from /proc. @return 0 or -1. */
 static int real_dir_path(int dirfd, char *buf, size_t size)
 {
@@ -76,8 +87,9 @@ int dlfs_classify(int dirfd, const char *path, int nofollow,
 	}
 	if (dirfd == AT_FDCWD && dlfs_rcwd_base(path, bpath, sizeof(bpath)))
 		return dlfs_ns_resolve(&base, path, flags, res);
-	/* Relative to a real directory: only ".." can climb to the prefix. */
-	if (!dlfs_vp_maybe_ours(&dlfs_pl.root, path) ||
+	/* Relative to a real directory: only ".." can climb to the prefix.
+	 * A dirfd that is not a directory is the kernel's (ENOTDIR). */
+	if (!dlfs_vp_maybe_ours(&dlfs_pl.root, path) || !real_dir(dirfd) ||
 	    real_dir_path(dirfd, bpath, sizeof(bpath)))
 		return 0;
 	return dlfs_ns_resolve(&base, path, flags, res);
@@ -106,17 +118,21 @@ int dlfs_parent_ours(int dirfd, const char *path)
 	return ours;
 }
 
+/* The kernel's O_LARGEFILE, which it adds for a 64-bit program and
+ * F_GETFL shows (glibc's O_LARGEFILE is 0 on x86-64). */
+#define KERNEL_O_LARGEFILE 0100000
+
 int dlfs_open_node(const struct dlfs_vp_res *res, int flags)
 {
-	/* What F_GETFL answers for a file opened read-only by a 64-bit
-	 * program. */
+	/* What F_GETFL answers, as the kernel keeps it: not O_CLOEXEC or
+	 * the creation flags; O_LARGEFILE for a 64-bit program, but not on
+	 * an O_PATH fd, which keeps only O_DIRECTORY and O_NOFOLLOW. */
 	int keep = O_ACCMODE | O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME |
-		   O_PATH | O_DIRECTORY | O_NOFOLLOW;
-	struct dlfs_file *f =
-		dlfs_file_new(res->ino, &res->st,
-			      (flags & keep & ~(O_DIRECTORY | O_NOFOLLOW)) |
-				      O_LARGEFILE,
-			      res->path, dlfs_ns_volatile(res->path));
+		   O_DIRECTORY | O_NOFOLLOW | O_SYNC | O_DSYNC;
+	int fl = (flags & O_PATH) ? flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW)
+				  : (flags & keep) | KERNEL_O_LARGEFILE;
+	struct dlfs_file *f = dlfs_file_new(res->ino, &res->st, fl, res->path,
+					    dlfs_ns_volatile(res->path));
 	if (!f) {
 		errno = ENOMEM;
 		return -1;
@@ -222,8 +238,10 @@ off_t dlfs_file_lseek(struct dlfs_file *f, off_t off, int whence)
 		err = EINVAL;
 		goto out;
 	}
+	/* Past the largest offset, or before 0: EINVAL, as the kernel's
+	 * generic llseek says for both. */
 	if ((off > 0 && base > INT64_MAX - off) || base + off < 0) {
-		err = off > 0 ? EOVERFLOW : EINVAL;
+		err = EINVAL;
 		goto out;
 	}
 	f->pos = (uint64_t)(base + off);

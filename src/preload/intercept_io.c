@@ -144,7 +144,10 @@ DLFS_EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
 	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->posix_fadvise(fd, off, len, advice);
+	int path_only = f->flags & O_PATH;
 	dlfs_file_put(f);
+	if (path_only)
+		return EBADF;
 	if (advice < POSIX_FADV_NORMAL || advice > POSIX_FADV_NOREUSE ||
 	    len < 0)
 		return EINVAL;

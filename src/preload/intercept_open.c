@@ -23,9 +23,62 @@ static int writes(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
+/* The kernel's __O_TMPFILE bit (glibc's __O_TMPFILE has O_DIRECTORY in
+ * it, as O_TMPFILE has). */
+#define TMPFILE_BIT 020000000
+
+/* What the kernel refuses before it looks at the path: O_TMPFILE with
+ * O_CREAT, or not for writing. @return 0 or an errno. */
+static int bad_flags(int flags)
+{
+	if (!(flags & TMPFILE_BIT))
+		return 0;
+	if ((flags & (TMPFILE_BIT | O_DIRECTORY | O_CREAT)) !=
+		    (TMPFILE_BIT | O_DIRECTORY) ||
+	    (flags & O_ACCMODE) == O_RDONLY)
+		return EINVAL;
+	return 0;
+}
+
+/* What the kernel refuses on a read-only filesystem, for an open of a
+ * node of ours, in its order. @return 0 or an errno. */
+static int refuse(const struct dlfs_vp_res *res, int flags)
+{
+	int type = res->st.st_mode & S_IFMT;
+	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+		return EEXIST;
+	if (type == S_IFLNK && !(flags & O_PATH))
+		return ELOOP; /* O_NOFOLLOW on a symlink */
+	if ((flags & O_DIRECTORY) && type != S_IFDIR)
+		return ENOTDIR;
+	if ((flags & O_TMPFILE) == O_TMPFILE)
+		return EROFS; /* a file in the directory would be made */
+	if (type == S_IFDIR &&
+	    ((flags & O_CREAT) || (flags & O_ACCMODE) != O_RDONLY))
+		return EISDIR;
+	if (writes(flags) && !(flags & O_PATH))
+		return EROFS;
+	return 0;
+}
+
+/* Does path end in a slash? */
+static int trailing_slash(const char *path)
+{
+	size_t n = path ? strlen(path) : 0;
+	return n && path[n - 1] == '/';
+}
+
 static int do_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
 	struct dlfs_vp_res res;
+	int err = bad_flags(flags);
+	if (err)
+		return dlfs_fail(err);
+	/* O_CREAT of "name/" is EISDIR once the directory that would hold
+	 * it is found, whether or not name is there. */
+	if ((flags & O_CREAT) && trailing_slash(path) &&
+	    dlfs_parent_ours(dirfd, path))
+		return dlfs_fail(EISDIR);
 	int ret = dlfs_classify(dirfd, path, flags & O_NOFOLLOW, &res);
 	if (ret == -ENOENT && (flags & O_CREAT) && dlfs_parent_ours(dirfd, path))
 		return dlfs_fail(EROFS);
@@ -35,19 +88,8 @@ static int do_openat(int dirfd, const char *path, int flags, mode_t mode)
 		return dlfs_real()->openat(dirfd, path, flags, mode);
 	if (res.kind == DLFS_VP_REAL)
 		return dlfs_real()->openat(AT_FDCWD, res.path, flags, mode);
-
-	int type = res.st.st_mode & S_IFMT;
-	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
-		return dlfs_fail(EEXIST);
-	if (type == S_IFLNK && !(flags & O_PATH))
-		return dlfs_fail(ELOOP); /* O_NOFOLLOW on a symlink */
-	if ((flags & O_DIRECTORY) && type != S_IFDIR)
-		return dlfs_fail(ENOTDIR);
-	if (type == S_IFDIR && ((flags & O_CREAT) ||
-				(flags & O_ACCMODE) != O_RDONLY))
-		return dlfs_fail(EISDIR);
-	if (writes(flags) && !(flags & O_PATH))
-		return dlfs_fail(EROFS);
+	if ((err = refuse(&res, flags)))
+		return dlfs_fail(err);
 	return dlfs_open_node(&res, flags);
 }
 
@@ -132,13 +174,16 @@ DLFS_EXPORT int dup(int fd)
 static int do_dup3(int fd, int nfd, int flags, int is_dup2)
 {
 	struct dlfs_file *f = dup_source(fd);
-	if (fd != nfd && dlfs_fd_maybe(nfd) && dlfs_own_memory())
-		dlfs_fd_forget(nfd); /* the kernel closes it */
 	int ret = is_dup2 ? dlfs_real()->dup2(fd, nfd)
 			  : dlfs_real()->dup3(fd, nfd, flags);
-	if (f && ret >= 0 && fd != nfd && dlfs_fd_add(ret, f)) {
-		dlfs_real()->close(ret);
-		ret = dlfs_fail(EMFILE);
+	/* Only once the kernel has replaced nfd: a failed dup2 leaves it. */
+	if (ret >= 0 && fd != nfd) {
+		if (f && dlfs_fd_add(ret, f)) {
+			dlfs_real()->close(ret);
+			ret = dlfs_fail(EMFILE);
+		} else if (!f && dlfs_fd_maybe(ret) && dlfs_own_memory()) {
+			dlfs_fd_forget(ret); /* the kernel closed ours */
+		}
 	}
 	if (f)
 		dlfs_file_put(f);
@@ -159,6 +204,10 @@ DLFS_EXPORT int dup3(int fd, int nfd, int flags)
  * would answer. */
 static int fcntl_ours(int fd, struct dlfs_file *f, int cmd, void *arg)
 {
+	/* An O_PATH fd knows only these. */
+	if ((f->flags & O_PATH) && cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC &&
+	    cmd != F_GETFD && cmd != F_SETFD && cmd != F_GETFL)
+		return dlfs_fail(EBADF);
 	switch (cmd) {
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC: {
@@ -231,7 +280,9 @@ static DIR *open_stream(const struct dlfs_vp_res *res)
 		errno = ENOTDIR;
 		return NULL;
 	}
-	int fd = dlfs_open_node(res, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* glibc's opendir's flags, which F_GETFL shows. */
+	int fd = dlfs_open_node(res, O_RDONLY | O_NONBLOCK | O_DIRECTORY |
+					     O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
 	struct dlfs_file *f = dlfs_fd_get(fd);
@@ -359,7 +410,10 @@ static int scan_stream(DIR *d, int (*sel)(const struct dirent *),
 	*n = 0;
 	errno = 0;
 	while ((e = dlfs_dir_read(d))) {
-		if (sel && !sel(e))
+		/* sel may set errno whatever it answers, as glibc allows */
+		int take = !sel || sel(e);
+		errno = 0;
+		if (!take)
 			continue;
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 32;

@@ -17,6 +17,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cwd.h"
 #include "icept.h"
 #include "ns.h"
 #include "preload.h"
@@ -24,15 +25,28 @@
 
 /* The stat family. */
 
+/* fstatat(dirfd, "", AT_EMPTY_PATH): dirfd's own attributes, when it is
+ * ours or the virtual cwd. @return 1 (*st filled), 0 (not ours), or -1
+ * and errno. */
+static int empty_path_stat(int dirfd, struct stat *st)
+{
+	char v[PATH_MAX];
+	if (dirfd == AT_FDCWD)
+		return dlfs_vcwd_get(v, sizeof(v), NULL, st);
+	struct dlfs_file *f = dlfs_fd_get(dirfd);
+	if (!f)
+		return 0;
+	int ret = dlfs_file_stat(f, st);
+	dlfs_file_put(f);
+	return ret ? -1 : 1;
+}
+
 static int do_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
 	if ((flags & AT_EMPTY_PATH) && path && !path[0]) {
-		struct dlfs_file *f = dlfs_fd_get(dirfd);
-		if (f) {
-			int ret = dlfs_file_stat(f, st);
-			dlfs_file_put(f);
-			return ret;
-		}
+		int k = empty_path_stat(dirfd, st);
+		if (k)
+			return k > 0 ? 0 : -1;
 		return dlfs_real()->fstatat(dirfd, path, st, flags);
 	}
 	struct dlfs_vp_res res;
@@ -187,14 +201,12 @@ DLFS_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
 {
 	struct stat st;
 	if ((flags & AT_EMPTY_PATH) && path && !path[0]) {
-		struct dlfs_file *f = dlfs_fd_get(dirfd);
-		if (!f)
+		int k = empty_path_stat(dirfd, &st);
+		if (!k)
 			return dlfs_real()->statx(dirfd, path, flags, mask, sx);
-		int ret = dlfs_file_stat(f, &st);
-		dlfs_file_put(f);
-		if (!ret)
+		if (k > 0)
 			statx_of(&st, sx);
-		return ret;
+		return k > 0 ? 0 : -1;
 	}
 	struct dlfs_vp_res res;
 	int ret = dlfs_classify(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, &res);
@@ -278,6 +290,8 @@ static ssize_t do_readlinkat(int dirfd, const char *path, char *buf,
 			     size_t size)
 {
 	struct dlfs_vp_res res;
+	if ((int)size <= 0)
+		return dlfs_fail(EINVAL); /* the kernel's int bufsiz, first */
 	int ret = dlfs_classify(dirfd, path, 1, &res);
 	if (ret)
 		return dlfs_fail(-ret);
@@ -380,8 +394,9 @@ static ssize_t xattr_path(const char *path, int nofollow, const char *name,
 static ssize_t xattr_fd(struct dlfs_file *f, const char *name, void *v,
 			size_t size, int list)
 {
-	long n = list ? dlfs_ns_listxattr(f->ino, v, size)
-		      : dlfs_ns_getxattr(f->ino, name, v, size);
+	long n = (f->flags & O_PATH) ? -EBADF /* the kernel's fdget */
+	       : list		     ? dlfs_ns_listxattr(f->ino, v, size)
+				     : dlfs_ns_getxattr(f->ino, name, v, size);
 	dlfs_file_put(f);
 	return n < 0 ? dlfs_fail((int)-n) : n;
 }

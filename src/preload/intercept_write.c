@@ -173,11 +173,19 @@ DLFS_EXPORT int link(const char *old, const char *new)
 
 /* Attribute changes. */
 
+/* truncate checks the length, then the type, then the mount. */
 DLFS_EXPORT int truncate(const char *path, off_t len)
 {
 	struct dlfs_vp_res res;
-	if (ro(AT_FDCWD, path, 0, ATTR, &res))
-		return -1;
+	if (len < 0)
+		return dlfs_fail(EINVAL);
+	int ret = dlfs_classify(AT_FDCWD, path, 0, &res);
+	if (ret)
+		return dlfs_fail(-ret);
+	if (res.kind == DLFS_VP_OURS)
+		return dlfs_fail(S_ISDIR(res.st.st_mode)    ? EISDIR
+				 : !S_ISREG(res.st.st_mode) ? EINVAL
+							    : EROFS);
 	return dlfs_real()->truncate(rpath(path, &res), len);
 }
 
@@ -281,87 +289,104 @@ DLFS_EXPORT int lremovexattr(const char *path, const char *name)
 
 /* On a dataset fd. */
 
-/* Is fd one of the dataset's? */
-static int is_dataset_fd(int fd)
+/* Is fd the dataset's? @return 0 (no), 1 (yes), or 2 (an O_PATH fd of
+ * the dataset, which the kernel's fdget refuses with EBADF before it
+ * looks at anything else). */
+static int dataset_fd(int fd)
 {
 	if (!dlfs_fd_maybe(fd))
 		return 0;
 	struct dlfs_file *f = dlfs_fd_get(fd);
-	if (f)
-		dlfs_file_put(f);
-	return f != NULL;
+	if (!f)
+		return 0;
+	int kind = (f->flags & O_PATH) ? 2 : 1;
+	dlfs_file_put(f);
+	return kind;
 }
 
-DLFS_EXPORT int fsetxattr(int fd, const char *name, const void *v, size_t size,
-		     int flags)
+/* A call on fd that would change its file: 0 if fd is not the dataset's
+ * (the caller passes it on), else -1 and err (EBADF for O_PATH). */
+static int refused(int fd, int err)
 {
-	if (is_dataset_fd(fd))
-		return dlfs_fail(EROFS);
+	int kind = dataset_fd(fd);
+	return kind ? dlfs_fail(kind == 2 ? EBADF : err) : 0;
+}
+
+DLFS_EXPORT int fsetxattr(int fd, const char *name, const void *v,
+			  size_t size, int flags)
+{
+	if (refused(fd, EROFS))
+		return -1;
 	return dlfs_real()->fsetxattr(fd, name, v, size, flags);
 }
 
 DLFS_EXPORT int fremovexattr(int fd, const char *name)
 {
-	if (is_dataset_fd(fd))
-		return dlfs_fail(EROFS);
+	if (refused(fd, EROFS))
+		return -1;
 	return dlfs_real()->fremovexattr(fd, name);
 }
 
 DLFS_EXPORT int fchmod(int fd, mode_t mode)
 {
-	if (is_dataset_fd(fd))
-		return dlfs_fail(EROFS);
+	if (refused(fd, EROFS))
+		return -1;
 	return dlfs_real()->fchmod(fd, mode);
 }
 
 DLFS_EXPORT int fchown(int fd, uid_t uid, gid_t gid)
 {
-	if (is_dataset_fd(fd))
-		return dlfs_fail(EROFS);
+	if (refused(fd, EROFS))
+		return -1;
 	return dlfs_real()->fchown(fd, uid, gid);
 }
 
 DLFS_EXPORT int futimens(int fd, const struct timespec t[2])
 {
-	if (is_dataset_fd(fd))
-		return dlfs_fail(EROFS);
+	if (refused(fd, EROFS))
+		return -1;
 	return dlfs_real()->futimens(fd, t);
 }
 
 DLFS_EXPORT int ftruncate(int fd, off_t len)
 {
-	if (is_dataset_fd(fd))
-		return dlfs_fail(EINVAL); /* not open for writing */
+	/* The length first; then the fd, which is not open for writing. */
+	int kind = dataset_fd(fd);
+	if (kind)
+		return dlfs_fail(len < 0 || kind == 1 ? EINVAL : EBADF);
 	return dlfs_real()->ftruncate(fd, len);
 }
 
 DLFS_EXPORT int ftruncate64(int fd, off_t len) DLFS_ALIAS(ftruncate);
 
+/* A read-only file has nothing to write back. */
 DLFS_EXPORT int fsync(int fd)
 {
-	if (is_dataset_fd(fd))
-		return 0;
+	int kind = dataset_fd(fd);
+	if (kind)
+		return kind == 2 ? dlfs_fail(EBADF) : 0;
 	return dlfs_real()->fsync(fd);
 }
 
 DLFS_EXPORT int fdatasync(int fd)
 {
-	if (is_dataset_fd(fd))
-		return 0;
+	int kind = dataset_fd(fd);
+	if (kind)
+		return kind == 2 ? dlfs_fail(EBADF) : 0;
 	return dlfs_real()->fdatasync(fd);
 }
 
 DLFS_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-	if (is_dataset_fd(fd))
-		return dlfs_fail(EBADF);
+	if (refused(fd, EBADF))
+		return -1;
 	return dlfs_real()->write(fd, buf, n);
 }
 
 DLFS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-	if (is_dataset_fd(fd))
-		return dlfs_fail(EBADF);
+	if (refused(fd, EBADF))
+		return -1;
 	return dlfs_real()->pwrite(fd, buf, n, off);
 }
 
@@ -369,15 +394,15 @@ DLFS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) DLFS_
 
 DLFS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	if (is_dataset_fd(fd))
-		return dlfs_fail(EBADF);
+	if (refused(fd, EBADF))
+		return -1;
 	return dlfs_real()->writev(fd, iov, cnt);
 }
 
 DLFS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	if (is_dataset_fd(fd))
-		return dlfs_fail(EBADF);
+	if (refused(fd, EBADF))
+		return -1;
 	return dlfs_real()->pwritev(fd, iov, cnt, off);
 }
 

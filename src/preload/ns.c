@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,7 +191,9 @@ out:
 int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
 		   uint64_t *ino, struct stat *st)
 {
-	if (len > DLFS_WIRE_MAX_NAME)
+	/* The dataset's names are at most NAME_MAX bytes (the mount's
+	 * f_namemax): no need to ask. */
+	if (len > NAME_MAX)
 		return -ENAMETOOLONG;
 	uint64_t h = hash_of(parent, name, len);
 	int vol = is_vol_dir(parent);

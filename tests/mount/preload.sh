@@ -18,8 +18,8 @@
 #    kernel says so); a path outside the prefix is untouched;
 #  - a chdir into the prefix carries over exec (execv, execve with an
 #    environment of its own, system, a shell), a stale $PWD does not;
-#  - 54 calls give the same result or errno as on a FUSE mount of the
-#    dataset (preload_errno.py), when this machine can mount;
+#  - preload_errno.py's calls give the same result or errno as on a FUSE
+#    mount of the dataset, when this machine can mount;
 #  - the server logs no error; once it is gone, calls under the prefix
 #    fail with EIO and the library says so once on stderr, and paths
 #    that do not reach the prefix still work.

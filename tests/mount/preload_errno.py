@@ -108,3 +108,90 @@ os.close(fd)
 fd = os.open(d, os.O_RDONLY)
 call("read", os.read, FD, 10)
 os.close(fd)
+
+# The review's errno findings (1.5), each against the mount's answer.
+import ctypes, fcntl
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def c(name, fn, *a):
+    """A libc call through ctypes: its result, or its errno's name."""
+    ctypes.set_errno(0)
+    r = fn(*a)
+    e = ctypes.get_errno()
+    print("%s: %s" % (name, errno.errorcode.get(e, e) if r == -1 else r))
+
+
+call("open", os.open, d, O.O_TMPFILE | O.O_RDWR)
+call("open", os.open, d, O.O_TMPFILE | O.O_RDONLY)
+call("open", os.open, f, O.O_TMPFILE | O.O_WRONLY)
+call("open", os.open, nx + "/", O.O_WRONLY | O.O_CREAT)
+call("open", os.open, f + "/", O.O_RDONLY | O.O_CREAT)
+call("open", os.open, d + "/", O.O_RDONLY | O.O_CREAT)
+call("truncate", os.truncate, d, 0)
+call("truncate", os.truncate, f, -1)
+call("stat", os.stat, os.path.join(root, "n" * 256))
+call("stat", os.stat, os.path.join(d, "n" * 300))
+call("stat", os.stat, os.path.join(root, "n" * 255))
+buf = ctypes.create_string_buffer(64)
+c("readlink(size 0)", libc.readlink, link.encode(), buf, ctypes.c_size_t(0))
+c("readlink(nx, size 0)", libc.readlink, nx.encode(), buf, ctypes.c_size_t(0))
+fd = os.open(f, os.O_RDONLY)
+print("lseek:", os.lseek(fd, 1 << 62, os.SEEK_SET) == 1 << 62)
+call("lseek", os.lseek, FD, 1 << 62, os.SEEK_CUR)
+call("lseek", os.lseek, FD, (1 << 63) - 1, os.SEEK_END)
+call("dup2", os.dup2, 1000, FD)
+call("pread", os.pread, FD, 4, 0)
+print("F_GETFL %o" % (fcntl.fcntl(fd, fcntl.F_GETFL) & ~0o2000000))
+os.close(fd)
+fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+print("F_GETFL %o" % fcntl.fcntl(fd, fcntl.F_GETFL))
+os.close(fd)
+fd = os.open(f, os.O_PATH | os.O_NOFOLLOW)
+print("F_GETFL %o" % fcntl.fcntl(fd, fcntl.F_GETFL))
+call("fstat", os.fstat, FD)
+call("fsync", os.fsync, FD)
+call("fdatasync", os.fdatasync, FD)
+call("fchmod", os.fchmod, FD, 0o600)
+call("fchown", os.fchown, FD, 0, 0)
+call("ftruncate", os.ftruncate, FD, 0)
+call("getxattr", os.getxattr, FD, "user.dlfs.xxh3")
+call("listxattr", os.listxattr, FD)
+call("setxattr", os.setxattr, FD, "user.x", b"1")
+call("utime", os.utime, FD, (1, 1))
+call("posix_fadvise", os.posix_fadvise, FD, 0, 0, os.POSIX_FADV_NORMAL)
+call("read", os.read, FD, 1)
+os.close(fd)
+# AT_EMPTY_PATH with AT_FDCWD is the cwd, which may be in the prefix.
+here = os.getcwd()
+os.chdir(d)
+st = ctypes.create_string_buffer(256)
+r = libc.fstatat(-100, b"", st, 0x1000)
+print("fstatat(AT_FDCWD, \"\", AT_EMPTY_PATH): %s, ino %s" % (
+    r, int.from_bytes(st.raw[8:16], "little") == os.stat(d).st_ino))
+os.chdir(here)
+# A real dirfd that is a file, then "..": ENOTDIR.
+rf = os.path.join(os.path.dirname(root), "errno-file")
+open(rf, "w").close()
+fd = os.open(rf, os.O_RDONLY)
+call("stat(dir_fd=a file, '../ROOT/f')",
+     lambda: os.stat(os.path.join("..", os.path.basename(root), rel(f)),
+                     dir_fd=fd))
+os.close(fd)
+os.unlink(rf)
+# scandir with a selector that sets errno and says no.
+names = []
+
+
+@ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, use_errno=True)
+def sel(ent):
+    ctypes.set_errno(errno.EBADF)  # ctypes puts it in errno on return
+    name = ctypes.string_at(ent + 19)
+    names.append(name)
+    return int(len(names) == 1)  # the last one is always said no to
+
+
+lst = ctypes.c_void_p()
+c("scandir(sel)", libc.scandir, root.encode(), ctypes.byref(lst), sel, None)
+c("scandir(sel) saw", lambda: len(names))
+

@@ -45,6 +45,28 @@ if grep -q "dlfs-preload:" "$T/pl.err"; then
 	fail "the library complained: $(grep dlfs-preload: "$T/pl.err" | head -n 3)"
 fi
 
+# readdir leaves errno alone on success; the root's ".." stats the
+# prefix's parent, which does not exist here (ENOENT).
+timeout -k 5 120 env DLFS_PRELOAD="$T/nodir/ds=$T/sock" LD_PRELOAD="$DLFS_PRELOAD_LIB" \
+	"$PYTHON" - "$T/nodir/ds" <<'PY' 2>>"$T/pl.err" || fail "readdir changed errno on success"
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.opendir.restype = ctypes.c_void_p
+libc.readdir.restype = ctypes.c_void_p
+libc.readdir.argtypes = [ctypes.c_void_p]
+d = libc.opendir(sys.argv[1].encode())
+assert d, ctypes.get_errno()
+n = 0
+while True:
+    ctypes.set_errno(0)
+    e = libc.readdir(d)
+    assert ctypes.get_errno() == 0, (n, ctypes.get_errno())
+    if not e:
+        break
+    n += 1
+assert n > 2, n
+PY
+
 f=$(cd "$SRC" && find . -type f -size +64k | sort | head -n 1)
 [ -n "$f" ] || fail "test setup: no file over 64 KiB"
 for m in fork rawfork cancel vfork signals leak; do
