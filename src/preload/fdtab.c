@@ -257,6 +257,21 @@ void dlfs_fd_forget(int fd)
 		dlfs_file_put(f);
 }
 
+void dlfs_fd_forget_range(unsigned lo, unsigned hi)
+{
+	if (hi >= TOP * PAGE)
+		hi = TOP * PAGE - 1;
+	for (unsigned fd = lo; fd <= hi;) {
+		if (!atomic_load(&top[fd / PAGE])) {
+			fd = (fd / PAGE + 1) * PAGE; /* no page: none ours */
+			continue;
+		}
+		if (dlfs_fd_maybe((int)fd))
+			dlfs_fd_forget((int)fd);
+		fd++;
+	}
+}
+
 void dlfs_fd_fork_child(void)
 {
 	for (int i = 0; i < TOP; i++) {

@@ -69,6 +69,10 @@ int dlfs_fd_maybe(int fd);
 /* fd is being closed (or replaced by dup2): forget it. */
 void dlfs_fd_forget(int fd);
 
+/* fds lo to hi (both included) are being closed (close_range,
+ * closefrom): forget those that are ours. */
+void dlfs_fd_forget_range(unsigned lo, unsigned hi);
+
 /* own_memory tells whether the caller runs in the memory the table
  * belongs to (not in a vfork child): dlfs_fd_get drops a stale entry only
  * then. NULL (the unit tests): always. Constructor only. */

@@ -95,7 +95,7 @@ int dlfs_classify(int dirfd, const char *path, int nofollow,
 	return dlfs_ns_resolve(&base, path, flags, res);
 }
 
-int dlfs_parent_ours(int dirfd, const char *path)
+int dlfs_parent_classify(int dirfd, const char *path, struct dlfs_vp_res *res)
 {
 	char dir[PATH_MAX];
 	size_t n = strlen(path);
@@ -104,15 +104,20 @@ int dlfs_parent_ours(int dirfd, const char *path)
 	while (n > 0 && path[n - 1] != '/')
 		n--;
 	if (n >= sizeof(dir))
-		return 0;
+		return -ENAMETOOLONG;
 	if (n == 0) {
 		strcpy(dir, ".");
 	} else {
 		memcpy(dir, path, n);
 		dir[n] = '\0';
 	}
+	return dlfs_classify(dirfd, dir, 0, res);
+}
+
+int dlfs_parent_ours(int dirfd, const char *path)
+{
 	struct dlfs_vp_res *res = malloc(sizeof(*res));
-	int ours = res && !dlfs_classify(dirfd, dir, 0, res) &&
+	int ours = res && !dlfs_parent_classify(dirfd, path, res) &&
 		   res->kind == DLFS_VP_OURS && S_ISDIR(res->st.st_mode);
 	free(res);
 	return ours;

@@ -43,9 +43,12 @@ int dlfs_on(void);
 int dlfs_classify(int dirfd, const char *path, int nofollow,
 		  struct dlfs_vp_res *res);
 
-/* Like dlfs_classify for the directory that would hold path's last
- * component (for calls that create it). @return 1 if it is ours, 0 if not
- * or on any error. */
+/* dlfs_classify of the directory that would hold path's last component
+ * (for calls that create it). @return as dlfs_classify. */
+int dlfs_parent_classify(int dirfd, const char *path,
+			 struct dlfs_vp_res *res);
+
+/* Is that directory ours? @return 1 if it is, 0 if not or on any error. */
 int dlfs_parent_ours(int dirfd, const char *path);
 
 /* A new fd on the node res names (OURS), opened with flags (read-only;

@@ -1,6 +1,6 @@
 /*
  * intercept_io: the exported calls that read a dataset fd's bytes: read,
- * pread, readv, preadv, lseek, mmap, posix_fadvise. An fd that is not ours
+ * pread, readv, preadv, preadv2, lseek, mmap, posix_fadvise, ioctl. An fd that is not ours
  * costs one table lookup (two loads) before libc's own call; one of ours
  * costs a real fstat (is the kernel's fd still our socket?) and the
  * READ requests on this thread's connection.
@@ -8,8 +8,10 @@
 #undef _FORTIFY_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -127,6 +129,31 @@ DLFS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 
 DLFS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off) DLFS_ALIAS(preadv);
 
+/* preadv2's flags for a file of ours: RWF_NOWAIT needs a file that can
+ * say "not now", which the mount's files are not either (EOPNOTSUPP
+ * there too); the others change nothing for a read. */
+#define RWF_OURS (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_APPEND)
+
+DLFS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt,
+			    off_t off, int flags)
+{
+	struct dlfs_file *f = file_of(fd);
+	if (!f)
+		return dlfs_real()->preadv2(fd, iov, cnt, off, flags);
+	ssize_t r;
+	if (off < -1)
+		r = dlfs_fail(EINVAL);
+	else if (flags & ~RWF_OURS)
+		r = dlfs_fail(EOPNOTSUPP);
+	else
+		r = vec(f, iov, cnt, off); /* -1: at the fd's offset */
+	dlfs_file_put(f);
+	return r;
+}
+
+DLFS_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt,
+			       off_t off, int flags) DLFS_ALIAS(preadv2);
+
 DLFS_EXPORT off_t lseek(int fd, off_t off, int whence)
 {
 	struct dlfs_file *f = file_of(fd);
@@ -232,3 +259,73 @@ DLFS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 DLFS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
 		    off_t off) DLFS_ALIAS(mmap);
 
+
+#define FIGETBSZ_ _IO(0x00, 2) /* <linux/fs.h>'s FIGETBSZ */
+
+/* ioctl on a dataset fd: what the kernel answers itself for a file of
+ * the mount (FIONREAD, the bytes left of a regular file; FIOQSIZE;
+ * FIGETBSZ, FUSE's block size, a page; FIONBIO; and the fd's own FIOCLEX
+ * and FIONCLEX); nothing else (ENOTTY, as the mount's files answer). */
+static int ioctl_ours(int fd, struct dlfs_file *f, unsigned long req,
+		      void *arg)
+{
+	struct stat st;
+	if (f->flags & O_PATH)
+		return dlfs_fail(EBADF);
+	switch (req) {
+	case FIOCLEX:
+	case FIONCLEX:
+		return dlfs_real()->ioctl(fd, req, arg);
+	case FIONBIO:
+		if (!arg)
+			return dlfs_fail(EFAULT);
+		if (*(int *)arg)
+			f->flags |= O_NONBLOCK;
+		else
+			f->flags &= ~O_NONBLOCK;
+		return 0;
+	case FIONREAD:
+		if (!S_ISREG(f->st.st_mode))
+			return dlfs_fail(ENOTTY);
+		if (!arg)
+			return dlfs_fail(EFAULT);
+		if (dlfs_file_stat(f, &st))
+			return -1;
+		pthread_mutex_lock(&f->pos_lock);
+		*(int *)arg = (int)(st.st_size - (off_t)f->pos);
+		pthread_mutex_unlock(&f->pos_lock);
+		return 0;
+	case FIOQSIZE:
+		if (S_ISDIR(f->st.st_mode) || S_ISREG(f->st.st_mode) ||
+		    S_ISLNK(f->st.st_mode)) {
+			if (!arg)
+				return dlfs_fail(EFAULT);
+			if (dlfs_file_stat(f, &st))
+				return -1;
+			*(int64_t *)arg = (int64_t)st.st_blocks * 512;
+			return 0;
+		}
+		return dlfs_fail(ENOTTY);
+	case FIGETBSZ_:
+		if (!arg)
+			return dlfs_fail(EFAULT);
+		*(int *)arg = (int)sysconf(_SC_PAGESIZE);
+		return 0;
+	default:
+		return dlfs_fail(ENOTTY);
+	}
+}
+
+DLFS_EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	struct dlfs_file *f = file_of(fd);
+	if (!f)
+		return dlfs_real()->ioctl(fd, req, arg);
+	int r = ioctl_ours(fd, f, req, arg);
+	dlfs_file_put(f);
+	return r;
+}

@@ -149,6 +149,27 @@ DLFS_EXPORT int close(int fd)
 	return dlfs_close(fd);
 }
 
+/* close_range and closefrom: ours forgotten first, as close does (after,
+ * another thread's new dataset fd could have the number). Not in a vfork
+ * child (_posixsubprocess calls close_range there): the table is its
+ * parent's. */
+DLFS_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	if (first > last || (flags & ~(CLOSE_RANGE_UNSHARE |
+				       CLOSE_RANGE_CLOEXEC)))
+		return dlfs_fail(EINVAL);
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && dlfs_own_memory())
+		dlfs_fd_forget_range(first, last);
+	return dlfs_real()->close_range(first, last, flags);
+}
+
+DLFS_EXPORT void closefrom(int lowfd)
+{
+	if (lowfd >= 0 && dlfs_own_memory())
+		dlfs_fd_forget_range((unsigned)lowfd, ~0u);
+	dlfs_real()->closefrom(lowfd);
+}
+
 /* In a vfork child the tables are the parent's: dup there is libc's, and
  * the copy is an unconnected socket to the program that is exec'd. */
 static struct dlfs_file *dup_source(int fd)

@@ -1,6 +1,7 @@
 /*
  * intercept_write: everything that would change the dataset fails as on
- * a read-only filesystem: EROFS for a path under the prefix (EEXIST when
+ * a read-only filesystem (also glibc's remove, mkfifo, mkstemp family,
+ * futimes and lutimes, which use its internal calls): EROFS for a path under the prefix (EEXIST when
  * the call would create a name that exists, as the kernel checks that
  * first), EXDEV for a rename or link between the dataset and elsewhere,
  * EBADF for a write on a dataset fd (it is open read-only).
@@ -9,6 +10,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -112,6 +115,92 @@ DLFS_EXPORT int unlink(const char *path)
 DLFS_EXPORT int rmdir(const char *path)
 {
 	return unlinkat(AT_FDCWD, path, AT_REMOVEDIR);
+}
+
+/* glibc's remove, mkfifo and the mkstemp family make or drop the name
+ * with its internal calls, which would give ENOENT for the prefix (it is
+ * not on disk) instead of the mount's EROFS. */
+
+DLFS_EXPORT int remove(const char *path)
+{
+	struct dlfs_vp_res res;
+	if (ro(AT_FDCWD, path, 1, DROP, &res))
+		return -1;
+	return dlfs_real()->remove(rpath(path, &res));
+}
+
+DLFS_EXPORT int mkfifoat(int dirfd, const char *path, mode_t mode)
+{
+	struct dlfs_vp_res res;
+	if (ro(dirfd, path, 1, MAKE, &res))
+		return -1;
+	return dlfs_real()->mkfifoat(rdir(dirfd, &res), rpath(path, &res),
+				     mode);
+}
+
+DLFS_EXPORT int mkfifo(const char *path, mode_t mode)
+{
+	return mkfifoat(AT_FDCWD, path, mode);
+}
+
+/* A template of the mkstemp family ("...XXXXXX", then suffixlen bytes):
+ * would its file be made under the prefix? @return 0 (no, or a template
+ * libc refuses: libc's call), or -1 and errno (the walk's error, or
+ * EROFS). */
+static int temp_refused(const char *tmpl, int suffixlen)
+{
+	size_t n = tmpl ? strlen(tmpl) : 0;
+	if (suffixlen < 0 || n < 6 + (size_t)suffixlen ||
+	    memcmp(tmpl + n - (size_t)suffixlen - 6, "XXXXXX", 6))
+		return 0;
+	struct dlfs_vp_res res;
+	int ret = dlfs_parent_classify(AT_FDCWD, tmpl, &res);
+	if (ret)
+		return dlfs_fail(-ret);
+	if (res.kind != DLFS_VP_OURS)
+		return 0;
+	return dlfs_fail(S_ISDIR(res.st.st_mode) ? EROFS : ENOTDIR);
+}
+
+DLFS_EXPORT int mkostemps(char *tmpl, int suffixlen, int flags)
+{
+	if (temp_refused(tmpl, suffixlen))
+		return -1;
+	return dlfs_real()->mkostemps(tmpl, suffixlen, flags);
+}
+
+DLFS_EXPORT int mkstemp(char *tmpl)
+{
+	if (temp_refused(tmpl, 0))
+		return -1;
+	return dlfs_real()->mkstemp(tmpl);
+}
+
+DLFS_EXPORT int mkostemp(char *tmpl, int flags)
+{
+	if (temp_refused(tmpl, 0))
+		return -1;
+	return dlfs_real()->mkostemp(tmpl, flags);
+}
+
+DLFS_EXPORT int mkstemps(char *tmpl, int suffixlen)
+{
+	if (temp_refused(tmpl, suffixlen))
+		return -1;
+	return dlfs_real()->mkstemps(tmpl, suffixlen);
+}
+
+DLFS_EXPORT int mkstemp64(char *tmpl) DLFS_ALIAS(mkstemp);
+DLFS_EXPORT int mkostemp64(char *tmpl, int flags) DLFS_ALIAS(mkostemp);
+DLFS_EXPORT int mkstemps64(char *tmpl, int suffixlen) DLFS_ALIAS(mkstemps);
+DLFS_EXPORT int mkostemps64(char *tmpl, int suffixlen, int flags)
+	DLFS_ALIAS(mkostemps);
+
+DLFS_EXPORT char *mkdtemp(char *tmpl)
+{
+	if (temp_refused(tmpl, 0))
+		return NULL;
+	return dlfs_real()->mkdtemp(tmpl);
 }
 
 /* rename and link: both names ours is EROFS, one of them EXDEV. */
@@ -245,6 +334,25 @@ DLFS_EXPORT int utimes(const char *path, const struct timeval t[2])
 	return dlfs_real()->utimes(rpath(path, &res), t);
 }
 
+DLFS_EXPORT int lutimes(const char *path, const struct timeval t[2])
+{
+	struct dlfs_vp_res res;
+	if (ro(AT_FDCWD, path, 1, ATTR, &res))
+		return -1;
+	return dlfs_real()->lutimes(rpath(path, &res), t);
+}
+
+DLFS_EXPORT int futimesat(int dirfd, const char *path,
+			  const struct timeval t[2])
+{
+	if (!path) /* futimes */
+		return futimes(dirfd, t);
+	struct dlfs_vp_res res;
+	if (ro(dirfd, path, 0, ATTR, &res))
+		return -1;
+	return dlfs_real()->futimesat(rdir(dirfd, &res), rpath(path, &res), t);
+}
+
 DLFS_EXPORT int utime(const char *path, const struct utimbuf *t)
 {
 	struct dlfs_vp_res res;
@@ -348,6 +456,15 @@ DLFS_EXPORT int futimens(int fd, const struct timespec t[2])
 	return dlfs_real()->futimens(fd, t);
 }
 
+/* glibc's futimes goes to utimensat inside, which this library does
+ * not see: the socket's times would change. */
+DLFS_EXPORT int futimes(int fd, const struct timeval t[2])
+{
+	if (refused(fd, EROFS))
+		return -1;
+	return dlfs_real()->futimes(fd, t);
+}
+
 DLFS_EXPORT int ftruncate(int fd, off_t len)
 {
 	/* The length first; then the fd, which is not open for writing. */
@@ -405,6 +522,17 @@ DLFS_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
 		return -1;
 	return dlfs_real()->pwritev(fd, iov, cnt, off);
 }
+
+DLFS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt,
+			     off_t off, int flags)
+{
+	if (refused(fd, EBADF))
+		return -1;
+	return dlfs_real()->pwritev2(fd, iov, cnt, off, flags);
+}
+
+DLFS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt,
+				off_t off, int flags) DLFS_ALIAS(pwritev2);
 
 DLFS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off) DLFS_ALIAS(pwritev);
 

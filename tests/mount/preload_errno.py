@@ -195,3 +195,66 @@ lst = ctypes.c_void_p()
 c("scandir(sel)", libc.scandir, root.encode(), ctypes.byref(lst), sel, None)
 c("scandir(sel) saw", lambda: len(names))
 
+
+# What glibc does with its internal calls, interposed (review finding 3).
+import termios, array
+big = next(p for p in files if os.path.getsize(p) >= 64)
+want = open(big, "rb").read()
+fd = os.open(big, os.O_RDONLY)
+b = bytearray(16)
+print("preadv:", os.preadv(fd, [b], 4), bytes(b) == want[4:20])
+print("preadv flags:", os.preadv(fd, [b], 8, os.RWF_HIPRI), bytes(b) == want[8:24])
+call("preadv(RWF_NOWAIT)", os.preadv, FD, [b], 0, os.RWF_NOWAIT)
+call("pwritev", os.pwritev, FD, [b"x"], 0)
+os.read(fd, 10)
+n = array.array("i", [0])
+fcntl.ioctl(fd, termios.FIONREAD, n)
+print("FIONREAD:", n[0] == len(want) - 10)
+print("FIGETBSZ:", int.from_bytes(fcntl.ioctl(fd, 2, b"\0" * 4), "little"))
+print("FIOQSIZE:", int.from_bytes(fcntl.ioctl(fd, 0x5460, b"\0" * 8), "little") ==
+      os.fstat(fd).st_blocks * 512)
+call("ioctl(FS_IOC_GETFLAGS)", fcntl.ioctl, FD, 0x80086601, b"\0" * 8)
+libc.futimes.argtypes = [ctypes.c_int, ctypes.c_void_p]
+c("futimes", libc.futimes, fd, None)
+def conf(fn, what, name):
+    try:
+        return fn(what, name)
+    except OSError as e:
+        return errno.errorcode.get(e.errno, e.errno)
+
+
+for name in sorted(os.pathconf_names):
+    print("pathconf(%s): fd %s, f %s, d %s" % (
+        name, conf(os.fpathconf, fd, name), conf(os.pathconf, f, name),
+        conf(os.pathconf, d, name)))
+fd2 = os.open(big, os.O_RDONLY)
+os.closerange(fd2, fd2 + 1)
+call("read after closerange", lambda: os.read(fd2, 1))
+os.close(fd)
+c("remove(f)", libc.remove, f.encode())
+c("remove(d)", libc.remove, d.encode())
+c("remove(nx)", libc.remove, nx.encode())
+call("mkfifo", os.mkfifo, nx)
+call("mkfifo", os.mkfifo, f)
+c("mkstemp", libc.mkstemp, ctypes.create_string_buffer((d + "/tXXXXXX").encode()))
+c("mkstemp(nx)", libc.mkstemp, ctypes.create_string_buffer((nx + "/tXXXXXX").encode()))
+c("mkostemps", libc.mkostemps, ctypes.create_string_buffer((d + "/tXXXXXX.x").encode()), 2, 0)
+libc.mkdtemp.restype = ctypes.c_char_p
+ctypes.set_errno(0)
+print("mkdtemp:", libc.mkdtemp(ctypes.create_string_buffer((d + "/tXXXXXX").encode())),
+      errno.errorcode.get(ctypes.get_errno()))
+libc.lutimes.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+c("lutimes", libc.lutimes, link.encode(), None)
+libc.fopen.restype = libc.freopen.restype = ctypes.c_void_p
+libc.freopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p]
+libc.fread.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+fp = libc.fopen(b"/dev/null", b"r")
+fp = libc.freopen(big.encode(), b"r", fp)
+rb = ctypes.create_string_buffer(len(want) + 1)
+print("freopen r:", bool(fp), fp and libc.fread(rb, 1, len(want) + 1, fp) == len(want) and
+      rb.raw[:len(want)] == want)
+fp and libc.fclose(fp)
+fp = libc.fopen(b"/dev/null", b"r")
+ctypes.set_errno(0)
+print("freopen w:", libc.freopen(big.encode(), b"w", fp), errno.errorcode.get(ctypes.get_errno()))
