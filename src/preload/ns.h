@@ -6,10 +6,10 @@
  * directory's files do (/.dlfs/stats grows), so nothing under it is
  * cached and their attributes are asked again each time (dlfs_ns_volatile).
  *
- * The cache is sharded, one mutex per shard, taken only by path calls;
- * reads take no lock here. It holds at most NS_MAX_ENTRIES entries per
- * process: a full shard is emptied and starts again. Thread-safe; after
- * fork the child keeps its copy (it is still true).
+ * The cache (nscache.h) is sharded, one mutex per shard, taken only by
+ * path calls; reads take no lock here. It holds at most NS_MAX_BYTES
+ * (64 MiB) per process: a full shard is emptied and starts again.
+ * Thread-safe; after fork the child keeps its copy (it is still true).
  *
  * Every function returns 0 (or a length) or a negative errno; -EIO when
  * the server is gone.
@@ -25,12 +25,12 @@
 
 #include "vpath.h"
 
-/* Make the cache's locks. Constructor only. */
+/* Make the cache. Constructor only. */
 void dlfs_ns_init(void);
 
 /* The fork handlers (preload.c calls them in the lock order): prepare
- * takes vol_lock and the shards' locks; parent releases them, and so does
- * the child (the cache stays true in it). */
+ * takes vol_lock, then the cache's shard locks; parent releases them, and
+ * so does the child (the cache stays true in it). */
 void dlfs_ns_fork_prepare(void);
 void dlfs_ns_fork_parent(void);
 
