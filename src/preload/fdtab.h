@@ -13,15 +13,15 @@
  * internally) and reused by the kernel for another file is dropped from
  * the table and never served.
  *
- * Thread safety: the table is two levels of pages that are never freed;
- * looking up an fd that is not ours is two loads and no lock. An entry
- * that is ours is read under its own spin lock (a few instructions); a
- * signal handler that interrupts its own thread inside that lock reads
- * the entry without it. No malloc on the lookup path. A vfork child,
- * which runs in its parent's memory, never drops an entry (see
- * dlfs_fd_init); it must not add one either (the callers check). After fork the child has a copy of the
- * table and of every description (offsets are then per-process: unlike
- * the kernel's, a description is not shared across fork).
+ * Thread safety: the table is two levels of pages that are never freed; looking
+ * up an fd that is not ours is two loads and no lock. An entry that is ours is
+ * read under its own spin lock (a few instructions); a signal handler that
+ * interrupts its own thread inside that lock reads the entry without it. No
+ * malloc on the lookup path. A vfork child, which runs in its parent's memory,
+ * never drops an entry (see dlfs_fd_init); it must not add one either (the
+ * callers check). After fork the child has a copy of the table and of every
+ * description (offsets are then per-process: unlike the kernel's, a description
+ * is not shared across fork).
  */
 #ifndef DLFS_FDTAB_H
 #define DLFS_FDTAB_H

@@ -1,9 +1,20 @@
 /*
  * icept: what the exported wrappers (intercept_*.c, stdio.c) share: the
- * question "is this path ours?", the virtual cwd, and the calls on a
- * dataset fd, each the library's own version of one libc call. They set
- * errno as the kernel would for the same call on a read-only filesystem,
- * and return what libc's call would.
+ * question "is this path ours?", and the calls on a dataset fd, each the
+ * library's own version of one libc call. They set errno as the kernel
+ * would for the same call on a read-only filesystem, and return what
+ * libc's call would; a call that succeeds leaves errno alone.
+ *
+ * Ownership: a struct dlfs_file comes with a reference (dlfs_fd_get);
+ * the caller puts it. dlfs_vp_res is the caller's (4 KiB: a wrapper has
+ * one on its stack, a helper that nests mallocs it).
+ *
+ * Thread safety: all of them may be called from any thread at once. The
+ * locks they take are the description's pos_lock (read, readv, lseek,
+ * across the server round trip) and, through ns.c and conn.c, the cache's
+ * and the connections' (preload.h has the order). In a vfork child
+ * (dlfs_own_memory says no) the wrappers change none of the parent's
+ * tables: no fd is added or forgotten, no cwd set.
  */
 #ifndef DLFS_ICEPT_H
 #define DLFS_ICEPT_H

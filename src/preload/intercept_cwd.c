@@ -60,8 +60,8 @@ DLFS_EXPORT int fchdir(int fd)
 		return ret;
 	}
 	int ret = !S_ISDIR(f->st.st_mode) ? -ENOTDIR
-		  : !dlfs_own_memory()	   ? -ENOTSUP
-					   : dlfs_vcwd_set(f->vpath, f->ino, &f->st);
+		  : !dlfs_own_memory()	    ? -ENOTSUP
+				: dlfs_vcwd_set(f->vpath, f->ino, &f->st);
 	dlfs_file_put(f);
 	return ret ? dlfs_fail(-ret) : 0;
 }
@@ -213,7 +213,8 @@ DLFS_EXPORT int posix_spawn(pid_t *pid, const char *path,
 			    char *const envp[])
 {
 	if (!dlfs_on())
-		return dlfs_real()->posix_spawn(pid, path, fa, attr, argv, envp);
+		return dlfs_real()->posix_spawn(pid, path, fa, attr, argv,
+						envp);
 	char entry[ENTRY_MAX], *slots[env_slots(envp)];
 	char *const *nv = with_cwd(envp, slots, entry);
 	return dlfs_real()->posix_spawn(pid, path, fa, attr, argv, nv);

@@ -49,7 +49,7 @@ static ssize_t xattr_fd(struct dlfs_file *f, const char *name, void *v,
 }
 
 DLFS_EXPORT ssize_t getxattr(const char *path, const char *name, void *v,
-			size_t size)
+			     size_t size)
 {
 	int pass;
 	ssize_t n = xattr_path(path, 0, name, v, size, 0, &pass);
@@ -57,7 +57,7 @@ DLFS_EXPORT ssize_t getxattr(const char *path, const char *name, void *v,
 }
 
 DLFS_EXPORT ssize_t lgetxattr(const char *path, const char *name, void *v,
-			 size_t size)
+			      size_t size)
 {
 	int pass;
 	ssize_t n = xattr_path(path, 1, name, v, size, 0, &pass);

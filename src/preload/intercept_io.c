@@ -1,9 +1,9 @@
 /*
- * intercept_io: the exported calls that read a dataset fd's bytes: read,
- * pread, readv, preadv, preadv2, lseek, mmap, posix_fadvise, ioctl. An fd that is not ours
- * costs one table lookup (two loads) before libc's own call; one of ours
- * costs a real fstat (is the kernel's fd still our socket?) and the
- * READ requests on this thread's connection.
+ * intercept_io: the exported calls that read a dataset fd's bytes: read, pread,
+ * readv, preadv, preadv2, lseek, mmap, posix_fadvise, ioctl. An fd that is not
+ * ours costs one table lookup (two loads) before libc's own call; one of ours
+ * costs a real fstat (is the kernel's fd still our socket?) and the READ
+ * requests on this thread's connection.
  */
 #undef _FORTIFY_SOURCE
 #include <errno.h>
@@ -53,10 +53,11 @@ DLFS_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 	return r;
 }
 
-DLFS_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off) DLFS_ALIAS(pread);
+DLFS_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+	DLFS_ALIAS(pread);
 
 DLFS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
-			   size_t buflen)
+				size_t buflen)
 {
 	if (n > buflen)
 		abort();
@@ -64,7 +65,8 @@ DLFS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
 }
 
 DLFS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off,
-			     size_t buflen) DLFS_ALIAS(__pread_chk);
+				  size_t buflen)
+	DLFS_ALIAS(__pread_chk);
 
 /* The vector reads: one piece after another, stopping at a short one.
  * off < 0: at the fd's offset (readv), which moves. */
@@ -127,7 +129,9 @@ DLFS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 	return r;
 }
 
-DLFS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off) DLFS_ALIAS(preadv);
+DLFS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt,
+			     off_t off)
+	DLFS_ALIAS(preadv);
 
 /* preadv2's flags for a file of ours: RWF_NOWAIT needs a file that can
  * say "not now", which the mount's files are not either (EOPNOTSUPP
@@ -152,7 +156,8 @@ DLFS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt,
 }
 
 DLFS_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt,
-			       off_t off, int flags) DLFS_ALIAS(preadv2);
+			       off_t off, int flags)
+	DLFS_ALIAS(preadv2);
 
 DLFS_EXPORT off_t lseek(int fd, off_t off, int whence)
 {
@@ -181,7 +186,8 @@ DLFS_EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
 	return 0; /* advice taken */
 }
 
-DLFS_EXPORT int posix_fadvise64(int fd, off_t off, off_t len, int advice) DLFS_ALIAS(posix_fadvise);
+DLFS_EXPORT int posix_fadvise64(int fd, off_t off, off_t len, int advice)
+	DLFS_ALIAS(posix_fadvise);
 
 /*
  * mmap of a dataset fd: private anonymous memory filled with the file's
@@ -246,7 +252,7 @@ fail:;
 }
 
 DLFS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
-		  off_t off)
+		       off_t off)
 {
 	struct dlfs_file *f = (flags & MAP_ANONYMOUS) ? NULL : file_of(fd);
 	if (!f)
@@ -257,7 +263,8 @@ DLFS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 }
 
 DLFS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
-		    off_t off) DLFS_ALIAS(mmap);
+			 off_t off)
+	DLFS_ALIAS(mmap);
 
 
 #define FIGETBSZ_ _IO(0x00, 2) /* <linux/fs.h>'s FIGETBSZ */

@@ -80,7 +80,8 @@ static int do_openat(int dirfd, const char *path, int flags, mode_t mode)
 	    dlfs_parent_ours(dirfd, path))
 		return dlfs_fail(EISDIR);
 	int ret = dlfs_classify(dirfd, path, flags & O_NOFOLLOW, &res);
-	if (ret == -ENOENT && (flags & O_CREAT) && dlfs_parent_ours(dirfd, path))
+	if (ret == -ENOENT && (flags & O_CREAT) &&
+	    dlfs_parent_ours(dirfd, path))
 		return dlfs_fail(EROFS);
 	if (ret)
 		return dlfs_fail(-ret);
@@ -120,7 +121,8 @@ DLFS_EXPORT int openat(int dirfd, const char *path, int flags, ...)
 	return do_openat(dirfd, path, flags, mode);
 }
 
-DLFS_EXPORT int openat64(int dirfd, const char *path, int flags, ...) DLFS_ALIAS(openat);
+DLFS_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+	DLFS_ALIAS(openat);
 
 /* The fortified entry points: callers that pass no mode. */
 DLFS_EXPORT int __open_2(const char *path, int flags)
@@ -135,7 +137,8 @@ DLFS_EXPORT int __openat_2(int dirfd, const char *path, int flags)
 	return do_openat(dirfd, path, flags, 0);
 }
 
-DLFS_EXPORT int __openat64_2(int dirfd, const char *path, int flags) DLFS_ALIAS(__openat_2);
+DLFS_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+	DLFS_ALIAS(__openat_2);
 
 DLFS_EXPORT int creat(const char *path, mode_t mode)
 {
@@ -491,17 +494,18 @@ static int do_scandirat(int dirfd, const char *path, struct dirent ***list,
 }
 
 DLFS_EXPORT int scandir(const char *path, struct dirent ***list,
-		   int (*sel)(const struct dirent *),
-		   int (*cmp)(const struct dirent **, const struct dirent **))
+			int (*sel)(const struct dirent *),
+			int (*cmp)(const struct dirent **,
+				   const struct dirent **))
 {
 	int n = do_scandirat(AT_FDCWD, path, list, sel, cmp);
 	return n != -2 ? n : dlfs_real()->scandir(path, list, sel, cmp);
 }
 
 DLFS_EXPORT int scandir64(const char *path, struct dirent64 ***list,
-		     int (*sel)(const struct dirent64 *),
-		     int (*cmp)(const struct dirent64 **,
-				const struct dirent64 **))
+			  int (*sel)(const struct dirent64 *),
+			  int (*cmp)(const struct dirent64 **,
+				     const struct dirent64 **))
 {
 	return scandir(path, (struct dirent ***)list,
 		       (int (*)(const struct dirent *))sel,
@@ -510,17 +514,20 @@ DLFS_EXPORT int scandir64(const char *path, struct dirent64 ***list,
 }
 
 DLFS_EXPORT int scandirat(int dirfd, const char *path, struct dirent ***list,
-		     int (*sel)(const struct dirent *),
-		     int (*cmp)(const struct dirent **, const struct dirent **))
+			  int (*sel)(const struct dirent *),
+			  int (*cmp)(const struct dirent **,
+				     const struct dirent **))
 {
 	int n = do_scandirat(dirfd, path, list, sel, cmp);
-	return n != -2 ? n : dlfs_real()->scandirat(dirfd, path, list, sel, cmp);
+	return n != -2 ? n
+		       : dlfs_real()->scandirat(dirfd, path, list, sel, cmp);
 }
 
-DLFS_EXPORT int scandirat64(int dirfd, const char *path, struct dirent64 ***list,
-		       int (*sel)(const struct dirent64 *),
-		       int (*cmp)(const struct dirent64 **,
-				  const struct dirent64 **))
+DLFS_EXPORT int scandirat64(int dirfd, const char *path,
+			    struct dirent64 ***list,
+			    int (*sel)(const struct dirent64 *),
+			    int (*cmp)(const struct dirent64 **,
+				       const struct dirent64 **))
 {
 	return scandirat(dirfd, path, (struct dirent ***)list,
 			 (int (*)(const struct dirent *))sel,

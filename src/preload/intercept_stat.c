@@ -93,7 +93,7 @@ DLFS_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 }
 
 DLFS_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st,
-		     int flags)
+			  int flags)
 {
 	return do_fstatat(dirfd, path, (struct stat *)st, flags);
 }
@@ -150,15 +150,16 @@ DLFS_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 	return do_fstat(fd, (struct stat *)st);
 }
 
-DLFS_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st,
-		      int flags)
+DLFS_EXPORT int __fxstatat(int ver, int dirfd, const char *path,
+			   struct stat *st,
+			   int flags)
 {
 	(void)ver;
 	return do_fstatat(dirfd, path, st, flags);
 }
 
 DLFS_EXPORT int __fxstatat64(int ver, int dirfd, const char *path,
-			struct stat64 *st, int flags)
+			     struct stat64 *st, int flags)
 {
 	(void)ver;
 	return do_fstatat(dirfd, path, (struct stat *)st, flags);
@@ -192,7 +193,7 @@ static void statx_of(const struct stat *st, struct statx *sx)
 }
 
 DLFS_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
-		 struct statx *sx)
+		      struct statx *sx)
 {
 	struct stat st;
 	if ((flags & AT_EMPTY_PATH) && path && !path[0]) {
@@ -311,13 +312,14 @@ DLFS_EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
 	return do_readlinkat(AT_FDCWD, path, buf, size);
 }
 
-DLFS_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size)
+DLFS_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf,
+			       size_t size)
 {
 	return do_readlinkat(dirfd, path, buf, size);
 }
 
 DLFS_EXPORT ssize_t __readlink_chk(const char *path, char *buf, size_t size,
-			      size_t buflen)
+				   size_t buflen)
 {
 	if (size > buflen)
 		abort();
@@ -325,7 +327,7 @@ DLFS_EXPORT ssize_t __readlink_chk(const char *path, char *buf, size_t size,
 }
 
 DLFS_EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf,
-				size_t size, size_t buflen)
+				     size_t size, size_t buflen)
 {
 	if (size > buflen)
 		abort();

@@ -1,9 +1,9 @@
 /*
- * intercept_write: everything that would change the dataset fails as on
- * a read-only filesystem (also glibc's remove, mkfifo, mkstemp family,
- * futimes and lutimes, which use its internal calls): EROFS for a path under the prefix (EEXIST when
- * the call would create a name that exists, as the kernel checks that
- * first), EXDEV for a rename or link between the dataset and elsewhere,
+ * intercept_write: everything that would change the dataset fails as on a
+ * read-only filesystem (also glibc's remove, mkfifo, mkstemp family, futimes
+ * and lutimes, which use its internal calls): EROFS for a path under the prefix
+ * (EEXIST when the call would create a name that exists, as the kernel checks
+ * that first), EXDEV for a rename or link between the dataset and elsewhere,
  * EBADF for a write on a dataset fd (it is open read-only).
  */
 #undef _FORTIFY_SOURCE
@@ -226,7 +226,7 @@ static int two(int odir, const char *old, int ndir, const char *new,
 }
 
 DLFS_EXPORT int renameat2(int odir, const char *old, int ndir, const char *new,
-		     unsigned flags)
+			  unsigned flags)
 {
 	struct dlfs_vp_res a, b;
 	if (two(odir, old, ndir, new, 1, &a, &b))
@@ -246,7 +246,7 @@ DLFS_EXPORT int rename(const char *old, const char *new)
 }
 
 DLFS_EXPORT int linkat(int odir, const char *old, int ndir, const char *new,
-		  int flags)
+		       int flags)
 {
 	struct dlfs_vp_res a, b;
 	if (two(odir, old, ndir, new, !(flags & AT_SYMLINK_FOLLOW), &a, &b))
@@ -295,7 +295,7 @@ DLFS_EXPORT int chmod(const char *path, mode_t mode)
 }
 
 DLFS_EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid,
-		    int flags)
+			 int flags)
 {
 	struct dlfs_vp_res res;
 	if (ro(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, ATTR, &res))
@@ -314,8 +314,9 @@ DLFS_EXPORT int lchown(const char *path, uid_t uid, gid_t gid)
 	return fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW);
 }
 
-DLFS_EXPORT int utimensat(int dirfd, const char *path, const struct timespec t[2],
-		     int flags)
+DLFS_EXPORT int utimensat(int dirfd, const char *path,
+			  const struct timespec t[2],
+			  int flags)
 {
 	if (!path) /* futimens */
 		return futimens(dirfd, t);
@@ -362,7 +363,7 @@ DLFS_EXPORT int utime(const char *path, const struct utimbuf *t)
 }
 
 DLFS_EXPORT int setxattr(const char *path, const char *name, const void *v,
-		    size_t size, int flags)
+			 size_t size, int flags)
 {
 	struct dlfs_vp_res res;
 	if (ro(AT_FDCWD, path, 0, ATTR, &res))
@@ -371,7 +372,7 @@ DLFS_EXPORT int setxattr(const char *path, const char *name, const void *v,
 }
 
 DLFS_EXPORT int lsetxattr(const char *path, const char *name, const void *v,
-		     size_t size, int flags)
+			  size_t size, int flags)
 {
 	struct dlfs_vp_res res;
 	if (ro(AT_FDCWD, path, 1, ATTR, &res))
@@ -507,7 +508,8 @@ DLFS_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 	return dlfs_real()->pwrite(fd, buf, n, off);
 }
 
-DLFS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) DLFS_ALIAS(pwrite);
+DLFS_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
+	DLFS_ALIAS(pwrite);
 
 DLFS_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
@@ -532,7 +534,10 @@ DLFS_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt,
 }
 
 DLFS_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt,
-				off_t off, int flags) DLFS_ALIAS(pwritev2);
+				off_t off, int flags)
+	DLFS_ALIAS(pwritev2);
 
-DLFS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off) DLFS_ALIAS(pwritev);
+DLFS_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt,
+			      off_t off)
+	DLFS_ALIAS(pwritev);
 
