@@ -16,7 +16,8 @@ SRC="$T/src"
 gentree odd "$SRC" --seed 5
 "$FAKESERVE" "$SRC" "$T/sock" >"$T/ready" 2>"$T/fake.log" &
 FAKE=$!
-trap 'kill $FAKE 2>/dev/null; _cleanup' EXIT
+# The status first: _cleanup reports $?, which kill would reset.
+trap 'rc=$?; kill $FAKE 2>/dev/null; (exit $rc); _cleanup' EXIT
 for _ in $(seq 100); do grep -q ready "$T/ready" 2>/dev/null && break; sleep 0.05; done
 grep -q ready "$T/ready" || fail "fakeserve did not start: $(cat "$T/fake.log")"
 mkdir "$T/v"
