@@ -277,6 +277,9 @@ static int ioctl_ours(int fd, struct dlfs_file *f, unsigned long req,
 		      void *arg)
 {
 	struct stat st;
+	int v;
+	int64_t bytes;
+	/* arg may be anywhere, as the kernel's put_user allows: memcpy. */
 	if (f->flags & O_PATH)
 		return dlfs_fail(EBADF);
 	switch (req) {
@@ -286,7 +289,8 @@ static int ioctl_ours(int fd, struct dlfs_file *f, unsigned long req,
 	case FIONBIO:
 		if (!arg)
 			return dlfs_fail(EFAULT);
-		if (*(int *)arg)
+		memcpy(&v, arg, sizeof(v));
+		if (v)
 			f->flags |= O_NONBLOCK;
 		else
 			f->flags &= ~O_NONBLOCK;
@@ -299,8 +303,9 @@ static int ioctl_ours(int fd, struct dlfs_file *f, unsigned long req,
 		if (dlfs_file_stat(f, &st))
 			return -1;
 		pthread_mutex_lock(&f->pos_lock);
-		*(int *)arg = (int)(st.st_size - (off_t)f->pos);
+		v = (int)(st.st_size - (off_t)f->pos);
 		pthread_mutex_unlock(&f->pos_lock);
+		memcpy(arg, &v, sizeof(v));
 		return 0;
 	case FIOQSIZE:
 		if (S_ISDIR(f->st.st_mode) || S_ISREG(f->st.st_mode) ||
@@ -309,14 +314,16 @@ static int ioctl_ours(int fd, struct dlfs_file *f, unsigned long req,
 				return dlfs_fail(EFAULT);
 			if (dlfs_file_stat(f, &st))
 				return -1;
-			*(int64_t *)arg = (int64_t)st.st_blocks * 512;
+			bytes = (int64_t)st.st_blocks * 512;
+			memcpy(arg, &bytes, sizeof(bytes));
 			return 0;
 		}
 		return dlfs_fail(ENOTTY);
 	case FIGETBSZ_:
 		if (!arg)
 			return dlfs_fail(EFAULT);
-		*(int *)arg = (int)sysconf(_SC_PAGESIZE);
+		v = (int)sysconf(_SC_PAGESIZE);
+		memcpy(arg, &v, sizeof(v));
 		return 0;
 	default:
 		return dlfs_fail(ENOTTY);
