@@ -12,6 +12,8 @@
  * library keeps the variable in environ (for execv, execvp, system and
  * popen, which pass environ) and puts it in the envp of the exec calls
  * that take one (intercept_cwd.c), as dash and bash exec with their own.
+ * Keeping environ current is a setenv at each chdir into or out of the
+ * prefix: it races with getenv in other threads, as any setenv does.
  *
  * The real cwd's place: when it is above the prefix, a relative path with
  * no ".." can still name the prefix ("imagenet/x" in /data, for the

@@ -59,9 +59,13 @@ DLFS_EXPORT int fchdir(int fd)
 		}
 		return ret;
 	}
-	int ret = !S_ISDIR(f->st.st_mode) ? -ENOTDIR
-		  : !dlfs_own_memory()	    ? -ENOTSUP
-				: dlfs_vcwd_set(f->vpath, f->ino, &f->st);
+	int ret;
+	if (!S_ISDIR(f->st.st_mode))
+		ret = -ENOTDIR;
+	else if (!dlfs_own_memory())
+		ret = -ENOTSUP; /* as chdir's */
+	else
+		ret = dlfs_vcwd_set(f->vpath, f->ino, &f->st);
 	dlfs_file_put(f);
 	return ret ? dlfs_fail(-ret) : 0;
 }
