@@ -2,12 +2,23 @@
  * conn: the connections to the server. One per thread, made lazily on
  * the thread's first request (HELLO first), closed when the thread exits;
  * after fork() the child closes every connection it inherited and makes
- * its own as it needs them. A request made while the thread's connection
- * is busy (a signal handler that reads a dataset file in the middle of a
- * read) gets a connection of its own for that one request.
+ * its own as it needs them. A connection is used only by the process that
+ * made it: a request from a vfork child, or from a child made without the
+ * fork handlers (_Fork, clone), goes on a connection of its own, for that
+ * one request.
+ *
+ * Signal handlers: pread and fstat of an open dataset fd from a signal
+ * handler work, also when the handler interrupts a request of the same
+ * thread (it then gets a connection for that one request), in about a
+ * kilobyte of stack. read and lseek take the description's pos_lock: a
+ * handler that interrupts its own thread's read of the same description
+ * waits for itself, as with any lock. Path calls (open, stat, ...) from a
+ * signal handler are not supported: the walk takes about 20 KiB of stack
+ * (PATH_MAX buffers) and its cache calls malloc.
  *
  * A server that is gone, or that answers nonsense, gives -EIO to the
- * caller and one line on stderr, once per process.
+ * caller and one line on stderr, once per process. A request is not a
+ * cancellation point (cancellation is disabled while it runs).
  */
 #ifndef DLFS_CONN_H
 #define DLFS_CONN_H
@@ -17,8 +28,15 @@
 
 #include "shared/wire.h"
 
-/* Register the fork handler and the thread-exit key. Constructor only. */
+/* Make the thread-exit key. Constructor only. */
 void dlfs_conn_init(void);
+
+/* The fork handlers, which preload.c calls in the library's lock order:
+ * prepare takes list_lock and hello_lock, parent releases them, child
+ * closes the parent's connections and releases them. */
+void dlfs_conn_fork_prepare(void);
+void dlfs_conn_fork_parent(void);
+void dlfs_conn_fork_child(void);
 
 /* Make sure the first HELLO was answered (dlfs_pl.ready), connecting if
  * needed. @return 0 or -EIO. */

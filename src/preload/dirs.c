@@ -39,6 +39,7 @@ struct dlfs_dir {
 static struct dlfs_dir *_Atomic pool;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static int next_free;
+static int n_touched; /* streams 0 .. n_touched - 1 have been used */
 
 int dlfs_dir_is(DIR *d)
 {
@@ -53,8 +54,11 @@ static struct dlfs_dir *take(void)
 	pthread_mutex_lock(&pool_lock);
 	struct dlfs_dir *p = atomic_load(&pool);
 	if (!p) {
-		p = mmap(NULL, MAX_DIRS * sizeof(*p), PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		p = dlfs_real()->mmap(NULL, MAX_DIRS * sizeof(*p),
+				      PROT_READ | PROT_WRITE,
+				      MAP_PRIVATE | MAP_ANONYMOUS |
+					      MAP_NORESERVE,
+				      -1, 0);
 		if (p == MAP_FAILED) {
 			errno = ENOMEM;
 			goto out;
@@ -67,6 +71,8 @@ static struct dlfs_dir *take(void)
 			d = &p[k];
 			d->used = 1;
 			next_free = k + 1;
+			if (k >= n_touched)
+				n_touched = k + 1;
 			break;
 		}
 	}
@@ -123,7 +129,7 @@ static void fill(struct dlfs_dir *d, const char *name, size_t len,
 /* The ino of "..": the parent's, or the real directory's at the root. */
 static uint64_t parent_ino(struct dlfs_dir *d)
 {
-	if (d->f->ino == dlfs_pl.root.ino) {
+	if (d->f->ino == dlfs_pl.root_ino) {
 		struct stat st;
 		char up[PATH_MAX];
 		strcpy(up, dlfs_pl.prefix);
@@ -190,14 +196,16 @@ struct dirent *dlfs_dir_read(DIR *dir)
 {
 	struct dlfs_dir *d = (struct dlfs_dir *)dir;
 	struct dirent *res = NULL;
+	/* errno changes only on an error: callers set it to 0 to tell the
+	 * end from one (and next() makes calls that may set it). */
+	int saved = errno;
 	pthread_mutex_lock(&d->lock);
 	int ret = next(d);
 	if (ret > 0) {
 		d->pos++;
 		res = &d->ent;
-	} else if (ret < 0) {
-		errno = -ret;
 	}
+	errno = ret < 0 ? -ret : saved;
 	pthread_mutex_unlock(&d->lock);
 	return res;
 }
@@ -205,6 +213,7 @@ struct dirent *dlfs_dir_read(DIR *dir)
 int dlfs_dir_read_r(DIR *dir, struct dirent *ent, struct dirent **res)
 {
 	struct dlfs_dir *d = (struct dlfs_dir *)dir;
+	int saved = errno; /* the error is the return value */
 	pthread_mutex_lock(&d->lock);
 	int ret = next(d);
 	*res = NULL;
@@ -214,6 +223,7 @@ int dlfs_dir_read_r(DIR *dir, struct dirent *ent, struct dirent **res)
 		*res = ent;
 	}
 	pthread_mutex_unlock(&d->lock);
+	errno = saved;
 	return ret < 0 ? -ret : 0;
 }
 
@@ -270,4 +280,25 @@ void dlfs_dir_seek(DIR *dir, long pos)
 			d->pos++;
 	}
 	pthread_mutex_unlock(&d->lock);
+}
+
+void dlfs_dirs_fork_prepare(void)
+{
+	pthread_mutex_lock(&pool_lock);
+}
+
+void dlfs_dirs_fork_parent(void)
+{
+	pthread_mutex_unlock(&pool_lock);
+}
+
+/* The streams' locks made new: the threads that held them are not in the
+ * child. */
+void dlfs_dirs_fork_child(void)
+{
+	struct dlfs_dir *p = atomic_load(&pool);
+	for (int i = 0; p && i < n_touched; i++)
+		if (p[i].used)
+			pthread_mutex_init(&p[i].lock, NULL);
+	pthread_mutex_unlock(&pool_lock);
 }

@@ -27,6 +27,12 @@ struct slot {
 };
 
 static _Atomic(struct slot *) top[TOP];
+static int (*own_memory)(void);
+
+void dlfs_fd_init(int (*own)(void))
+{
+	own_memory = own;
+}
 
 struct dlfs_file *dlfs_file_new(uint64_t ino, const struct stat *st,
 				int flags, const char *vpath, int vol)
@@ -69,9 +75,12 @@ static struct slot *slot_of(int fd, int make)
 	_Atomic(struct slot *) *t = &top[fd / PAGE];
 	struct slot *page = atomic_load_explicit(t, memory_order_acquire);
 	if (!page && make) {
-		struct slot *p = mmap(NULL, PAGE * sizeof(*p),
-				      PROT_READ | PROT_WRITE,
-				      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		/* syscall, not mmap: in the library, mmap is its own
+		 * wrapper. */
+		struct slot *p = (struct slot *)syscall(
+			SYS_mmap, NULL, PAGE * sizeof(*p),
+			PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			0);
 		if (p == MAP_FAILED)
 			return NULL;
 		/* Zeroed memory is a page of empty, unlocked slots. */
@@ -79,23 +88,45 @@ static struct slot *slot_of(int fd, int make)
 		if (atomic_compare_exchange_strong(t, &expect, p)) {
 			page = p;
 		} else {
-			munmap(p, PAGE * sizeof(*p));
+			syscall(SYS_munmap, p, PAGE * sizeof(*p));
 			page = expect;
 		}
 	}
 	return page ? &page[fd % PAGE] : NULL;
 }
 
-static void lock(struct slot *s)
+/*
+ * The slot whose lock this thread holds, or is taking. A signal handler
+ * that interrupts it and asks for the same slot would spin for ever on
+ * its own thread's lock: it goes on without the lock instead. The code it
+ * interrupted cannot run meanwhile, so the slot's reference stays; a torn
+ * (dev, ino) only fails the fstat check, and the fd is not served.
+ */
+static __thread struct slot *held __attribute__((tls_model("initial-exec")));
+
+struct hold {
+	struct slot *prev;
+	int took;
+};
+
+static struct hold lock(struct slot *s)
 {
+	struct hold h = {held, held != s};
+	if (!h.took)
+		return h;
+	held = s; /* before the lock: no window where it is held unknown */
 	while (atomic_flag_test_and_set_explicit(&s->lock,
 						 memory_order_acquire))
 		;
+	return h;
 }
 
-static void unlock(struct slot *s)
+static void unlock(struct slot *s, struct hold h)
 {
+	if (!h.took)
+		return;
 	atomic_flag_clear_explicit(&s->lock, memory_order_release);
+	held = h.prev;
 }
 
 static int sock_id(int fd, dev_t *dev, ino_t *ino)
@@ -119,13 +150,13 @@ static int set(int fd, struct dlfs_file *f)
 		return ret;
 	if (!s)
 		return -EMFILE;
-	lock(s);
+	struct hold h = lock(s);
 	struct dlfs_file *old = atomic_load_explicit(&s->f,
 						     memory_order_relaxed);
 	s->dev = dev;
 	s->ino = ino;
 	atomic_store_explicit(&s->f, f, memory_order_release);
-	unlock(s);
+	unlock(s, h);
 	if (old)
 		dlfs_file_put(old);
 	return 0;
@@ -167,14 +198,17 @@ int dlfs_fd_maybe(int fd)
 	return s && atomic_load_explicit(&s->f, memory_order_relaxed);
 }
 
-/* Drop f from s if it is still there. */
+/* Drop f from s if it is still there (not in a vfork child: the table
+ * is its parent's, whose fd may well still be ours). */
 static void drop_if(struct slot *s, struct dlfs_file *f)
 {
-	lock(s);
+	if (own_memory && !own_memory())
+		return;
+	struct hold h = lock(s);
 	int same = atomic_load_explicit(&s->f, memory_order_relaxed) == f;
 	if (same)
 		atomic_store_explicit(&s->f, NULL, memory_order_relaxed);
-	unlock(s);
+	unlock(s, h);
 	if (same)
 		dlfs_file_put(f);
 }
@@ -184,14 +218,14 @@ struct dlfs_file *dlfs_fd_get(int fd)
 	struct slot *s = slot_of(fd, 0);
 	if (!s || !atomic_load_explicit(&s->f, memory_order_relaxed))
 		return NULL;
-	lock(s);
+	struct hold h = lock(s);
 	struct dlfs_file *f = atomic_load_explicit(&s->f,
 						   memory_order_relaxed);
 	dev_t dev = s->dev;
 	ino_t ino = s->ino;
 	if (f)
 		dlfs_file_get(f);
-	unlock(s);
+	unlock(s, h);
 	if (!f)
 		return NULL;
 
@@ -214,11 +248,40 @@ void dlfs_fd_forget(int fd)
 	struct slot *s = slot_of(fd, 0);
 	if (!s)
 		return;
-	lock(s);
+	struct hold h = lock(s);
 	struct dlfs_file *f = atomic_load_explicit(&s->f,
 						   memory_order_relaxed);
 	atomic_store_explicit(&s->f, NULL, memory_order_relaxed);
-	unlock(s);
+	unlock(s, h);
 	if (f)
 		dlfs_file_put(f);
+}
+
+void dlfs_fd_forget_range(unsigned lo, unsigned hi)
+{
+	if (hi >= TOP * PAGE)
+		hi = TOP * PAGE - 1;
+	for (unsigned fd = lo; fd <= hi;) {
+		if (!atomic_load(&top[fd / PAGE])) {
+			fd = (fd / PAGE + 1) * PAGE; /* no page: none ours */
+			continue;
+		}
+		if (dlfs_fd_maybe((int)fd))
+			dlfs_fd_forget((int)fd);
+		fd++;
+	}
+}
+
+void dlfs_fd_fork_child(void)
+{
+	for (int i = 0; i < TOP; i++) {
+		struct slot *page = atomic_load(&top[i]);
+		for (int j = 0; page && j < PAGE; j++) {
+			struct slot *s = &page[j];
+			atomic_flag_clear(&s->lock);
+			struct dlfs_file *f = atomic_load(&s->f);
+			if (f)
+				pthread_mutex_init(&f->pos_lock, NULL);
+		}
+	}
 }

@@ -13,12 +13,15 @@
  * internally) and reused by the kernel for another file is dropped from
  * the table and never served.
  *
- * Thread safety: the table is two levels of pages that are never freed;
- * looking up an fd that is not ours is two loads and no lock. An entry
- * that is ours is read under its own spin lock (a few instructions).
- * No malloc on the lookup path. After fork the child has a copy of the
- * table and of every description (offsets are then per-process: unlike
- * the kernel's, a description is not shared across fork).
+ * Thread safety: the table is two levels of pages that are never freed; looking
+ * up an fd that is not ours is two loads and no lock. An entry that is ours is
+ * read under its own spin lock (a few instructions); a signal handler that
+ * interrupts its own thread inside that lock reads the entry without it. No
+ * malloc on the lookup path. A vfork child, which runs in its parent's memory,
+ * never drops an entry (see dlfs_fd_init); it must not add one either (the
+ * callers check). After fork the child has a copy of the table and of every
+ * description (offsets are then per-process: unlike the kernel's, a description
+ * is not shared across fork).
  */
 #ifndef DLFS_FDTAB_H
 #define DLFS_FDTAB_H
@@ -65,5 +68,18 @@ int dlfs_fd_maybe(int fd);
 
 /* fd is being closed (or replaced by dup2): forget it. */
 void dlfs_fd_forget(int fd);
+
+/* fds lo to hi (both included) are being closed (close_range,
+ * closefrom): forget those that are ours. */
+void dlfs_fd_forget_range(unsigned lo, unsigned hi);
+
+/* own_memory tells whether the caller runs in the memory the table
+ * belongs to (not in a vfork child): dlfs_fd_get drops a stale entry only
+ * then. NULL (the unit tests): always. Constructor only. */
+void dlfs_fd_init(int (*own_memory)(void));
+
+/* In a forked child: every slot's spin lock and every description's
+ * pos_lock made new (the threads that held them are not in the child). */
+void dlfs_fd_fork_child(void);
 
 #endif

@@ -1,10 +1,4 @@
-/*
- * icept: the wrappers' shared parts (see icept.h).
- *
- * The virtual cwd is copied in and out under vcwd_lock; vcwd_on is read
- * without it, so a program that never chdir()s into the prefix never takes
- * the lock.
- */
+/* icept: the wrappers' shared parts (see icept.h). */
 #include "icept.h"
 
 #include <errno.h>
@@ -18,86 +12,25 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cwd.h"
 #include "ns.h"
 #include "preload.h"
 #include "real.h"
-
-static pthread_mutex_t vcwd_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int vcwd_on;
-static char vcwd_path[PATH_MAX];
-static uint64_t vcwd_ino;
-static struct stat vcwd_st;
 
 int dlfs_on(void)
 {
 	return dlfs_pl.on;
 }
 
-static int vcwd_store(const char *vpath, uint64_t ino, const struct stat *st)
+/* Is dirfd (real) a directory? */
+static int real_dir(int dirfd)
 {
-	if (strlen(vpath) >= sizeof(vcwd_path))
-		return -ENAMETOOLONG;
-	pthread_mutex_lock(&vcwd_lock);
-	strcpy(vcwd_path, vpath);
-	vcwd_ino = ino;
-	vcwd_st = *st;
-	atomic_store(&vcwd_on, 1);
-	pthread_mutex_unlock(&vcwd_lock);
-	return 0;
-}
-
-/* The cwd this program inherited: $PWD under the prefix (see preload.h).
- * Resolved on first use, as that needs the server. */
-static pthread_once_t pwd_once = PTHREAD_ONCE_INIT;
-
-static void adopt_pwd(void)
-{
-	struct dlfs_vp_res *res = malloc(sizeof(*res));
-	if (res && !dlfs_ns_resolve(NULL, dlfs_pl.pwd, 0, res) &&
-	    res->kind == DLFS_VP_OURS && S_ISDIR(res->st.st_mode))
-		vcwd_store(res->path, res->ino, &res->st);
-	free(res);
-}
-
-static void inherit(void)
-{
-	if (dlfs_pl.pwd[0])
-		pthread_once(&pwd_once, adopt_pwd);
-}
-
-int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st)
-{
-	inherit();
-	return vcwd_store(vpath, ino, st);
-}
-
-void dlfs_vcwd_clear(void)
-{
-	inherit();
-	if (!atomic_load(&vcwd_on))
-		return;
-	pthread_mutex_lock(&vcwd_lock);
-	atomic_store(&vcwd_on, 0);
-	pthread_mutex_unlock(&vcwd_lock);
-}
-
-int dlfs_vcwd_get(char *buf, size_t size, uint64_t *ino, struct stat *st)
-{
-	inherit();
-	if (!atomic_load(&vcwd_on))
-		return 0;
-	int on;
-	pthread_mutex_lock(&vcwd_lock);
-	on = atomic_load(&vcwd_on) && strlen(vcwd_path) < size;
-	if (on) {
-		strcpy(buf, vcwd_path);
-		if (ino)
-			*ino = vcwd_ino;
-		if (st)
-			*st = vcwd_st;
-	}
-	pthread_mutex_unlock(&vcwd_lock);
-	return on;
+	struct stat st;
+	int saved = errno;
+	int ok = dirfd == AT_FDCWD || (!dlfs_real()->fstat(dirfd, &st) &&
+					S_ISDIR(st.st_mode));
+	errno = saved;
+	return ok;
 }
 
 /* The real directory dirfd is, from /proc. @return 0 or -1. */
@@ -117,64 +50,6 @@ static int real_dir_path(int dirfd, char *buf, size_t size)
 		return -1;
 	buf[n] = '\0';
 	return 0;
-}
-
-/*
- * The real cwd, when it is an ancestor of the prefix: then a relative
- * path with no ".." can name the prefix ("imagenet/x" in /data, for the
- * prefix /data/imagenet). Asked of the kernel once, and again after each
- * chdir; rcwd_state is 0 (not known), 1 (an ancestor: rcwd holds it) or
- * 2 (not an ancestor).
- */
-static pthread_mutex_t rcwd_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int rcwd_state;
-static char rcwd[PATH_MAX];
-
-void dlfs_rcwd_changed(void)
-{
-	atomic_store(&rcwd_state, 0);
-}
-
-/* Is the real cwd an ancestor of the prefix, and could path's first
- * component step towards it? Then base is that cwd. */
-static int rcwd_base(const char *path, char *base, size_t size)
-{
-	int st = atomic_load(&rcwd_state);
-	if (st == 2)
-		return 0;
-	pthread_mutex_lock(&rcwd_lock);
-	if (!atomic_load(&rcwd_state)) {
-		int saved = errno;
-		size_t pl = dlfs_pl.root.prefix_len, cl;
-		int anc = dlfs_real()->getcwd(rcwd, sizeof(rcwd)) != NULL;
-		errno = saved;
-		if (anc) {
-			cl = strlen(rcwd);
-			if (cl == 1) /* "/" */
-				cl = 0;
-			anc = cl < pl && !strncmp(rcwd, dlfs_pl.prefix, cl) &&
-			      dlfs_pl.prefix[cl] == '/';
-		}
-		atomic_store(&rcwd_state, anc ? 1 : 2);
-	}
-	int ok = atomic_load(&rcwd_state) == 1;
-	if (ok) {
-		/* The next component of the prefix below the cwd. */
-		size_t cl = strlen(rcwd) == 1 ? 0 : strlen(rcwd);
-		const char *next = dlfs_pl.prefix + cl + 1;
-		size_t nl = strcspn(next, "/");
-		while (path[0] == '.' && path[1] == '/')
-			path += 2;
-		ok = (!strncmp(path, next, nl) &&
-		      (path[nl] == '/' || !path[nl])) ||
-		     dlfs_vp_maybe_ours(&dlfs_pl.root, path);
-		if (ok && strlen(rcwd) < size)
-			strcpy(base, rcwd);
-		else
-			ok = 0;
-	}
-	pthread_mutex_unlock(&rcwd_lock);
-	return ok;
 }
 
 int dlfs_classify(int dirfd, const char *path, int nofollow,
@@ -210,16 +85,17 @@ int dlfs_classify(int dirfd, const char *path, int nofollow,
 		dlfs_file_put(f);
 		return ret ? ret : dlfs_ns_resolve(&base, path, flags, res);
 	}
-	if (dirfd == AT_FDCWD && rcwd_base(path, bpath, sizeof(bpath)))
+	if (dirfd == AT_FDCWD && dlfs_rcwd_base(path, bpath, sizeof(bpath)))
 		return dlfs_ns_resolve(&base, path, flags, res);
-	/* Relative to a real directory: only ".." can climb to the prefix. */
-	if (!dlfs_vp_maybe_ours(&dlfs_pl.root, path) ||
+	/* Relative to a real directory: only ".." can climb to the prefix.
+	 * A dirfd that is not a directory is the kernel's (ENOTDIR). */
+	if (!dlfs_vp_maybe_ours(&dlfs_pl.root, path) || !real_dir(dirfd) ||
 	    real_dir_path(dirfd, bpath, sizeof(bpath)))
 		return 0;
 	return dlfs_ns_resolve(&base, path, flags, res);
 }
 
-int dlfs_parent_ours(int dirfd, const char *path)
+int dlfs_parent_classify(int dirfd, const char *path, struct dlfs_vp_res *res)
 {
 	char dir[PATH_MAX];
 	size_t n = strlen(path);
@@ -228,31 +104,40 @@ int dlfs_parent_ours(int dirfd, const char *path)
 	while (n > 0 && path[n - 1] != '/')
 		n--;
 	if (n >= sizeof(dir))
-		return 0;
+		return -ENAMETOOLONG;
 	if (n == 0) {
 		strcpy(dir, ".");
 	} else {
 		memcpy(dir, path, n);
 		dir[n] = '\0';
 	}
+	return dlfs_classify(dirfd, dir, 0, res);
+}
+
+int dlfs_parent_ours(int dirfd, const char *path)
+{
 	struct dlfs_vp_res *res = malloc(sizeof(*res));
-	int ours = res && !dlfs_classify(dirfd, dir, 0, res) &&
+	int ours = res && !dlfs_parent_classify(dirfd, path, res) &&
 		   res->kind == DLFS_VP_OURS && S_ISDIR(res->st.st_mode);
 	free(res);
 	return ours;
 }
 
+/* The kernel's O_LARGEFILE, which it adds for a 64-bit program and
+ * F_GETFL shows (glibc's O_LARGEFILE is 0 on x86-64). */
+#define KERNEL_O_LARGEFILE 0100000
+
 int dlfs_open_node(const struct dlfs_vp_res *res, int flags)
 {
-	/* What F_GETFL answers for a file opened read-only by a 64-bit
-	 * program. */
+	/* What F_GETFL answers, as the kernel keeps it: not O_CLOEXEC or
+	 * the creation flags; O_LARGEFILE for a 64-bit program, but not on
+	 * an O_PATH fd, which keeps only O_DIRECTORY and O_NOFOLLOW. */
 	int keep = O_ACCMODE | O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME |
-		   O_PATH | O_DIRECTORY | O_NOFOLLOW;
-	struct dlfs_file *f =
-		dlfs_file_new(res->ino, &res->st,
-			      (flags & keep & ~(O_DIRECTORY | O_NOFOLLOW)) |
-				      O_LARGEFILE,
-			      res->path, dlfs_ns_volatile(res->path));
+		   O_DIRECTORY | O_NOFOLLOW | O_SYNC | O_DSYNC;
+	int fl = (flags & O_PATH) ? flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW)
+				  : (flags & keep) | KERNEL_O_LARGEFILE;
+	struct dlfs_file *f = dlfs_file_new(res->ino, &res->st, fl, res->path,
+					    dlfs_ns_volatile(res->path));
 	if (!f) {
 		errno = ENOMEM;
 		return -1;
@@ -358,8 +243,10 @@ off_t dlfs_file_lseek(struct dlfs_file *f, off_t off, int whence)
 		err = EINVAL;
 		goto out;
 	}
+	/* Past the largest offset, or before 0: EINVAL, as the kernel's
+	 * generic llseek says for both. */
 	if ((off > 0 && base > INT64_MAX - off) || base + off < 0) {
-		err = off > 0 ? EOVERFLOW : EINVAL;
+		err = EINVAL;
 		goto out;
 	}
 	f->pos = (uint64_t)(base + off);

@@ -1,13 +1,25 @@
 /*
  * icept: what the exported wrappers (intercept_*.c, stdio.c) share: the
- * question "is this path ours?", the virtual cwd, and the calls on a
- * dataset fd, each the library's own version of one libc call. They set
- * errno as the kernel would for the same call on a read-only filesystem,
- * and return what libc's call would.
+ * question "is this path ours?", and the calls on a dataset fd, each the
+ * library's own version of one libc call. They set errno as the kernel
+ * would for the same call on a read-only filesystem, and return what
+ * libc's call would; a call that succeeds leaves errno alone.
+ *
+ * Ownership: a struct dlfs_file comes with a reference (dlfs_fd_get);
+ * the caller puts it. dlfs_vp_res is the caller's (4 KiB: a wrapper has
+ * one on its stack, a helper that nests mallocs it).
+ *
+ * Thread safety: all of them may be called from any thread at once. The
+ * locks they take are the description's pos_lock (read, readv, lseek,
+ * across the server round trip) and, through ns.c and conn.c, the cache's
+ * and the connections' (preload.h has the order). In a vfork child
+ * (dlfs_own_memory says no) the wrappers change none of the parent's
+ * tables: no fd is added or forgotten, no cwd set.
  */
 #ifndef DLFS_ICEPT_H
 #define DLFS_ICEPT_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -15,6 +27,20 @@
 
 #include "fdtab.h"
 #include "vpath.h"
+
+/* An interposed function: exported (everything else is hidden). */
+#define DLFS_EXPORT __attribute__((visibility("default")))
+
+/* A second name for an interposed function whose type is the same (open64
+ * for open: on x86-64 the 64-bit forms are the same calls). */
+#define DLFS_ALIAS(name) __attribute__((alias(#name), visibility("default")))
+
+/* How a wrapper fails: errno, and -1. */
+static inline int dlfs_fail(int err)
+{
+	errno = err;
+	return -1;
+}
 
 /* Is the library on at all (DLFS_PRELOAD set and valid)? */
 int dlfs_on(void);
@@ -28,9 +54,12 @@ int dlfs_on(void);
 int dlfs_classify(int dirfd, const char *path, int nofollow,
 		  struct dlfs_vp_res *res);
 
-/* Like dlfs_classify for the directory that would hold path's last
- * component (for calls that create it). @return 1 if it is ours, 0 if not
- * or on any error. */
+/* dlfs_classify of the directory that would hold path's last component
+ * (for calls that create it). @return as dlfs_classify. */
+int dlfs_parent_classify(int dirfd, const char *path,
+			 struct dlfs_vp_res *res);
+
+/* Is that directory ours? @return 1 if it is, 0 if not or on any error. */
 int dlfs_parent_ours(int dirfd, const char *path);
 
 /* A new fd on the node res names (OURS), opened with flags (read-only;
@@ -51,14 +80,5 @@ int dlfs_own_memory(void);
 
 /* close(fd) for any fd: forget it if ours, then the real close. */
 int dlfs_close(int fd);
-
-/* The real cwd changed (chdir, fchdir). */
-void dlfs_rcwd_changed(void);
-
-/* The virtual cwd: set when the program chdir()s into the prefix. */
-int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st);
-void dlfs_vcwd_clear(void);
-/* Copy the virtual cwd into buf. @return 1 if there is one, else 0. */
-int dlfs_vcwd_get(char *buf, size_t size, uint64_t *ino, struct stat *st);
 
 #endif

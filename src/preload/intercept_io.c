@@ -1,15 +1,17 @@
 /*
- * intercept_io: the exported calls that read a dataset fd's bytes: read,
- * pread, readv, preadv, lseek, mmap, posix_fadvise. An fd that is not ours
- * costs one table lookup (two loads) before libc's own call; one of ours
- * costs a real fstat (is the kernel's fd still our socket?) and the
- * READ requests on this thread's connection.
+ * intercept_io: the exported calls that read a dataset fd's bytes: read, pread,
+ * readv, preadv, preadv2, lseek, mmap, posix_fadvise, ioctl. An fd that is not
+ * ours costs one table lookup (two loads) before libc's own call; one of ours
+ * costs a real fstat (is the kernel's fd still our socket?) and the READ
+ * requests on this thread's connection.
  */
 #undef _FORTIFY_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -18,16 +20,15 @@
 #include "preload.h"
 #include "real.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
-static struct dlfs_file *ours(int fd)
+/* The description of fd if it is a dataset fd (a reference), or NULL. */
+static struct dlfs_file *file_of(int fd)
 {
 	return dlfs_fd_maybe(fd) ? dlfs_fd_get(fd) : NULL;
 }
 
-EXPORT ssize_t read(int fd, void *buf, size_t n)
+DLFS_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->read(fd, buf, n);
 	ssize_t r = dlfs_file_read(f, buf, n);
@@ -35,16 +36,16 @@ EXPORT ssize_t read(int fd, void *buf, size_t n)
 	return r;
 }
 
-EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+DLFS_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
 	if (n > buflen)
 		abort();
 	return read(fd, buf, n);
 }
 
-EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+DLFS_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->pread(fd, buf, n, off);
 	ssize_t r = dlfs_file_pread(f, buf, n, off);
@@ -52,26 +53,20 @@ EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
 	return r;
 }
 
-EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
-{
-	return pread(fd, buf, n, off);
-}
+DLFS_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+	DLFS_ALIAS(pread);
 
-EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
-			   size_t buflen)
+DLFS_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off,
+				size_t buflen)
 {
 	if (n > buflen)
 		abort();
 	return pread(fd, buf, n, off);
 }
 
-EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off,
-			     size_t buflen)
-{
-	if (n > buflen)
-		abort();
-	return pread(fd, buf, n, off);
-}
+DLFS_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off,
+				  size_t buflen)
+	DLFS_ALIAS(__pread_chk);
 
 /* The vector reads: one piece after another, stopping at a short one.
  * off < 0: at the fd's offset (readv), which moves. */
@@ -108,9 +103,9 @@ static ssize_t vec(struct dlfs_file *f, const struct iovec *iov, int cnt,
 	return done;
 }
 
-EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+DLFS_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->readv(fd, iov, cnt);
 	ssize_t r = vec(f, iov, cnt, -1);
@@ -118,9 +113,9 @@ EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 	return r;
 }
 
-EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+DLFS_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->preadv(fd, iov, cnt, off);
 	ssize_t r;
@@ -134,14 +129,39 @@ EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
 	return r;
 }
 
-EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off)
+DLFS_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt,
+			     off_t off)
+	DLFS_ALIAS(preadv);
+
+/* preadv2's flags for a file of ours: RWF_NOWAIT needs a file that can
+ * say "not now", which the mount's files are not either (EOPNOTSUPP
+ * there too); the others change nothing for a read. */
+#define RWF_OURS (RWF_HIPRI | RWF_DSYNC | RWF_SYNC | RWF_APPEND)
+
+DLFS_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt,
+			    off_t off, int flags)
 {
-	return preadv(fd, iov, cnt, off);
+	struct dlfs_file *f = file_of(fd);
+	if (!f)
+		return dlfs_real()->preadv2(fd, iov, cnt, off, flags);
+	ssize_t r;
+	if (off < -1)
+		r = dlfs_fail(EINVAL);
+	else if (flags & ~RWF_OURS)
+		r = dlfs_fail(EOPNOTSUPP);
+	else
+		r = vec(f, iov, cnt, off); /* -1: at the fd's offset */
+	dlfs_file_put(f);
+	return r;
 }
 
-EXPORT off_t lseek(int fd, off_t off, int whence)
+DLFS_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt,
+			       off_t off, int flags)
+	DLFS_ALIAS(preadv2);
+
+DLFS_EXPORT off_t lseek(int fd, off_t off, int whence)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->lseek(fd, off, whence);
 	off_t r = dlfs_file_lseek(f, off, whence);
@@ -149,27 +169,25 @@ EXPORT off_t lseek(int fd, off_t off, int whence)
 	return r;
 }
 
-EXPORT off_t lseek64(int fd, off_t off, int whence)
-{
-	return lseek(fd, off, whence);
-}
+DLFS_EXPORT off_t lseek64(int fd, off_t off, int whence) DLFS_ALIAS(lseek);
 
-EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
+DLFS_EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice)
 {
-	struct dlfs_file *f = ours(fd);
+	struct dlfs_file *f = file_of(fd);
 	if (!f)
 		return dlfs_real()->posix_fadvise(fd, off, len, advice);
+	int path_only = f->flags & O_PATH;
 	dlfs_file_put(f);
+	if (path_only)
+		return EBADF;
 	if (advice < POSIX_FADV_NORMAL || advice > POSIX_FADV_NOREUSE ||
 	    len < 0)
 		return EINVAL;
 	return 0; /* advice taken */
 }
 
-EXPORT int posix_fadvise64(int fd, off_t off, off_t len, int advice)
-{
-	return posix_fadvise(fd, off, len, advice);
-}
+DLFS_EXPORT int posix_fadvise64(int fd, off_t off, off_t len, int advice)
+	DLFS_ALIAS(posix_fadvise);
 
 /*
  * mmap of a dataset fd: private anonymous memory filled with the file's
@@ -233,10 +251,10 @@ fail:;
 	return MAP_FAILED;
 }
 
-EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
-		  off_t off)
+DLFS_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
+		       off_t off)
 {
-	struct dlfs_file *f = (flags & MAP_ANONYMOUS) ? NULL : ours(fd);
+	struct dlfs_file *f = (flags & MAP_ANONYMOUS) ? NULL : file_of(fd);
 	if (!f)
 		return dlfs_real()->mmap(addr, len, prot, flags, fd, off);
 	void *m = map_ours(f, addr, len, prot, flags, off);
@@ -244,8 +262,84 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd,
 	return m;
 }
 
-EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
-		    off_t off)
+DLFS_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd,
+			 off_t off)
+	DLFS_ALIAS(mmap);
+
+
+#define FIGETBSZ_ _IO(0x00, 2) /* <linux/fs.h>'s FIGETBSZ */
+
+/* ioctl on a dataset fd: what the kernel answers itself for a file of
+ * the mount (FIONREAD, the bytes left of a regular file; FIOQSIZE;
+ * FIGETBSZ, FUSE's block size, a page; FIONBIO; and the fd's own FIOCLEX
+ * and FIONCLEX); nothing else (ENOTTY, as the mount's files answer). */
+static int ioctl_ours(int fd, struct dlfs_file *f, unsigned long req,
+		      void *arg)
 {
-	return mmap(addr, len, prot, flags, fd, off);
+	struct stat st;
+	int v;
+	int64_t bytes;
+	/* arg may be anywhere, as the kernel's put_user allows: memcpy. */
+	if (f->flags & O_PATH)
+		return dlfs_fail(EBADF);
+	switch (req) {
+	case FIOCLEX:
+	case FIONCLEX:
+		return dlfs_real()->ioctl(fd, req, arg);
+	case FIONBIO:
+		if (!arg)
+			return dlfs_fail(EFAULT);
+		memcpy(&v, arg, sizeof(v));
+		if (v)
+			f->flags |= O_NONBLOCK;
+		else
+			f->flags &= ~O_NONBLOCK;
+		return 0;
+	case FIONREAD:
+		if (!S_ISREG(f->st.st_mode))
+			return dlfs_fail(ENOTTY);
+		if (!arg)
+			return dlfs_fail(EFAULT);
+		if (dlfs_file_stat(f, &st))
+			return -1;
+		pthread_mutex_lock(&f->pos_lock);
+		v = (int)(st.st_size - (off_t)f->pos);
+		pthread_mutex_unlock(&f->pos_lock);
+		memcpy(arg, &v, sizeof(v));
+		return 0;
+	case FIOQSIZE:
+		if (S_ISDIR(f->st.st_mode) || S_ISREG(f->st.st_mode) ||
+		    S_ISLNK(f->st.st_mode)) {
+			if (!arg)
+				return dlfs_fail(EFAULT);
+			if (dlfs_file_stat(f, &st))
+				return -1;
+			bytes = (int64_t)st.st_blocks * 512;
+			memcpy(arg, &bytes, sizeof(bytes));
+			return 0;
+		}
+		return dlfs_fail(ENOTTY);
+	case FIGETBSZ_:
+		if (!arg)
+			return dlfs_fail(EFAULT);
+		v = (int)sysconf(_SC_PAGESIZE);
+		memcpy(arg, &v, sizeof(v));
+		return 0;
+	default:
+		return dlfs_fail(ENOTTY);
+	}
+}
+
+DLFS_EXPORT int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	va_start(ap, req);
+	void *arg = va_arg(ap, void *);
+	va_end(ap);
+	struct dlfs_file *f = file_of(fd);
+	if (!f)
+		return dlfs_real()->ioctl(fd, req, arg);
+	int r = ioctl_ours(fd, f, req, arg);
+	dlfs_file_put(f);
+	return r;
 }

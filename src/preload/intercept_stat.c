@@ -1,8 +1,6 @@
 /*
  * intercept_stat: the exported calls that look at a path or an fd without
- * reading its bytes (the stat family, statx, access, readlink, realpath,
- * xattrs) and those that would change the dataset, which fail as they
- * would on a read-only filesystem.
+ * reading its bytes: the stat family, statx, access, readlink, realpath.
  */
 #undef _FORTIFY_SOURCE
 #include <errno.h>
@@ -11,42 +9,45 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
+#include "cwd.h"
 #include "icept.h"
 #include "ns.h"
 #include "preload.h"
 #include "real.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
-static int fail(int err)
-{
-	errno = err;
-	return -1;
-}
-
 /* The stat family. */
+
+/* fstatat(dirfd, "", AT_EMPTY_PATH): dirfd's own attributes, when it is
+ * ours or the virtual cwd. @return 1 (*st filled), 0 (not ours), or -1
+ * and errno. */
+static int empty_path_stat(int dirfd, struct stat *st)
+{
+	char v[PATH_MAX];
+	if (dirfd == AT_FDCWD)
+		return dlfs_vcwd_get(v, sizeof(v), NULL, st);
+	struct dlfs_file *f = dlfs_fd_get(dirfd);
+	if (!f)
+		return 0;
+	int ret = dlfs_file_stat(f, st);
+	dlfs_file_put(f);
+	return ret ? -1 : 1;
+}
 
 static int do_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
 	if ((flags & AT_EMPTY_PATH) && path && !path[0]) {
-		struct dlfs_file *f = dlfs_fd_get(dirfd);
-		if (f) {
-			int ret = dlfs_file_stat(f, st);
-			dlfs_file_put(f);
-			return ret;
-		}
+		int k = empty_path_stat(dirfd, st);
+		if (k)
+			return k > 0 ? 0 : -1;
 		return dlfs_real()->fstatat(dirfd, path, st, flags);
 	}
 	struct dlfs_vp_res res;
 	int ret = dlfs_classify(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, &res);
 	if (ret)
-		return fail(-ret);
+		return dlfs_fail(-ret);
 	if (res.kind == DLFS_VP_PASS)
 		return dlfs_real()->fstatat(dirfd, path, st, flags);
 	if (res.kind == DLFS_VP_REAL)
@@ -65,44 +66,44 @@ static int do_fstat(int fd, struct stat *st)
 	return ret;
 }
 
-EXPORT int stat(const char *path, struct stat *st)
+DLFS_EXPORT int stat(const char *path, struct stat *st)
 {
 	return do_fstatat(AT_FDCWD, path, st, 0);
 }
 
-EXPORT int stat64(const char *path, struct stat64 *st)
+DLFS_EXPORT int stat64(const char *path, struct stat64 *st)
 {
 	return do_fstatat(AT_FDCWD, path, (struct stat *)st, 0);
 }
 
-EXPORT int lstat(const char *path, struct stat *st)
+DLFS_EXPORT int lstat(const char *path, struct stat *st)
 {
 	return do_fstatat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW);
 }
 
-EXPORT int lstat64(const char *path, struct stat64 *st)
+DLFS_EXPORT int lstat64(const char *path, struct stat64 *st)
 {
 	return do_fstatat(AT_FDCWD, path, (struct stat *)st,
 			  AT_SYMLINK_NOFOLLOW);
 }
 
-EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
+DLFS_EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags)
 {
 	return do_fstatat(dirfd, path, st, flags);
 }
 
-EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st,
-		     int flags)
+DLFS_EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st,
+			  int flags)
 {
 	return do_fstatat(dirfd, path, (struct stat *)st, flags);
 }
 
-EXPORT int fstat(int fd, struct stat *st)
+DLFS_EXPORT int fstat(int fd, struct stat *st)
 {
 	return do_fstat(fd, st);
 }
 
-EXPORT int fstat64(int fd, struct stat64 *st)
+DLFS_EXPORT int fstat64(int fd, struct stat64 *st)
 {
 	return do_fstat(fd, (struct stat *)st);
 }
@@ -112,52 +113,53 @@ _Static_assert(sizeof(struct stat) == sizeof(struct stat64),
 
 /* The old versioned entry points (programs built before glibc 2.33); on
  * x86-64 every version of struct stat is the kernel's. */
-EXPORT int __xstat(int ver, const char *path, struct stat *st)
+DLFS_EXPORT int __xstat(int ver, const char *path, struct stat *st)
 {
 	(void)ver;
 	return do_fstatat(AT_FDCWD, path, st, 0);
 }
 
-EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
+DLFS_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
 {
 	(void)ver;
 	return do_fstatat(AT_FDCWD, path, (struct stat *)st, 0);
 }
 
-EXPORT int __lxstat(int ver, const char *path, struct stat *st)
+DLFS_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
 {
 	(void)ver;
 	return do_fstatat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW);
 }
 
-EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
+DLFS_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
 {
 	(void)ver;
 	return do_fstatat(AT_FDCWD, path, (struct stat *)st,
 			  AT_SYMLINK_NOFOLLOW);
 }
 
-EXPORT int __fxstat(int ver, int fd, struct stat *st)
+DLFS_EXPORT int __fxstat(int ver, int fd, struct stat *st)
 {
 	(void)ver;
 	return do_fstat(fd, st);
 }
 
-EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
+DLFS_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st)
 {
 	(void)ver;
 	return do_fstat(fd, (struct stat *)st);
 }
 
-EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st,
-		      int flags)
+DLFS_EXPORT int __fxstatat(int ver, int dirfd, const char *path,
+			   struct stat *st,
+			   int flags)
 {
 	(void)ver;
 	return do_fstatat(dirfd, path, st, flags);
 }
 
-EXPORT int __fxstatat64(int ver, int dirfd, const char *path,
-			struct stat64 *st, int flags)
+DLFS_EXPORT int __fxstatat64(int ver, int dirfd, const char *path,
+			     struct stat64 *st, int flags)
 {
 	(void)ver;
 	return do_fstatat(dirfd, path, (struct stat *)st, flags);
@@ -190,24 +192,22 @@ static void statx_of(const struct stat *st, struct statx *sx)
 	sx->stx_rdev_minor = minor(st->st_rdev);
 }
 
-EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
-		 struct statx *sx)
+DLFS_EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask,
+		      struct statx *sx)
 {
 	struct stat st;
 	if ((flags & AT_EMPTY_PATH) && path && !path[0]) {
-		struct dlfs_file *f = dlfs_fd_get(dirfd);
-		if (!f)
+		int k = empty_path_stat(dirfd, &st);
+		if (!k)
 			return dlfs_real()->statx(dirfd, path, flags, mask, sx);
-		int ret = dlfs_file_stat(f, &st);
-		dlfs_file_put(f);
-		if (!ret)
+		if (k > 0)
 			statx_of(&st, sx);
-		return ret;
+		return k > 0 ? 0 : -1;
 	}
 	struct dlfs_vp_res res;
 	int ret = dlfs_classify(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, &res);
 	if (ret)
-		return fail(-ret);
+		return dlfs_fail(-ret);
 	if (res.kind == DLFS_VP_PASS)
 		return dlfs_real()->statx(dirfd, path, flags, mask, sx);
 	if (res.kind == DLFS_VP_REAL)
@@ -223,7 +223,7 @@ static int may(const struct stat *st, int mode, int effective)
 	if (mode == F_OK)
 		return 0;
 	if (mode & W_OK)
-		return fail(EROFS);
+		return dlfs_fail(EROFS);
 	uid_t uid = effective ? geteuid() : getuid();
 	gid_t gid = effective ? getegid() : getgid();
 	unsigned bits;
@@ -231,7 +231,7 @@ static int may(const struct stat *st, int mode, int effective)
 		/* root may read anything, and run what someone may run */
 		if ((mode & X_OK) && !S_ISDIR(st->st_mode) &&
 		    !(st->st_mode & 0111))
-			return fail(EACCES);
+			return dlfs_fail(EACCES);
 		return 0;
 	}
 	if (st->st_uid == uid)
@@ -241,7 +241,7 @@ static int may(const struct stat *st, int mode, int effective)
 	else
 		bits = st->st_mode & 7;
 	if (((mode & R_OK) && !(bits & 4)) || ((mode & X_OK) && !(bits & 1)))
-		return fail(EACCES);
+		return dlfs_fail(EACCES);
 	return 0;
 }
 
@@ -250,32 +250,32 @@ static int do_faccessat(int dirfd, const char *path, int mode, int flags)
 	struct dlfs_vp_res res;
 	int ret = dlfs_classify(dirfd, path, flags & AT_SYMLINK_NOFOLLOW, &res);
 	if (ret)
-		return fail(-ret);
+		return dlfs_fail(-ret);
 	if (res.kind == DLFS_VP_PASS)
 		return dlfs_real()->faccessat(dirfd, path, mode, flags);
 	if (res.kind == DLFS_VP_REAL)
 		return dlfs_real()->faccessat(AT_FDCWD, res.path, mode, flags);
 	if (mode & ~(R_OK | W_OK | X_OK))
-		return fail(EINVAL);
+		return dlfs_fail(EINVAL);
 	return may(&res.st, mode, flags & AT_EACCESS);
 }
 
-EXPORT int access(const char *path, int mode)
+DLFS_EXPORT int access(const char *path, int mode)
 {
 	return do_faccessat(AT_FDCWD, path, mode, 0);
 }
 
-EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
+DLFS_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags)
 {
 	return do_faccessat(dirfd, path, mode, flags);
 }
 
-EXPORT int euidaccess(const char *path, int mode)
+DLFS_EXPORT int euidaccess(const char *path, int mode)
 {
 	return do_faccessat(AT_FDCWD, path, mode, AT_EACCESS);
 }
 
-EXPORT int eaccess(const char *path, int mode)
+DLFS_EXPORT int eaccess(const char *path, int mode)
 {
 	return do_faccessat(AT_FDCWD, path, mode, AT_EACCESS);
 }
@@ -286,52 +286,55 @@ static ssize_t do_readlinkat(int dirfd, const char *path, char *buf,
 			     size_t size)
 {
 	struct dlfs_vp_res res;
+	if ((int)size <= 0)
+		return dlfs_fail(EINVAL); /* the kernel's int bufsiz, first */
 	int ret = dlfs_classify(dirfd, path, 1, &res);
 	if (ret)
-		return fail(-ret);
+		return dlfs_fail(-ret);
 	if (res.kind == DLFS_VP_PASS)
 		return dlfs_real()->readlinkat(dirfd, path, buf, size);
 	if (res.kind == DLFS_VP_REAL)
 		return dlfs_real()->readlinkat(AT_FDCWD, res.path, buf, size);
 	if (!S_ISLNK(res.st.st_mode))
-		return fail(EINVAL);
+		return dlfs_fail(EINVAL);
 	char target[PATH_MAX];
 	long n = dlfs_ns_readlink(res.ino, target, sizeof(target));
 	if (n < 0)
-		return fail((int)-n);
+		return dlfs_fail((int)-n);
 	if ((size_t)n > size)
 		n = (long)size; /* readlink truncates */
 	memcpy(buf, target, (size_t)n);
 	return n;
 }
 
-EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
+DLFS_EXPORT ssize_t readlink(const char *path, char *buf, size_t size)
 {
 	return do_readlinkat(AT_FDCWD, path, buf, size);
 }
 
-EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t size)
+DLFS_EXPORT ssize_t readlinkat(int dirfd, const char *path, char *buf,
+			       size_t size)
 {
 	return do_readlinkat(dirfd, path, buf, size);
 }
 
-EXPORT ssize_t __readlink_chk(const char *path, char *buf, size_t size,
-			      size_t buflen)
+DLFS_EXPORT ssize_t __readlink_chk(const char *path, char *buf, size_t size,
+				   size_t buflen)
 {
 	if (size > buflen)
 		abort();
 	return do_readlinkat(AT_FDCWD, path, buf, size);
 }
 
-EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf,
-				size_t size, size_t buflen)
+DLFS_EXPORT ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf,
+				     size_t size, size_t buflen)
 {
 	if (size > buflen)
 		abort();
 	return do_readlinkat(dirfd, path, buf, size);
 }
 
-EXPORT char *realpath(const char *path, char *out)
+DLFS_EXPORT char *realpath(const char *path, char *out)
 {
 	struct dlfs_vp_res res;
 	if (!path) {
@@ -354,193 +357,14 @@ EXPORT char *realpath(const char *path, char *out)
 	return out;
 }
 
-EXPORT char *__realpath_chk(const char *path, char *out, size_t outlen)
+DLFS_EXPORT char *__realpath_chk(const char *path, char *out, size_t outlen)
 {
 	if (out && outlen < PATH_MAX)
 		abort();
 	return realpath(path, out);
 }
 
-EXPORT char *canonicalize_file_name(const char *path)
+DLFS_EXPORT char *canonicalize_file_name(const char *path)
 {
 	return realpath(path, NULL);
 }
-
-/* xattrs: the dataset's own (user.dlfs.*), as the mount answers them. */
-
-static ssize_t xattr_path(const char *path, int nofollow, const char *name,
-			  void *v, size_t size, int list, int *pass)
-{
-	struct dlfs_vp_res res;
-	int ret = dlfs_classify(AT_FDCWD, path, nofollow, &res);
-	*pass = 0;
-	if (ret)
-		return fail(-ret);
-	if (res.kind != DLFS_VP_OURS) {
-		*pass = 1;
-		return 0;
-	}
-	long n = list ? dlfs_ns_listxattr(res.ino, v, size)
-		      : dlfs_ns_getxattr(res.ino, name, v, size);
-	return n < 0 ? fail((int)-n) : n;
-}
-
-static ssize_t xattr_fd(struct dlfs_file *f, const char *name, void *v,
-			size_t size, int list)
-{
-	long n = list ? dlfs_ns_listxattr(f->ino, v, size)
-		      : dlfs_ns_getxattr(f->ino, name, v, size);
-	dlfs_file_put(f);
-	return n < 0 ? fail((int)-n) : n;
-}
-
-EXPORT ssize_t getxattr(const char *path, const char *name, void *v,
-			size_t size)
-{
-	int pass;
-	ssize_t n = xattr_path(path, 0, name, v, size, 0, &pass);
-	return pass ? dlfs_real()->getxattr(path, name, v, size) : n;
-}
-
-EXPORT ssize_t lgetxattr(const char *path, const char *name, void *v,
-			 size_t size)
-{
-	int pass;
-	ssize_t n = xattr_path(path, 1, name, v, size, 0, &pass);
-	return pass ? dlfs_real()->lgetxattr(path, name, v, size) : n;
-}
-
-EXPORT ssize_t fgetxattr(int fd, const char *name, void *v, size_t size)
-{
-	struct dlfs_file *f = dlfs_fd_get(fd);
-	if (!f)
-		return dlfs_real()->fgetxattr(fd, name, v, size);
-	return xattr_fd(f, name, v, size, 0);
-}
-
-EXPORT ssize_t listxattr(const char *path, char *list, size_t size)
-{
-	int pass;
-	ssize_t n = xattr_path(path, 0, NULL, list, size, 1, &pass);
-	return pass ? dlfs_real()->listxattr(path, list, size) : n;
-}
-
-EXPORT ssize_t llistxattr(const char *path, char *list, size_t size)
-{
-	int pass;
-	ssize_t n = xattr_path(path, 1, NULL, list, size, 1, &pass);
-	return pass ? dlfs_real()->llistxattr(path, list, size) : n;
-}
-
-EXPORT ssize_t flistxattr(int fd, char *list, size_t size)
-{
-	struct dlfs_file *f = dlfs_fd_get(fd);
-	if (!f)
-		return dlfs_real()->flistxattr(fd, list, size);
-	return xattr_fd(f, NULL, list, size, 1);
-}
-
-/* statfs and statvfs: the server's answer, as the mount's. */
-
-#define FUSE_SUPER_MAGIC 0x65735546
-
-static void statfs_of(const struct statvfs *sv, struct statfs *sf)
-{
-	memset(sf, 0, sizeof(*sf));
-	sf->f_type = FUSE_SUPER_MAGIC;
-	sf->f_bsize = (long)sv->f_bsize;
-	sf->f_frsize = (long)sv->f_frsize;
-	sf->f_blocks = sv->f_blocks;
-	sf->f_bfree = sv->f_bfree;
-	sf->f_bavail = sv->f_bavail;
-	sf->f_files = sv->f_files;
-	sf->f_ffree = sv->f_ffree;
-	sf->f_namelen = (long)sv->f_namemax;
-	sf->f_flags = (long)(sv->f_flag | ST_RDONLY);
-}
-
-/* @return 1 (ours: *sv filled), 0 (not ours), or -1 and errno. */
-static int vfs_path(const char *path, struct statvfs *sv, const char **rp,
-		    struct dlfs_vp_res *res)
-{
-	int ret = dlfs_classify(AT_FDCWD, path, 0, res);
-	if (ret)
-		return fail(-ret);
-	*rp = res->kind == DLFS_VP_REAL ? res->path : path;
-	if (res->kind != DLFS_VP_OURS)
-		return 0;
-	ret = dlfs_ns_statfs(sv);
-	return ret ? fail(-ret) : 1;
-}
-
-static int vfs_fd(int fd, struct statvfs *sv)
-{
-	struct dlfs_file *f = dlfs_fd_get(fd);
-	if (!f)
-		return 0;
-	dlfs_file_put(f);
-	int ret = dlfs_ns_statfs(sv);
-	return ret ? fail(-ret) : 1;
-}
-
-EXPORT int statvfs(const char *path, struct statvfs *sv)
-{
-	struct dlfs_vp_res res;
-	const char *rp;
-	int k = vfs_path(path, sv, &rp, &res);
-	return k ? (k < 0 ? -1 : 0) : dlfs_real()->statvfs(rp, sv);
-}
-
-EXPORT int statvfs64(const char *path, struct statvfs64 *sv)
-{
-	return statvfs(path, (struct statvfs *)sv);
-}
-
-EXPORT int fstatvfs(int fd, struct statvfs *sv)
-{
-	int k = vfs_fd(fd, sv);
-	return k ? (k < 0 ? -1 : 0) : dlfs_real()->fstatvfs(fd, sv);
-}
-
-EXPORT int fstatvfs64(int fd, struct statvfs64 *sv)
-{
-	return fstatvfs(fd, (struct statvfs *)sv);
-}
-
-EXPORT int statfs(const char *path, struct statfs *sf)
-{
-	struct dlfs_vp_res res;
-	struct statvfs sv;
-	const char *rp;
-	int k = vfs_path(path, &sv, &rp, &res);
-	if (!k)
-		return dlfs_real()->statfs(rp, sf);
-	if (k > 0)
-		statfs_of(&sv, sf);
-	return k < 0 ? -1 : 0;
-}
-
-EXPORT int statfs64(const char *path, struct statfs64 *sf)
-{
-	return statfs(path, (struct statfs *)sf);
-}
-
-EXPORT int fstatfs(int fd, struct statfs *sf)
-{
-	struct statvfs sv;
-	int k = vfs_fd(fd, &sv);
-	if (!k)
-		return dlfs_real()->fstatfs(fd, sf);
-	if (k > 0)
-		statfs_of(&sv, sf);
-	return k < 0 ? -1 : 0;
-}
-
-EXPORT int fstatfs64(int fd, struct statfs64 *sf)
-{
-	return fstatfs(fd, (struct statfs *)sf);
-}
-
-_Static_assert(sizeof(struct statfs) == sizeof(struct statfs64) &&
-		       sizeof(struct statvfs) == sizeof(struct statvfs64),
-	       "statfs64 is statfs on this ABI");

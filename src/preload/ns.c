@@ -1,63 +1,51 @@
 /*
- * ns: wire calls and the LOOKUP cache (see ns.h).
- *
- * The cache is NS_SHARDS open-addressed tables of pointers to entries,
- * each behind its own mutex. Directories under the control directory are
- * remembered in a small set (vol_dirs) so that lookups in them bypass the
- * cache.
+ * ns: wire calls and the LOOKUP cache (see ns.h; the cache is nscache.c).
+ * Directories under the control directory are remembered in a small set
+ * (vol_dirs) so that lookups in them bypass the cache.
  */
 #include "ns.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conn.h"
+#include "nscache.h"
 #include "preload.h"
+#include "real.h"
 
-#define NS_SHARDS 64
-#define NS_MAX_ENTRIES (1u << 21) /* in all shards */
+/*
+ * The LOOKUP cache's budget. An entry takes about 64 bytes, its name and
+ * 16 bytes of table (the dlfs server's attributes are all the usual
+ * ones): about 100 bytes for a 20-byte name, so 64 MiB holds some 650,000
+ * names. A walk of a larger dataset empties shards as it goes, and asks
+ * the server again for names it had seen (one round trip each).
+ */
+#define NS_MAX_BYTES ((size_t)64 << 20)
 #define NS_VOL_DIRS 256
-
-struct entry {
-	uint64_t parent, ino;
-	uint64_t hash;
-	int neg; /* no such name */
-	struct stat st;
-	size_t len;
-	char name[];
-};
-
-struct shard {
-	pthread_mutex_t lock;
-	struct entry **slots;
-	size_t cap, used; /* cap a power of two, or 0 */
-};
-
-static struct shard shards[NS_SHARDS];
-static pthread_once_t shards_once = PTHREAD_ONCE_INIT;
 
 static pthread_mutex_t vol_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t vol_dirs[NS_VOL_DIRS];
 static int n_vol;
 
-
-static void shards_init(void)
+void dlfs_ns_init(void)
 {
-	for (int i = 0; i < NS_SHARDS; i++)
-		pthread_mutex_init(&shards[i].lock, NULL);
+	dlfs_nscache_init(NS_MAX_BYTES);
 }
 
-static uint64_t hash_of(uint64_t parent, const char *name, size_t len)
+void dlfs_ns_fork_prepare(void)
 {
-	uint64_t h = 1469598103934665603ull ^ parent;
-	h *= 1099511628211ull;
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)name[i];
-		h *= 1099511628211ull;
-	}
-	return h ^ (h >> 29);
+	pthread_mutex_lock(&vol_lock);
+	dlfs_nscache_fork_prepare();
+}
+
+void dlfs_ns_fork_parent(void)
+{
+	dlfs_nscache_fork_parent();
+	pthread_mutex_unlock(&vol_lock);
 }
 
 static int is_vol_dir(uint64_t ino)
@@ -81,107 +69,17 @@ static void add_vol_dir(uint64_t ino)
 	pthread_mutex_unlock(&vol_lock);
 }
 
-/* The shard's slot for (parent, name): its entry or an empty slot. */
-static struct entry **slot_of(struct shard *s, uint64_t h, uint64_t parent,
-			      const char *name, size_t len)
-{
-	size_t mask = s->cap - 1;
-	for (size_t i = (h >> 6) & mask;; i = (i + 1) & mask) {
-		struct entry *e = s->slots[i];
-		if (!e || (e->hash == h && e->parent == parent &&
-			   e->len == len && !memcmp(e->name, name, len)))
-			return &s->slots[i];
-	}
-}
-
-static int cache_get(uint64_t h, uint64_t parent, const char *name,
-		     size_t len, uint64_t *ino, struct stat *st)
-{
-	struct shard *s = &shards[h % NS_SHARDS];
-	int ret = 1; /* not cached */
-	pthread_mutex_lock(&s->lock);
-	if (s->cap) {
-		struct entry *e = *slot_of(s, h, parent, name, len);
-		if (e) {
-			ret = e->neg ? -ENOENT : 0;
-			if (!e->neg) {
-				*ino = e->ino;
-				*st = e->st;
-			}
-		}
-	}
-	pthread_mutex_unlock(&s->lock);
-	return ret;
-}
-
-static void shard_clear(struct shard *s)
-{
-	for (size_t i = 0; i < s->cap; i++)
-		free(s->slots[i]);
-	free(s->slots);
-	s->slots = NULL;
-	s->cap = s->used = 0;
-}
-
-static int shard_grow(struct shard *s)
-{
-	size_t ncap = s->cap ? s->cap * 2 : 64;
-	struct entry **ns = calloc(ncap, sizeof(*ns));
-	if (!ns)
-		return -ENOMEM;
-	struct entry **old = s->slots;
-	size_t ocap = s->cap;
-	s->slots = ns;
-	s->cap = ncap;
-	for (size_t i = 0; i < ocap; i++)
-		if (old[i])
-			*slot_of(s, old[i]->hash, old[i]->parent, old[i]->name,
-				 old[i]->len) = old[i];
-	free(old);
-	return 0;
-}
-
-/* Remember an answer; a cache that cannot grow just forgets. */
-static void cache_put(uint64_t h, uint64_t parent, const char *name,
-		      size_t len, int neg, uint64_t ino, const struct stat *st)
-{
-	struct shard *s = &shards[h % NS_SHARDS];
-	struct entry *e = malloc(sizeof(*e) + len);
-	if (!e)
-		return;
-	*e = (struct entry){.parent = parent, .ino = ino, .hash = h,
-			    .neg = neg, .len = len};
-	if (st)
-		e->st = *st;
-	memcpy(e->name, name, len);
-	pthread_mutex_lock(&s->lock);
-	if (s->used >= NS_MAX_ENTRIES / NS_SHARDS)
-		shard_clear(s);
-	if ((s->used + 1) * 2 > s->cap && shard_grow(s)) {
-		free(e);
-		goto out;
-	}
-	struct entry **slot = slot_of(s, h, parent, name, len);
-	if (*slot) {
-		free(e); /* another thread was first */
-	} else {
-		*slot = e;
-		s->used++;
-	}
-out:
-	pthread_mutex_unlock(&s->lock);
-}
-
 int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
 		   uint64_t *ino, struct stat *st)
 {
-	if (len > DLFS_WIRE_MAX_NAME)
+	/* The dataset's names are at most NAME_MAX bytes (the mount's
+	 * f_namemax): no need to ask. */
+	if (len > NAME_MAX)
 		return -ENAMETOOLONG;
-	pthread_once(&shards_once, shards_init);
-	uint64_t h = hash_of(parent, name, len);
 	int vol = is_vol_dir(parent);
 	int ret;
-	if (!vol && (ret = cache_get(h, parent, name, len, ino, st)) <= 0)
+	if (!vol && (ret = dlfs_nscache_get(parent, name, len, &dlfs_pl.root_st,
+					     ino, st)) <= 0)
 		return ret;
 
 	struct dlfs_wire_req req = {.op = DLFS_WIRE_LOOKUP,
@@ -200,14 +98,14 @@ int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
 	}
 	/* The control directory, and every directory under it, answer
 	 * differently as the run goes on. */
-	int is_ctl = !ret && parent == dlfs_pl.root.ino &&
+	int is_ctl = !ret && parent == dlfs_pl.root_ino &&
 		     len == strlen(dlfs_pl.ctl_name) &&
 		     !memcmp(name, dlfs_pl.ctl_name, len);
 	if (!ret && (is_ctl || vol) && S_ISDIR(ent.st.st_mode))
 		add_vol_dir(ent.ino);
 	if (!vol && !is_ctl)
-		cache_put(h, parent, name, len, ret != 0, ent.ino,
-			  ret ? NULL : &ent.st);
+		dlfs_nscache_put(parent, name, len, &dlfs_pl.root_st, ent.ino,
+				 ret ? NULL : &ent.st);
 	return ret;
 }
 
@@ -318,33 +216,54 @@ static long ops_readlink(void *ctx, uint64_t ino, char *buf, size_t size)
 	return dlfs_ns_readlink(ino, buf, size);
 }
 
-static int ops_getattr(void *ctx, uint64_t ino, struct stat *st)
+static int ops_root(void *ctx, uint64_t *ino, struct stat *st)
 {
 	(void)ctx;
-	if (ino == dlfs_pl.root.ino) {
-		*st = dlfs_pl.root.st;
-		return 0;
+	int ret = dlfs_conn_ready();
+	if (ret)
+		return ret;
+	*ino = dlfs_pl.root_ino;
+	*st = dlfs_pl.root_st;
+	return 0;
+}
+
+/* A real path, for ".." after the walk left the dataset: the real calls,
+ * not the wrappers, and errno as it was. */
+static long ops_real_link(void *ctx, const char *path, char *buf, size_t size)
+{
+	(void)ctx;
+	struct stat st;
+	int saved = errno;
+	long ret = 0;
+	if (dlfs_real()->fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW)) {
+		ret = -errno;
+	} else if (S_ISLNK(st.st_mode)) {
+		ssize_t n = dlfs_real()->readlink(path, buf, size);
+		ret = n < 0 ? -errno : (long)n;
+	} else if (!S_ISDIR(st.st_mode)) {
+		ret = -ENOTDIR;
 	}
-	return dlfs_ns_getattr(ino, st);
+	errno = saved;
+	return ret;
 }
 
 const struct dlfs_vp_ops dlfs_ns_ops = {
+	.root = ops_root,
 	.lookup = ops_lookup,
 	.readlink = ops_readlink,
-	.getattr = ops_getattr,
+	.real_link = ops_real_link,
 };
 
 int dlfs_ns_resolve(const struct dlfs_vp_base *base, const char *path,
 		    int flags, struct dlfs_vp_res *res)
 {
-	int ret = dlfs_conn_ready();
-	if (ret)
-		return ret;
-	ret = dlfs_vp_resolve(&dlfs_pl.root, &dlfs_ns_ops, base, path, flags,
-			      res);
+	/* No HELLO first: a path that never reaches the prefix needs no
+	 * server (the walk asks for the root when it gets there). */
+	int ret = dlfs_vp_resolve(&dlfs_pl.root, &dlfs_ns_ops, base, path,
+				  flags, res);
 	/* The volatile ones' attributes are asked again. */
 	if (!ret && res->kind == DLFS_VP_OURS && dlfs_ns_volatile(res->path) &&
-	    res->ino != dlfs_pl.root.ino)
+	    res->ino != dlfs_pl.root_ino)
 		ret = dlfs_ns_getattr(res->ino, &res->st);
 	return ret;
 }

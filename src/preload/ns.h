@@ -6,10 +6,10 @@
  * directory's files do (/.dlfs/stats grows), so nothing under it is
  * cached and their attributes are asked again each time (dlfs_ns_volatile).
  *
- * The cache is sharded, one mutex per shard, taken only by path calls;
- * reads take no lock here. It holds at most NS_MAX_ENTRIES entries per
- * process: a full shard is emptied and starts again. Thread-safe; after
- * fork the child keeps its copy (it is still true).
+ * The cache (nscache.h) is sharded, one mutex per shard, taken only by
+ * path calls; reads take no lock here. It holds at most NS_MAX_BYTES
+ * (64 MiB) per process: a full shard is emptied and starts again.
+ * Thread-safe; after fork the child keeps its copy (it is still true).
  *
  * Every function returns 0 (or a length) or a negative errno; -EIO when
  * the server is gone.
@@ -25,11 +25,21 @@
 
 #include "vpath.h"
 
+/* Make the cache. Constructor only. */
+void dlfs_ns_init(void);
+
+/* The fork handlers (preload.c calls them in the lock order): prepare
+ * takes vol_lock, then the cache's shard locks; parent releases them, and
+ * so does the child (the cache stays true in it). */
+void dlfs_ns_fork_prepare(void);
+void dlfs_ns_fork_parent(void);
+
 /* The walk's callbacks (ctx unused). */
 extern const struct dlfs_vp_ops dlfs_ns_ops;
 
-/* Resolve path as vpath does, after making sure the server said HELLO
- * (the walk needs the root). base may be NULL. */
+/* Resolve path as vpath does. base may be NULL. The server is asked (and
+ * connected to) only when the walk reaches the prefix: a path that does
+ * not is answered whether or not there is a server. */
 int dlfs_ns_resolve(const struct dlfs_vp_base *base, const char *path,
 		    int flags, struct dlfs_vp_res *res);
 

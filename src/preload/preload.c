@@ -6,12 +6,18 @@
  */
 #include "preload.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "conn.h"
+#include "cwd.h"
+#include "dirs.h"
+#include "fdtab.h"
+#include "icept.h"
+#include "ns.h"
 #include "real.h"
 #include "shared/wire.h"
 
@@ -77,17 +83,50 @@ static void configure(void)
 	dlfs_pl.root.prefix = dlfs_pl.prefix;
 	dlfs_pl.root.prefix_len = plen;
 	dlfs_pl.on = 1;
+	dlfs_cwd_init();
+}
 
-	const char *pwd = getenv("PWD");
-	if (pwd && !strncmp(pwd, dlfs_pl.prefix, plen) &&
-	    (pwd[plen] == '/' || !pwd[plen]) && strlen(pwd) < PATH_MAX)
-		strcpy(dlfs_pl.pwd, pwd);
+/*
+ * fork: the prepare handler takes the library's global locks in the order
+ * preload.h writes down, so that no other thread holds one while the
+ * process is copied; the parent releases them. The child releases them
+ * too, and makes every per-object lock (a description's pos_lock, a
+ * stream's lock, an fd slot's spin lock) new: the threads that may have
+ * held one, across a server round trip, are not in the child.
+ */
+static void fork_prepare(void)
+{
+	dlfs_cwd_fork_prepare();
+	dlfs_dirs_fork_prepare();
+	dlfs_ns_fork_prepare();
+	dlfs_conn_fork_prepare();
+}
+
+static void fork_parent(void)
+{
+	dlfs_conn_fork_parent();
+	dlfs_ns_fork_parent();
+	dlfs_dirs_fork_parent();
+	dlfs_cwd_fork_parent();
+}
+
+static void fork_child(void)
+{
+	atomic_store(&dlfs_pl.pid, (int)syscall(SYS_getpid));
+	dlfs_fd_fork_child();
+	dlfs_dirs_fork_child();
+	dlfs_conn_fork_child();
+	dlfs_ns_fork_parent();
+	dlfs_cwd_fork_parent();
 }
 
 __attribute__((constructor)) static void dlfs_preload_init(void)
 {
 	atomic_store(&dlfs_pl.pid, (int)syscall(SYS_getpid));
 	dlfs_real();
+	dlfs_ns_init();
 	dlfs_conn_init();
+	dlfs_fd_init(dlfs_own_memory);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	configure();
 }

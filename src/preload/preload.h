@@ -5,9 +5,24 @@
  * readers take no lock; dlfs_pl.ready is the release/acquire flag of the
  * HELLO part.
  *
- * Everything the library does itself goes through real.h's functions or
- * through calls it does not interpose (socket, connect, send, recv), never
- * through its own wrappers.
+ * Lock order, outermost first. No code holds two of the global locks at
+ * once; a per-object lock is held across server requests, which take the
+ * others:
+ *   1. a DIR stream's lock (dirs.c) or a description's pos_lock (fdtab.h)
+ *   2. vcwd_lock, rcwd_lock (cwd.c)
+ *   3. pool_lock (dirs.c)
+ *   4. vol_lock (ns.c), then the LOOKUP cache's shard locks in index
+ *      order (nscache.c)
+ *   5. list_lock, hello_lock (conn.c)
+ *   6. an fd slot's spin lock (fdtab.c), a leaf held for a few stores
+ * The fork handlers (preload.c) take 2 to 5 in this order before fork and
+ * release them after; the child makes every lock of 1 and 6 new.
+ *
+ * Everything the library does itself goes through real.h's functions,
+ * through calls it does not interpose (socket, connect, send, recv,
+ * mprotect) or through syscall(), never through its own wrappers: inside
+ * the library a call to mmap or readdir binds to the wrapper, not to
+ * libc's.
  */
 #ifndef DLFS_PRELOAD_H
 #define DLFS_PRELOAD_H
@@ -24,9 +39,6 @@ struct dlfs_pl {
 	int on; /* DLFS_PRELOAD was set and valid: anything to do at all */
 	char prefix[PATH_MAX];
 	char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	/* $PWD at start when it is under the prefix: a shell that cd'd
-	 * there ran this program, whose cwd is then that virtual one. */
-	char pwd[PATH_MAX];
 	/* This process's pid, set at load and in a forked child: a vfork
 	 * child (posix_spawn, subprocess) runs in its parent's memory and
 	 * must not change the parent's tables. */
@@ -35,7 +47,9 @@ struct dlfs_pl {
 	atomic_int ready;
 	uint32_t max_io;
 	char ctl_name[256];
-	struct dlfs_vp_root root; /* prefix, its length, root ino and stat */
+	uint64_t root_ino;
+	struct stat root_st;
+	struct dlfs_vp_root root; /* the prefix and its length */
 };
 
 extern struct dlfs_pl dlfs_pl;

@@ -8,8 +8,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -40,7 +42,12 @@
 	X(fchown) X(fchownat) X(utimensat) X(futimens) X(utimes) X(utime)     \
 	X(mknod) X(mknodat) X(chdir) X(fchdir) X(getcwd) X(statfs)            \
 	X(fstatfs) X(statvfs) X(fstatvfs) X(fsync) X(fdatasync) X(scandir)   \
-	X(scandirat)
+	X(scandirat) X(setenv) X(unsetenv) X(execve) X(execveat)              \
+	X(fexecve) X(execvpe) X(posix_spawn) X(posix_spawnp) X(preadv2)      \
+	X(pwritev2) X(ioctl) X(remove) X(mkfifoat) X(mkstemp) X(mkostemp)     \
+	X(mkstemps) X(mkostemps) X(mkdtemp) X(futimes) X(lutimes)             \
+	X(futimesat) X(pathconf) X(fpathconf) X(freopen) X(close_range)       \
+	X(closefrom)
 
 #define DLFS_REAL_FIELD(name) __typeof__(name) *name;
 struct dlfs_real {

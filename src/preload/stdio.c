@@ -1,6 +1,7 @@
 /*
  * stdio: fopen, fopen64 and fdopen of dataset files, as fopencookie
- * streams over the library's own read, lseek and close of the fd. glibc's
+ * streams over the library's own read, lseek and close of the fd; and
+ * freopen. glibc's
  * fopen opens with its internal open, which this library cannot see, so
  * fopen itself is interposed. fileno() of such a stream answers the
  * dataset fd.
@@ -10,13 +11,16 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "icept.h"
+#include "ns.h"
 #include "preload.h"
 #include "real.h"
-
-#define EXPORT __attribute__((visibility("default")))
 
 static ssize_t c_read(void *cookie, char *buf, size_t n)
 {
@@ -118,17 +122,14 @@ static FILE *do_fopen(const char *path, const char *mode)
 	return fp;
 }
 
-EXPORT FILE *fopen(const char *path, const char *mode)
+DLFS_EXPORT FILE *fopen(const char *path, const char *mode)
 {
 	return do_fopen(path, mode);
 }
 
-EXPORT FILE *fopen64(const char *path, const char *mode)
-{
-	return do_fopen(path, mode);
-}
+DLFS_EXPORT FILE *fopen64(const char *path, const char *mode) DLFS_ALIAS(fopen);
 
-EXPORT FILE *fdopen(int fd, const char *mode)
+DLFS_EXPORT FILE *fdopen(int fd, const char *mode)
 {
 	struct dlfs_file *f = dlfs_fd_get(fd);
 	if (!f)
@@ -140,3 +141,90 @@ EXPORT FILE *fdopen(int fd, const char *mode)
 	}
 	return stream(fd, mode);
 }
+
+/*
+ * freopen of a dataset file: glibc's reopens the stream with its internal
+ * open and reads it with its internal read, neither of which this library
+ * sees, and the stream (often stdin) must stay the same FILE. So it is
+ * given a private copy of the file, made in memory (memfd) at the call:
+ * the right bytes, seekable, at the cost of the file's size in memory.
+ * What would write fails as fopen does; the stream is closed then, as
+ * freopen's failure leaves it.
+ */
+
+/* A memfd holding the bytes of the file res names. @return it or -1. */
+static int copy_of(const struct dlfs_vp_res *res)
+{
+	int fd = (int)syscall(SYS_memfd_create, "dlfs-freopen", MFD_CLOEXEC);
+	size_t chunk = 1 << 20;
+	char *buf = malloc(chunk);
+	int err = fd < 0 ? errno : buf ? 0 : ENOMEM;
+	for (uint64_t off = 0; !err;) {
+		ssize_t n = dlfs_ns_read(res->ino, buf, chunk, off);
+		if (n < 0)
+			err = (int)-n;
+		if (n <= 0)
+			break;
+		for (ssize_t w = 0; !err && w < n;) {
+			ssize_t k = dlfs_real()->pwrite(fd, buf + w,
+							(size_t)(n - w),
+							(off_t)off + w);
+			if (k < 0)
+				err = errno;
+			else
+				w += k;
+		}
+		off += (uint64_t)n;
+	}
+	free(buf);
+	if (err && fd >= 0)
+		syscall(SYS_close, fd);
+	errno = err;
+	return err ? -1 : fd;
+}
+
+/* Fail as freopen does: fp closed (glibc's freopen closes it before it
+ * opens the new file, which "" never is), errno err. */
+static FILE *reopen_failed(FILE *fp, const char *mode, int err)
+{
+	dlfs_real()->freopen("", mode, fp);
+	errno = err;
+	return NULL;
+}
+
+DLFS_EXPORT FILE *freopen(const char *path, const char *mode, FILE *fp)
+{
+	struct dlfs_vp_res res;
+	int ret = path ? dlfs_classify(AT_FDCWD, path, 0, &res) : 0;
+	if (!path || (!ret && res.kind != DLFS_VP_OURS))
+		return dlfs_real()->freopen(
+			path && res.kind == DLFS_VP_REAL ? res.path : path,
+			mode, fp);
+	int creates = mode[0] == 'w' || mode[0] == 'a';
+	if (ret == -ENOENT && creates && dlfs_parent_ours(AT_FDCWD, path))
+		ret = -EROFS;
+	if (ret)
+		return reopen_failed(fp, mode, -ret);
+	if (!read_only(mode))
+		return reopen_failed(fp, mode,
+				     S_ISDIR(res.st.st_mode) ? EISDIR
+				     : strchr(mode, 'x')     ? EEXIST
+							     : EROFS);
+	if (!S_ISREG(res.st.st_mode))
+		return reopen_failed(fp, mode, S_ISDIR(res.st.st_mode)
+							? EISDIR
+							: ELOOP);
+	int m = copy_of(&res);
+	if (m < 0)
+		return reopen_failed(fp, mode, errno);
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", m);
+	FILE *r = dlfs_real()->freopen(proc, mode, fp);
+	int err = errno;
+	syscall(SYS_close, m);
+	errno = err;
+	return r;
+}
+
+DLFS_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp)
+	DLFS_ALIAS(freopen);

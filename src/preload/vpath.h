@@ -2,17 +2,23 @@
  * vpath: is a path under PREFIX, and if so which node of the dataset does
  * it name? A pure module: it walks the path component by component through
  * the callbacks it is given (the library's are ns.c's LOOKUP and READLINK
- * with their cache; the unit test's are a fake tree), so it never does I/O
- * of its own and is safe to call from any thread.
+ * with their cache, and lstat/readlink of real paths; the unit test's are
+ * a fake tree), so it never does I/O of its own and is safe to call from
+ * any thread. It needs the dataset's root only when a walk reaches
+ * PREFIX: a path that never does is answered without the server.
  *
- * The walk is lexical outside the dataset ("." and ".." are folded as
+ * Until a walk reaches PREFIX it is lexical ("." and ".." are folded as
  * strings, real symlinks are not looked at: the prefix does not exist on
- * disk, so a path can only reach it by naming it) and exact inside it:
- * ".." goes to the parent node, ".." at the dataset's root leaves it for
- * the real directory that holds PREFIX, a symlink is followed unless the
- * caller says not to (relative targets stay where they are, absolute ones
- * restart the walk, maybe outside the prefix), ELOOP after
- * DLFS_VP_MAX_LINKS links.
+ * disk, so a path can only reach it by naming it). Inside the dataset it
+ * is exact: ".." goes to the parent node, ".." at the dataset's root leaves
+ * it for the real directory that holds PREFIX, a symlink is followed
+ * unless the caller says not to (relative targets stay where they are,
+ * absolute ones restart the walk, maybe outside the prefix), ELOOP after
+ * DLFS_VP_MAX_LINKS links. Once a walk has left the dataset, what is left
+ * of the path names a real file, and is resolved as the kernel would: a
+ * ".." looks at the real directory first (a real symlink is followed, a
+ * file or a missing name stops the walk), and as soon as the rest cannot
+ * come back to PREFIX it is handed to the kernel as it is.
  */
 #ifndef DLFS_VPATH_H
 #define DLFS_VPATH_H
@@ -26,6 +32,10 @@
 
 struct dlfs_vp_ops {
 	void *ctx;
+	/* The dataset's root node, asked once per walk, when the walk first
+	 * reaches PREFIX (the library connects to the server then).
+	 * @return 0 or -errno (-EIO: the server is gone). */
+	int (*root)(void *ctx, uint64_t *ino, struct stat *st);
 	/* The entry name (len bytes, not NUL-ended) in directory parent.
 	 * @return 0, -ENOENT, -ENOTDIR or another -errno. */
 	int (*lookup)(void *ctx, uint64_t parent, const char *name, size_t len,
@@ -33,25 +43,27 @@ struct dlfs_vp_ops {
 	/* A symlink's target into buf (not NUL-ended).
 	 * @return its length (<= size) or -errno. */
 	long (*readlink)(void *ctx, uint64_t ino, char *buf, size_t size);
-	/* The attributes of a node the walk reached by "..". */
-	int (*getattr)(void *ctx, uint64_t ino, struct stat *st);
+	/* What the real path (absolute, NUL-ended) is, not following a
+	 * symlink in its last component: a symlink (its target into buf,
+	 * not NUL-ended: @return its length, > 0), a directory (@return 0),
+	 * or neither (@return -ENOTDIR, -ENOENT, -EACCES, ...). */
+	long (*real_link)(void *ctx, const char *path, char *buf, size_t size);
 };
 
 /* What a relative path is relative to: an absolute path (real, or the
- * virtual path of one of our directories, then with its node). */
+ * canonical virtual path of one of our directories, then with its
+ * node). */
 struct dlfs_vp_base {
 	const char *path;
 	uint64_t ino; /* 0: path is not ours */
 	struct stat st;
 };
 
-/* What the walk needs to know of the dataset. prefix is absolute, with no
- * trailing slash and no "." or ".." components. */
+/* Where the dataset is. prefix is absolute, with no trailing slash and no
+ * "." or ".." components. */
 struct dlfs_vp_root {
 	const char *prefix;
 	size_t prefix_len;
-	uint64_t ino;
-	struct stat st;
 };
 
 enum dlfs_vp_kind {
@@ -80,7 +92,10 @@ struct dlfs_vp_res {
  * those (dlfs_vp_maybe_ours tells).
  *
  * @return 0 (res filled), or a -errno the call must fail with: -ENOENT,
- * -ENOTDIR, -ELOOP, -ENAMETOOLONG, or what the callbacks returned.
+ * -ENOTDIR, -ELOOP, -ENAMETOOLONG, or what the dataset's callbacks
+ * returned (-EIO from root: the path reached PREFIX with no server). The
+ * real_link callback's errors are never returned: the kernel gives them
+ * (the walk answers DLFS_VP_REAL with the rest of the path).
  */
 int dlfs_vp_resolve(const struct dlfs_vp_root *root,
 		    const struct dlfs_vp_ops *ops,

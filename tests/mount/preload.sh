@@ -16,10 +16,13 @@
 #  - PREFIX/.dlfs/info and stats (whose size grows as it is read again);
 #  - writes under the prefix get EROFS (EEXIST, EXDEV, EBADF where the
 #    kernel says so); a path outside the prefix is untouched;
-#  - 54 calls give the same result or errno as on a FUSE mount of the
-#    dataset (preload_errno.py), when this machine can mount;
+#  - a chdir into the prefix carries over exec (execv, execve with an
+#    environment of its own, system, a shell), a stale $PWD does not;
+#  - preload_errno.py's calls give the same result or errno as on a FUSE
+#    mount of the dataset, when this machine can mount;
 #  - the server logs no error; once it is gone, calls under the prefix
-#    fail with EIO and the library says so once on stderr.
+#    fail with EIO and the library says so once on stderr, and paths
+#    that do not reach the prefix still work.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -192,6 +195,39 @@ os.rename(out, out + ".d/moved")
 assert os.listdir(out + ".d") == ["moved"]
 PY
 
+note "the cwd in the prefix, across exec"
+# os.chdir does not set $PWD: a child must still start in the prefix
+# (execv with environ, execve with an environment of its own, system(),
+# a shell's cd); a $PWD under the prefix that is not the cwd is stale.
+d=$(cd "$SRC" && find . -mindepth 1 -maxdepth 1 -type d ! -name '.*' | sort | head -n 1)
+d=${d#./}
+[ -n "$d" ] || fail "test setup: no directory at the top of the tree"
+prun "$PYTHON" - "$P" "$d" <<'PY' || fail "the virtual cwd across exec"
+import os, subprocess, sys
+p, d = sys.argv[1], sys.argv[2]
+want = os.path.join(p, d)
+names = "".join(n + "\n" for n in sorted(os.listdir(want)))
+os.chdir(want)
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, **kw).stdout.decode()
+assert run(["/bin/pwd", "-P"]) == want + "\n", "execv: " + run(["/bin/pwd", "-P"])
+assert run(["ls"], env=dict(os.environ)) == names, "execve with its own env"
+assert run(["sh", "-c", "/bin/pwd -P; ls"]) == want + "\n" + names, "sh"
+r, w = os.pipe()
+os.set_inheritable(w, True)
+os.system("/bin/pwd -P >&%d" % w)
+os.close(w)
+assert os.read(r, 4096).decode() == want + "\n", "system()"
+os.chdir("/")
+assert run(["/bin/pwd", "-P"]) == "/\n", "after leaving the prefix"
+os.chdir(want)
+out = run(["sh", "-c", 'cd / && exec /bin/pwd -P'])
+assert out == "/\n", "a child that left the prefix: " + out
+PY
+here=$(pwd -P)
+out=$(prun env PWD="$P/$d" "$PYTHON" -c 'import os; print(os.getcwd())')
+[ "$out" = "$here" ] || fail "a stale \$PWD under the prefix was taken for the cwd: $out, not $here"
+
 note "errors, against the FUSE mount's"
 if fuse_mount "$DS" "$T/mnt"; then
 	"$PYTHON" "$HERE/preload_errno.py" "$T/mnt" >"$T/errno.fuse" ||
@@ -228,3 +264,31 @@ PY
 [ "$st" = 0 ] || fail "with the server gone: $(cat "$T/gone.err")"
 [ "$(grep -c '^dlfs-preload: ' "$T/gone.err")" = 1 ] ||
 	fail "with the server gone, stderr is not one dlfs-preload line: $(head -c 500 "$T/gone.err")"
+
+note "the server gone: paths that do not reach the prefix still work"
+# "..", "/./", "//" and relative paths from a cwd above the prefix make
+# the library walk the path; only a walk that reaches the prefix needs
+# the server (a Python import through such a path must not get EIO).
+mkdir -p "$T/mod/pkg"
+echo 'X = 42' >"$T/mod/pkg/gone_mod.py"
+PRUN_DIRECT=1 prun "$PYTHON" - "$SRC" "$T/mod" "$P" 2>"$T/gone2.err" <<'PY' ||
+import os, sys
+src, mod, p = sys.argv[1:4]
+b = os.path.basename(src)
+rel = sorted(os.path.relpath(os.path.join(d, n), src) for d, _, fs in os.walk(src)
+             for n in fs if not os.path.islink(os.path.join(d, n)))[0]
+want = open(os.path.join(src, rel), "rb").read()
+for q in (src + "/../" + b + "/" + rel, src + "/./" + rel, src + "//" + rel):
+    assert open(q, "rb").read() == want, q
+sys.path.insert(0, mod + "/pkg/../pkg")
+import gone_mod
+assert gone_mod.X == 42
+# The cwd above the prefix: relative paths are walked too.
+os.chdir(os.path.dirname(os.path.dirname(p)))
+os.stat(os.path.relpath(mod, os.getcwd()) + "/../" + os.path.basename(mod) + "/pkg")
+os.stat(os.path.basename(os.path.dirname(p)) + "/../" + os.path.basename(mod))
+PY
+	fail "with the server gone, a path outside the prefix failed: $(cat "$T/gone2.err")"
+if grep -q '^dlfs-preload: ' "$T/gone2.err"; then
+	fail "with the server gone, paths outside the prefix made the library complain: $(cat "$T/gone2.err")"
+fi

@@ -3,17 +3,21 @@
 # serves a plain directory over the wire (no dataset, no dlfs server):
 # diff -r, find, ls -l and a Python walk see the directory's tree at the
 # prefix, and its .dlfs/stats grows as it is read; the library never says
-# the server is gone. For the library alone;
-# preload.sh is the real thing.
+# the server is gone. Then preload_procs (tests/util) runs its modes:
+# fork with threads holding the library's locks, _Fork, pthread_cancel,
+# vfork, reads from a signal handler, connections of the parent in a
+# child. For the library alone; preload.sh is the real thing.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 : "${FAKESERVE:?set FAKESERVE to the fakeserve of tests/util}"
 : "${DLFS_PRELOAD_LIB:?set DLFS_PRELOAD_LIB}"
+: "${PRELOAD_PROCS:?set PRELOAD_PROCS to the preload_procs of tests/util}"
 SRC="$T/src"
 gentree odd "$SRC" --seed 5
 "$FAKESERVE" "$SRC" "$T/sock" >"$T/ready" 2>"$T/fake.log" &
 FAKE=$!
-trap 'kill $FAKE 2>/dev/null; _cleanup' EXIT
+# The status first: _cleanup reports $?, which kill would reset.
+trap 'rc=$?; kill $FAKE 2>/dev/null; (exit $rc); _cleanup' EXIT
 for _ in $(seq 100); do grep -q ready "$T/ready" 2>/dev/null && break; sleep 0.05; done
 grep -q ready "$T/ready" || fail "fakeserve did not start: $(cat "$T/fake.log")"
 mkdir "$T/v"
@@ -41,3 +45,34 @@ PY
 if grep -q "dlfs-preload:" "$T/pl.err"; then
 	fail "the library complained: $(grep dlfs-preload: "$T/pl.err" | head -n 3)"
 fi
+
+# readdir leaves errno alone on success; the root's ".." stats the
+# prefix's parent, which does not exist here (ENOENT).
+timeout -k 5 120 env DLFS_PRELOAD="$T/nodir/ds=$T/sock" LD_PRELOAD="$DLFS_PRELOAD_LIB" \
+	"$PYTHON" - "$T/nodir/ds" <<'PY' 2>>"$T/pl.err" || fail "readdir changed errno on success"
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.opendir.restype = ctypes.c_void_p
+libc.readdir.restype = ctypes.c_void_p
+libc.readdir.argtypes = [ctypes.c_void_p]
+d = libc.opendir(sys.argv[1].encode())
+assert d, ctypes.get_errno()
+n = 0
+while True:
+    ctypes.set_errno(0)
+    e = libc.readdir(d)
+    assert ctypes.get_errno() == 0, (n, ctypes.get_errno())
+    if not e:
+        break
+    n += 1
+assert n > 2, n
+PY
+
+f=$(cd "$SRC" && find . -type f -size +64k | sort | head -n 1)
+[ -n "$f" ] || fail "test setup: no file over 64 KiB"
+for m in fork rawfork cancel vfork signals leak; do
+	st=0
+	timeout -k 5 120 env DLFS_PRELOAD="$P=$T/sock" LD_PRELOAD="$DLFS_PRELOAD_LIB" \
+		"$PRELOAD_PROCS" "$m" "$SRC" "$P" "$f" >"$T/procs.out" 2>"$T/procs.err" || st=$?
+	[ "$st" = 0 ] || fail "preload_procs $m (status $st): $(head -c 1000 "$T/procs.err")"
+done

@@ -22,6 +22,11 @@ static struct dlfs_file *mk(void)
 	return dlfs_file_new(42, &st, O_RDONLY, "/ds/f", 0);
 }
 
+static int not_own(void)
+{
+	return 0;
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -74,6 +79,29 @@ int main(void)
 	CHECK(fd >= 0 && fcntl(fd, F_GETFD) == 0);
 	dlfs_fd_forget(fd);
 	CHECK(!dlfs_fd_maybe(fd));
+	close(fd);
+
+	/* In a vfork child (the table is the parent's), a stale entry is
+	 * not served, and not dropped either. */
+	f = mk();
+	fd = dlfs_fd_install(f, 0);
+	dlfs_fd_init(not_own);
+	syscall(SYS_close, fd);
+	CHECK(dlfs_fd_get(fd) == NULL);
+	CHECK(dlfs_fd_maybe(fd));
+	dlfs_fd_init(NULL);
+	CHECK(dlfs_fd_get(fd) == NULL);
+	CHECK(!dlfs_fd_maybe(fd));
+
+	/* After fork, a description's lock that a thread of the parent held
+	 * is free in the child. */
+	f = mk();
+	fd = dlfs_fd_install(f, 0);
+	pthread_mutex_lock(&f->pos_lock);
+	dlfs_fd_fork_child();
+	CHECK(!pthread_mutex_trylock(&f->pos_lock));
+	pthread_mutex_unlock(&f->pos_lock);
+	dlfs_fd_forget(fd);
 	close(fd);
 
 	/* Not ours at all, and out of range. */

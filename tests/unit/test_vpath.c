@@ -5,7 +5,14 @@
  *     a/ (2)  a/f (3, file)  a/up -> ".." (4)  a/abs -> "/etc" (5)
  *     a/self -> "f" (6)  loop -> "loop" (7)  b/ (8)  b/c/ (9)
  *     b/c/back -> "../../a/f" (10)  out -> "../x/y" (11)
- *     in -> "/ds/a" (12)
+ *     in -> "/ds/a" (12)  m -> "/home/u/cur/../w.bin" (13)
+ *     r -> "/home/u/rel/../z" (14)  pf -> "/etc/passwd/../x" (15)
+ *     pd -> "/etc/passwd/." (16)  gone -> "/nope/../etc" (17)
+ *
+ * and a fake real file system for what is outside it:
+ *
+ *   /home/u/cur -> "/x/y"  /home/u/rel -> "sub/y"  /etc/passwd (a file)
+ *   /nope (missing); every other path is a directory
  */
 #include <errno.h>
 #include <string.h>
@@ -29,6 +36,11 @@ static const struct node tree[] = {
 	{8, 1, "b", S_IFDIR, NULL},	    {9, 8, "c", S_IFDIR, NULL},
 	{10, 9, "back", S_IFLNK, "../../a/f"},
 	{11, 1, "out", S_IFLNK, "../x/y"}, {12, 1, "in", S_IFLNK, "/ds/a"},
+	{13, 1, "m", S_IFLNK, "/home/u/cur/../w.bin"},
+	{14, 1, "r", S_IFLNK, "/home/u/rel/../z"},
+	{15, 1, "pf", S_IFLNK, "/etc/passwd/../x"},
+	{16, 1, "pd", S_IFLNK, "/etc/passwd/."},
+	{17, 1, "gone", S_IFLNK, "/nope/../etc"},
 };
 #define N_NODES (sizeof(tree) / sizeof(tree[0]))
 
@@ -70,19 +82,53 @@ static long f_readlink(void *ctx, uint64_t ino, char *buf, size_t size)
 	return -EINVAL;
 }
 
-static int f_getattr(void *ctx, uint64_t ino, struct stat *st)
+static int roots, root_err;
+
+static int f_root(void *ctx, uint64_t *ino, struct stat *st)
 {
 	(void)ctx;
-	for (size_t i = 0; i < N_NODES; i++)
-		if (tree[i].ino == ino) {
-			fill(&tree[i], st);
-			return 0;
-		}
-	return -ENOENT;
+	roots++;
+	if (root_err)
+		return root_err;
+	*ino = 1;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = 1;
+	st->st_mode = S_IFDIR | 0755;
+	return 0;
 }
 
-static const struct dlfs_vp_ops ops = {NULL, f_lookup, f_readlink, f_getattr};
-static struct dlfs_vp_root root = {"/ds", 3, 1, {0}};
+static int real_calls;
+
+static long f_real_link(void *ctx, const char *path, char *buf, size_t size)
+{
+	static const struct {
+		const char *path, *target;
+		long ret;
+	} fs[] = {
+		{"/home/u/cur", "/x/y", 0},
+		{"/home/u/rel", "sub/y", 0},
+		{"/etc/passwd", NULL, -ENOTDIR},
+		{"/nope", NULL, -ENOENT},
+	};
+	(void)ctx;
+	real_calls++;
+	for (size_t i = 0; i < sizeof(fs) / sizeof(fs[0]); i++) {
+		if (strcmp(fs[i].path, path))
+			continue;
+		if (!fs[i].target)
+			return fs[i].ret;
+		size_t n = strlen(fs[i].target);
+		if (n > size)
+			return -ENAMETOOLONG;
+		memcpy(buf, fs[i].target, n);
+		return (long)n;
+	}
+	return 0; /* a directory */
+}
+
+static const struct dlfs_vp_ops ops = {NULL, f_root, f_lookup, f_readlink,
+				       f_real_link};
+static struct dlfs_vp_root root = {"/ds", 3};
 static struct dlfs_vp_res res;
 
 static int resolve(const char *path, int flags)
@@ -116,9 +162,6 @@ static void real(const char *path, int flags, const char *rpath)
 
 int main(void)
 {
-	root.st.st_mode = S_IFDIR | 0755;
-	root.st.st_ino = 1;
-
 	/* Outside: untouched, and cheap. */
 	real("/etc/passwd", 0, NULL);
 	real("/dsx/a", 0, NULL);
@@ -190,5 +233,40 @@ int main(void)
 	lookups = 0;
 	real("/etc/x/../y", 0, NULL);
 	CHECK_EQ(lookups, 0);
+
+	/* No server: a path that does not reach the prefix never asks for
+	 * the root (so it needs none), one that does gets its error. */
+	root_err = -EIO;
+	roots = 0;
+	real("/home/u/proj/src/../lib/x.py", 0, NULL);
+	real("/x/./y//z", 0, NULL);
+	r = dlfs_vp_resolve(&root, &ops, &rb, "../y/../z", 0, &res);
+	CHECK(!r && res.kind == DLFS_VP_PASS);
+	CHECK_EQ(roots, 0);
+	CHECK_EQ(resolve("/ds/a", 0), -EIO);
+	CHECK_EQ(resolve("/x/../ds", 0), -EIO);
+	CHECK_EQ(resolve("/x/../ds/../y", 0), -EIO);
+	root_err = 0;
+	roots = 0;
+	ours("/ds/b/c/../../a/up/a/f", 0, 3, "/ds/a/f");
+	CHECK_EQ(roots, 1); /* once per walk */
+
+	/* Out of the dataset, what is left is a real path: "..", is the
+	 * kernel's (a real symlink is followed first; a file or a missing
+	 * directory is the kernel's to answer), and the rest goes to it as
+	 * it is once it cannot lead back to the prefix. */
+	real("/ds/m", 0, "/x/w.bin");
+	real("/ds/r", 0, "/home/u/sub/z");
+	real("/ds/pf", 0, "/etc/passwd/../x");
+	real("/ds/pd", 0, "/etc/passwd/.");
+	real("/ds/gone", 0, "/nope/../etc");
+	real("/ds/a/abs/./x//y/", 0, "/etc/x//y/");
+	real("/ds/../x/../ds/../y", 0, "/y");
+	/* Before the walk reaches the prefix it is lexical, and asks the
+	 * real file system nothing. */
+	real_calls = 0;
+	real("/home/u/cur/../w.bin", 0, NULL);
+	ours("/home/u/cur/../../../ds/a", 0, 2, "/ds/a");
+	CHECK_EQ(real_calls, 0);
 	return t_failures ? 1 : 0;
 }
