@@ -97,20 +97,30 @@ static double elements(const struct pk_h5_dset *d)
 	return n;
 }
 
+/* The next name of a --split-hdf5 list at *p ("a,/b,,c": commas
+ * between, a leading '/' ignored): its start and *len, *p moved past it.
+ * @return NULL at the end of the list. */
+static const char *next_name(const char **p, size_t *len)
+{
+	while (**p == ',')
+		(*p)++;
+	if (!**p)
+		return NULL;
+	const char *e = strchrnul(*p, ','), *q = *p;
+	while (q < e && *q == '/')
+		q++;
+	*len = (size_t)(e - q);
+	*p = e;
+	return q;
+}
+
 static int has_name(const char *list, const char *name)
 {
-	size_t n = strlen(name);
-	for (const char *p = list; p && *p;) {
-		while (*p == ',')
-			p++;
-		const char *e = strchrnul(p, ',');
-		const char *q = p;
-		while (q < e && *q == '/')
-			q++;
-		if ((size_t)(e - q) == n && !memcmp(q, name, n))
+	size_t n = strlen(name), len;
+	const char *q;
+	for (const char *p = list ? list : ""; (q = next_name(&p, &len));)
+		if (len == n && !memcmp(q, name, n))
 			return 1;
-		p = e;
-	}
 	return 0;
 }
 
@@ -260,24 +270,19 @@ static int check_name(struct pk_h5_src *s, const char *name,
 static int choose_named(struct pk_h5_src *s, const char *names,
 			struct dlfs_err *err)
 {
-	for (const char *p = names; *p;) {
-		while (*p == ',')
-			p++;
-		const char *e = strchrnul(p, ',');
-		const char *q = p;
-		while (q < e && *q == '/')
-			q++;
+	size_t len;
+	const char *q;
+	for (const char *p = names; (q = next_name(&p, &len));) {
 		int found = 0;
 		for (unsigned i = 0; i < s->nd; i++)
-			if (strlen(s->d[i].name) == (size_t)(e - q) &&
-			    !memcmp(s->d[i].name, q, (size_t)(e - q)))
+			if (strlen(s->d[i].name) == len &&
+			    !memcmp(s->d[i].name, q, len))
 				found = 1;
-		if (!found && e > q)
+		if (!found && len)
 			return dlfs_err_set(err, -EINVAL,
 					    "%s: no dataset '%.*s' (named by "
 					    "--split-hdf5)",
-					    s->path, (int)(e - q), q);
-		p = e;
+					    s->path, (int)len, q);
 	}
 	for (unsigned i = 0; i < s->nd; i++)
 		s->d[i].split = has_name(names, s->d[i].name);
