@@ -14,7 +14,8 @@ for d in "$SRC_ROOT"/src/*/; do
 		{ grep -ho '#include "[^"]*"' "$f" || true; } | sed 's/#include "//; s/"$//' | while read -r h; do
 			case $h in
 			dlfs/*) ;;
-			*/*) echo "$t/$(basename "$f") includes $h" ;;
+			*..*) echo "$t/$(basename "$f") includes $h" ;;
+			*/*) [ -f "$d$h" ] || echo "$t/$(basename "$f") includes $h" ;;
 			*_priv.h) [ -f "$d$h" ] || echo "$t/$(basename "$f") includes $h" ;;
 			esac
 		done
