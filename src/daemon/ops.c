@@ -16,22 +16,23 @@ static void count(struct dlfs_fs *fs, enum dlfs_op op)
 	dlfs_stats_add(&fs->reader->stats.ops[op], 1);
 }
 
-/* This thread's index transaction. @return 0 or -errno. */
-static int txn_of(struct dlfs_fs *fs, struct dlfs_txn **t)
-{
-	struct dlfs_reader_ctx *x;
-	int ret = dlfs_fs_ctx(fs, &x);
-	if (!ret)
-		*t = dlfs_reader_ctx_txn(x);
-	return ret;
-}
-
 /* A damaged index record met by an op other than read: EIO, logged. */
 static int index_err(struct dlfs_fs *fs, int ret, const struct dlfs_err *err)
 {
 	return dlfs_reader_index_error(fs->reader, ret,
 				       err->code ? err->msg
 						 : "damaged index record");
+}
+
+/* This thread's index transaction. @return 0 or -errno (-EIO when a
+ * damaged index stops its first one). */
+static int txn_of(struct dlfs_fs *fs, struct dlfs_txn **t)
+{
+	struct dlfs_reader_ctx *x;
+	int ret = dlfs_fs_ctx(fs, &x);
+	if (!ret)
+		*t = dlfs_reader_ctx_txn(x);
+	return index_err(fs, ret, &(struct dlfs_err){0});
 }
 
 static void fill_attr(const struct dlfs_fs *fs, const struct dlfs_inode *in,
@@ -66,7 +67,7 @@ int dlfs_ops_lookup(struct dlfs_fs *fs, uint64_t parent, const char *name,
 		ret = dlfs_ctl_lookup(&fs->ctl, t, parent, name, ino, st,
 				      attr_timeout);
 		if (ret != -ENOENT || dlfs_ctl_is(parent))
-			return ret;
+			return index_err(fs, ret, &err);
 	}
 	ret = dlfs_lookup(t, parent, name, strlen(name), ino, &err);
 	if (ret == -ENOENT)
