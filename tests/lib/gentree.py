@@ -5,6 +5,7 @@
                          [--no-symlinks] [--no-deep] [--small N]
     gentree.py many DEST [--seed N] [--count N] [--per-dir N] [--max-size N]
     gentree.py big  DEST [--seed N] --size BYTES [--count N] [--sparse]
+    gentree.py images DEST [--seed N] [--count N]
 
 "odd": every kind of entry dlfs must keep: empty files and dirs, nested empty
 dirs, symlinks (relative, absolute, dangling, to dirs, loops, long and
@@ -18,9 +19,13 @@ by the tests (64K-1, 64K, 64K+1, 128K, 200K, 1M+3), special permission bits
 
 "big": COUNT files of SIZE bytes each (pseudo-random, or sparse zeros).
 
+"images": an ImageFolder tree of COUNT small JPEG and PNG images in 10
+class directories, for the PyTorch tests (needs PIL).
+
 Everything (names, contents, modes, mtimes) is a function of the seed alone;
 running twice with the same arguments gives identical trees. DEST must not
-exist (or be an empty directory). Standard library only; paths are bytes.
+exist (or be an empty directory). Standard library only (but "images");
+paths are bytes.
 """
 
 import argparse
@@ -270,6 +275,34 @@ def gen_big(a):
                     n += 1
 
 
+def gen_images(a):
+    """An ImageFolder tree: 10 class directories, count small images of
+    random sizes and modes (RGB, L, RGBA) with drawn rectangles, every
+    other one a JPEG (not RGBA), the rest PNG. Needs PIL."""
+    from PIL import Image, ImageDraw
+    r = random.Random(a.seed)
+    classes = ["class%02d_%s" % (i, n) for i, n in enumerate(
+        ["cat", "dog", "car", "ship", "frog", "bird", "deer", "horse",
+         "plane", "truck"])]
+    for c in classes:
+        os.makedirs(os.path.join(a.dest, c))
+    for i in range(a.count):
+        c = classes[i % 10]
+        w, h = r.randrange(24, 97), r.randrange(24, 97)
+        mode = r.choice(["RGB", "RGB", "RGB", "L", "RGBA"])
+        im = Image.frombytes(mode, (w, h), r.randbytes(w * h * len(mode)))
+        d = ImageDraw.Draw(im)
+        for _ in range(3):
+            x0, y0 = r.randrange(w), r.randrange(h)
+            d.rectangle([x0, y0, x0 + r.randrange(1, 30), y0 + r.randrange(1, 30)],
+                        fill=tuple(r.randrange(256) for _ in mode) if mode != "L" else r.randrange(256))
+        name = os.path.join(a.dest, c, "img%04d" % i)
+        if i % 2 and mode != "RGBA":
+            im.save(name + ".jpg", quality=r.randrange(60, 96))
+        else:
+            im.save(name + ".png")
+
+
 def parse_size(s):
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     s = s.strip()
@@ -302,9 +335,14 @@ def main():
     b.add_argument("--size", type=parse_size, required=True)
     b.add_argument("--count", type=int, default=1)
     b.add_argument("--sparse", action="store_true")
+    im = sub.add_parser("images")
+    im.add_argument("dest")
+    im.add_argument("--seed", type=int, default=2024)
+    im.add_argument("--count", type=int, default=1000)
     a = ap.parse_args()
     os.umask(0o022)
-    {"odd": gen_odd, "many": gen_many, "big": gen_big}[a.kind](a)
+    {"odd": gen_odd, "many": gen_many, "big": gen_big,
+     "images": gen_images}[a.kind](a)
 
 
 if __name__ == "__main__":
