@@ -23,6 +23,11 @@ checks of what dlfs-pack --split-hdf5 made of them.
       attributes included, and every .meta.h5 keeps the rest
   h5data.py expect SRCDIR npy|h5
       prints the relative paths the split must produce, one a line
+  h5data.py samples DIR N
+      N per-sample files DIR/{train,validation}/data-NNNN.h5 for the
+      h5py clients of the mount tests: float32 data (4,96,144) or
+      (8,128,192) with NaN and infinities, contiguous, chunked or
+      gzip+shuffle; a scalar or an array label; an attribute
 Exit 1 with the differences on stderr.
 """
 import os
@@ -225,8 +230,38 @@ def check_meta(f, path, names, n, form, source, errs):
                 errs.append("%s: the soft link alias is %r" % (path, link))
 
 
+def samples(root, n):
+    import h5py
+    import numpy as np
+    rng = np.random.default_rng(42)
+    for sub in ("train", "validation"):
+        os.makedirs(os.path.join(root, sub), exist_ok=True)
+    for i in range(n):
+        sub = "train" if i % 4 else "validation"
+        shape = (4, 96, 144) if i % 3 else (8, 128, 192)   # 221 or 786 KiB
+        data = rng.standard_normal(shape, dtype=np.float32)
+        data[0, 0, :3] = [np.nan, np.inf, -np.inf]
+        with h5py.File(os.path.join(root, sub, "data-%04d.h5" % i), "w") as f:
+            if i % 3 == 0:
+                f.create_dataset("data", data=data)
+            elif i % 3 == 1:
+                f.create_dataset("data", data=data, chunks=(1, 32, 48))
+            else:
+                f.create_dataset("data", data=data, chunks=(2, 48, 48),
+                                 compression="gzip", shuffle=True)
+            if i % 2:
+                f.create_dataset("label", data=np.int64(i % 3))
+            else:
+                f.create_dataset("label", data=rng.integers(
+                    0, 3, size=shape[1:], dtype=np.int32))
+            f.attrs["sample"] = i
+
+
 def main():
     a = sys.argv[1:]
+    if a and a[0] == "samples":
+        samples(a[1], int(a[2]))
+        return 0
     if a and a[0] == "gen":
         gen(a[1], "--big" in a)
         return 0

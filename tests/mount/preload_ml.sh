@@ -47,29 +47,7 @@ np.savez_compressed(os.path.join(d, "bundle_z.npz"), a=arrs["big"], b=arrs["u16"
 print(len(arrs))
 PY
 N=24
-tmo "$PYTHON" - "$SRC/h5" "$N" <<'PY' || fail "could not generate the HDF5 files"
-import os, sys
-import h5py, numpy as np
-root, n = sys.argv[1], int(sys.argv[2])
-rng = np.random.default_rng(42)
-for i in range(n):
-    sub = "train" if i % 4 else "validation"
-    shape = (4, 96, 144) if i % 3 else (8, 128, 192)
-    data = rng.standard_normal(shape, dtype=np.float32)
-    data[0, 0, :3] = [np.nan, np.inf, -np.inf]
-    with h5py.File(os.path.join(root, sub, "data-%04d.h5" % i), "w") as f:
-        if i % 3 == 0:
-            f.create_dataset("data", data=data)
-        elif i % 3 == 1:
-            f.create_dataset("data", data=data, chunks=(1, 32, 48))
-        else:
-            f.create_dataset("data", data=data, chunks=(2, 48, 48), compression="gzip", shuffle=True)
-        if i % 2:
-            f.create_dataset("label", data=np.int64(i % 3))
-        else:
-            f.create_dataset("label", data=rng.integers(0, 3, size=shape[1:], dtype=np.int32))
-        f.attrs["sample"] = i
-PY
+tmo "$PYTHON" "$LIB_DIR/h5data.py" samples "$SRC/h5" "$N" || fail "could not generate the HDF5 files"
 NIMG=400
 gentree images "$SRC/images" --count "$NIMG"
 DS="$T/ds.dlfs"
