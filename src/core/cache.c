@@ -42,6 +42,11 @@ struct dlfs_cache {
 	unsigned pf_limit, pf_pending, demand_loading, held;
 	uint64_t pf_issued, pf_used, pf_wasted;
 	uint64_t evicted_bytes, evicted_unused;
+	/* Placed (dlfs_cache_new_placed): the table, the buffers and the
+	 * slots' published records are others' memory; NULL pub: not. */
+	int placed;
+	struct dlfs_shm_slot *pub;
+	struct dlfs_shm_use *use;
 };
 
 /*
@@ -67,38 +72,80 @@ static int chunk_alloc(size_t chunk_size, uint8_t **out)
 
 static unsigned hash(uint64_t key)
 {
-	key ^= key >> 33;
-	key *= 0xff51afd7ed558ccdULL;
-	key ^= key >> 33;
-	return (unsigned)key;
+	return dlfs_shm_hash(key);
+}
+
+uint64_t dlfs_cache_n_slots(size_t chunk_size, uint64_t capacity)
+{
+	uint64_t n = capacity / chunk_size;
+	return n < 1 ? 1 : n;
+}
+
+uint32_t dlfs_cache_table_size(uint64_t n_slots)
+{
+	uint32_t tsize = 4;
+	while (tsize < 2 * n_slots && tsize < (1u << 30))
+		tsize *= 2;
+	return tsize;
+}
+
+uint64_t dlfs_cache_slot_bytes(size_t chunk_size)
+{
+	const size_t huge = (size_t)2 << 20;
+	size_t align = chunk_size >= huge ? huge : 4096;
+	return (chunk_size + align - 1) / align * align;
+}
+
+/* Table entry i is v: readers in other processes may be probing. */
+static void tset(struct dlfs_cache *c, unsigned i, unsigned v)
+{
+	__atomic_store_n(&c->table[i], v, __ATOMIC_RELEASE);
 }
 
 int dlfs_cache_new(size_t chunk_size, uint64_t capacity,
 		   dlfs_cache_load_fn load, void *arg, struct dlfs_cache **out,
 		   struct dlfs_err *err)
 {
-	uint64_t n = capacity / chunk_size;
-	if (n < 1)
-		n = 1;
+	return dlfs_cache_new_placed(chunk_size, capacity, load, arg, NULL,
+				     out, err);
+}
+
+int dlfs_cache_new_placed(size_t chunk_size, uint64_t capacity,
+			  dlfs_cache_load_fn load, void *arg,
+			  const struct dlfs_cache_place *place,
+			  struct dlfs_cache **out, struct dlfs_err *err)
+{
+	uint64_t n = dlfs_cache_n_slots(chunk_size, capacity);
 	if (n > (1u << 24))
 		return dlfs_err_set(err, -EINVAL,
 				    "ram cache of %llu chunks is too many",
 				    (unsigned long long)n);
 	struct dlfs_cache *c = calloc(1, sizeof(*c));
-	unsigned tsize = 4;
-	while (tsize < 2 * n)
-		tsize *= 2;
+	unsigned tsize = dlfs_cache_table_size(n);
 	if (c) {
 		c->slots = calloc(n, sizeof(*c->slots));
-		c->table = calloc(tsize, sizeof(*c->table));
+		c->table = place ? place->table
+				 : calloc(tsize, sizeof(*c->table));
 	}
 	if (!c || !c->slots || !c->table) {
 		if (c) {
 			free(c->slots);
-			free(c->table);
+			if (!place)
+				free(c->table);
 		}
 		free(c);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	if (place) {
+		uint64_t stride = dlfs_cache_slot_bytes(chunk_size);
+		c->placed = 1;
+		c->pub = place->pub;
+		c->use = place->use;
+		for (uint64_t i = 0; i < n; i++) {
+			c->slots[i].buf = place->bufs + i * stride;
+			/* Odd: nothing to read yet. */
+			dlfs_shm_store(&c->pub[i].seq, 1);
+		}
 	}
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->loaded, NULL);
@@ -121,11 +168,13 @@ void dlfs_cache_free(struct dlfs_cache *c)
 	if (!c)
 		return;
 	for (unsigned i = 0; i < c->n_slots; i++) {
-		free(c->slots[i].buf);
+		if (!c->placed)
+			free(c->slots[i].buf);
 		free(c->slots[i].fail_msg);
 	}
 	free(c->slots);
-	free(c->table);
+	if (!c->placed)
+		free(c->table);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->loaded);
 	free(c);
@@ -157,7 +206,7 @@ static void table_remove(struct dlfs_cache *c, uint64_t key)
 		return;
 	unsigned j = i;
 	for (;;) {
-		c->table[i] = 0;
+		tset(c, i, 0);
 		for (;;) {
 			j = (j + 1) & c->table_mask;
 			unsigned v = c->table[j];
@@ -169,9 +218,53 @@ static void table_remove(struct dlfs_cache *c, uint64_t key)
 				   : (home <= i && home > j))
 				break;
 		}
-		c->table[i] = c->table[j];
+		tset(c, i, c->table[j]);
 		i = j;
 	}
+}
+
+/* Did readers in other processes use slot i since the hand passed?
+ * (Clears their mark.) */
+static unsigned outside_ref(struct dlfs_cache *c, unsigned i)
+{
+	if (!c->use || !__atomic_load_n(&c->use[i].ref, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_store_n(&c->use[i].ref, 0, __ATOMIC_RELAXED);
+	return 1;
+}
+
+/* Bytes readers in other processes served from slot i (and zero it). */
+static uint64_t outside_served(struct dlfs_cache *c, unsigned i)
+{
+	return c->use ? __atomic_exchange_n(&c->use[i].served, 0,
+					    __ATOMIC_RELAXED)
+		      : 0;
+}
+
+/* Slot s changes hands: readers in other processes stop trusting it
+ * before its buffer is written (seq odd). */
+static void unpublish(struct dlfs_cache *c, struct slot *s)
+{
+	if (!c->pub)
+		return;
+	struct dlfs_shm_slot *p = &c->pub[s - c->slots];
+	uint64_t q = p->seq;
+	if (!(q & 1))
+		dlfs_shm_store(&p->seq, q + 1);
+	/* No write to the buffer may be seen before the odd seq. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* Slot s holds its key's bytes now (seq even). */
+static void publish(struct dlfs_cache *c, struct slot *s)
+{
+	if (!c->pub)
+		return;
+	struct dlfs_shm_slot *p = &c->pub[s - c->slots];
+	__atomic_store_n(&p->key, s->key, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->off, (uint64_t)s->off, __ATOMIC_RELAXED);
+	__atomic_store_n(&p->len, (uint64_t)s->len, __ATOMIC_RELAXED);
+	dlfs_shm_store(&p->seq, p->seq + 1);
 }
 
 /* Find an unpinned slot to reuse, CLOCK order. @return index or -1. */
@@ -185,13 +278,14 @@ static int evict(struct dlfs_cache *c)
 			return (int)i;
 		if (s->state != SLOT_READY || s->refs)
 			continue;
-		if (s->referenced) {
+		if (s->referenced | outside_ref(c, i)) {
 			s->referenced = 0;
 			continue;
 		}
 		table_remove(c, s->key);
 		s->state = SLOT_FREE;
 		c->ready--;
+		s->served += outside_served(c, i);
 		if (!dlfs_cache_key_is_file(s->key)) {
 			c->evicted_bytes += s->len;
 			if (!s->kept && s->served < s->len)
@@ -218,6 +312,11 @@ static int claim(struct dlfs_cache *c, struct slot *s, uint64_t key,
 		s->buf = NULL;
 		return -ENOMEM;
 	}
+	unpublish(c, s);
+	if (c->use) {
+		outside_served(c, (unsigned)(s - c->slots));
+		outside_ref(c, (unsigned)(s - c->slots));
+	}
 	s->key = key;
 	s->state = SLOT_LOADING;
 	s->refs = 1;
@@ -232,7 +331,7 @@ static int claim(struct dlfs_cache *c, struct slot *s, uint64_t key,
 	free(s->fail_msg);
 	s->fail_msg = NULL;
 	unsigned pos = probe(c, key, &found);
-	c->table[pos] = (unsigned)(s - c->slots) + 1;
+	tset(c, pos, (unsigned)(s - c->slots) + 1);
 	return 0;
 }
 
@@ -272,6 +371,7 @@ static void loaded(struct dlfs_cache *c, struct slot *s, int ret,
 		s->len = l->len;
 		s->kept = (unsigned)l->kept;
 		c->ready++;
+		publish(c, s);
 		if (s->kept && s->prefetched && !pinned)
 			kept_goes_first(c, s);
 	}

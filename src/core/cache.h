@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "dlfs/err.h"
+#include "shm.h"
 
 struct dlfs_cache;
 
@@ -100,6 +101,29 @@ int dlfs_cache_new(size_t slot_size, uint64_t capacity,
 		   dlfs_cache_load_fn load, void *arg, struct dlfs_cache **out,
 		   struct dlfs_err *err);
 void dlfs_cache_free(struct dlfs_cache *c);
+
+/*
+ * A cache whose table, slot buffers and published slot records live in
+ * memory that readers in other processes map (shared/shm.h says how they
+ * read it): bufs holds the slots at dlfs_cache_slot_bytes(slot_size)
+ * apart, table dlfs_cache_table_size(n) zeroed entries, pub and use one
+ * record per slot, n = dlfs_cache_n_slots(slot_size, capacity). The
+ * memory is borrowed for the cache's life. Eviction counts the outside
+ * readers' use (use[]) as its own readers'.
+ */
+struct dlfs_cache_place {
+	uint8_t *bufs;
+	uint32_t *table;
+	struct dlfs_shm_slot *pub;
+	struct dlfs_shm_use *use;
+};
+int dlfs_cache_new_placed(size_t slot_size, uint64_t capacity,
+			  dlfs_cache_load_fn load, void *arg,
+			  const struct dlfs_cache_place *place,
+			  struct dlfs_cache **out, struct dlfs_err *err);
+uint64_t dlfs_cache_n_slots(size_t slot_size, uint64_t capacity);
+uint32_t dlfs_cache_table_size(uint64_t n_slots);
+uint64_t dlfs_cache_slot_bytes(size_t slot_size);
 
 /* Number of slots (capacity / slot size). */
 unsigned dlfs_cache_slots(const struct dlfs_cache *c);

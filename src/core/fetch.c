@@ -23,8 +23,17 @@ int dlfs_fetch_init(struct dlfs_fetch *f, struct dlfs_ds *ds,
 
 void dlfs_fetch_destroy(struct dlfs_fetch *f)
 {
-	free((void *)f->file_ok);
+	if (!f->file_ok_placed)
+		free((void *)f->file_ok);
 	f->file_ok = NULL;
+}
+
+void dlfs_fetch_place_files(struct dlfs_fetch *f, uint64_t *bits)
+{
+	if (!f->file_ok_placed)
+		free((void *)f->file_ok);
+	f->file_ok = (_Atomic uint64_t *)bits;
+	f->file_ok_placed = 1;
 }
 
 int dlfs_fetch_file_known(const struct dlfs_fetch *f, uint64_t ino)

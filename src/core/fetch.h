@@ -66,12 +66,18 @@ struct dlfs_fetch {
 	 * need no check of their own. */
 	_Atomic uint64_t *file_ok;
 	uint64_t n_inodes;
+	int file_ok_placed; /* file_ok is shared memory, not ours */
 };
 
 /* Set up for ds (the bitmap of its inodes). @return 0 or -ENOMEM. */
 int dlfs_fetch_init(struct dlfs_fetch *f, struct dlfs_ds *ds,
 		    struct dlfs_stats *stats);
 void dlfs_fetch_destroy(struct dlfs_fetch *f);
+
+/* Keep the bitmap of checked files in bits (n_inodes bits, zeroed:
+ * shared/shm.h's file_ok), borrowed for f's life, instead of f's own;
+ * before any read. */
+void dlfs_fetch_place_files(struct dlfs_fetch *f, uint64_t *bits);
 
 /*
  * The RAM tier's loader (a dlfs_cache_load_fn; arg is a struct

@@ -83,6 +83,26 @@ void dlfs_nvme_drop(struct dlfs_nvme *n, uint32_t c, uint64_t k)
 
 /* The open cache file of a present chunk, or a negative errno (the chunk
  * is then forgotten: its file is gone). */
+int dlfs_nvme_reader_fd(struct dlfs_nvme *n, uint32_t c)
+{
+	if (c >= n->n_containers)
+		return -EINVAL;
+	int fd = nv_cfd(n, c, 0);
+	if (fd < 0)
+		return fd;
+	char name[64];
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", fd);
+	int flags = O_RDONLY | O_CLOEXEC | (n->direct[c] ? O_DIRECT : 0);
+	int rfd = open(name, flags);
+	if (rfd < 0)
+		return -errno;
+	if (!nv_own_file(rfd)) {
+		close(rfd);
+		return -EPERM;
+	}
+	return rfd;
+}
+
 static int read_fd(struct dlfs_nvme *n, uint32_t c, uint64_t k)
 {
 	int fd = nv_cfd(n, c, 0);
@@ -202,7 +222,7 @@ int dlfs_nvme_pread(struct dlfs_nvme *n, uint32_t c, uint64_t off,
 {
 	uint64_t k0, k1;
 	range_chunks(n, off, len, &k0, &k1);
-	uint64_t seq = atomic_load_explicit(&n->evict_seq, memory_order_acquire);
+	uint64_t seq = atomic_load_explicit(n->evict_seq, memory_order_acquire);
 	for (uint64_t k = k0; k <= k1; k++)
 		if (!(atomic_load_explicit(&n->st[gid(n, c, k)],
 					   memory_order_acquire) &
@@ -233,7 +253,7 @@ int dlfs_nvme_pread(struct dlfs_nvme *n, uint32_t c, uint64_t off,
 		atomic_fetch_or_explicit(&n->st[gid(n, c, k)], ST_REF,
 					 memory_order_relaxed);
 	*data = (const uint8_t *)buf + (off - a0);
-	*stable = atomic_load_explicit(&n->evict_seq, memory_order_acquire) ==
+	*stable = atomic_load_explicit(n->evict_seq, memory_order_acquire) ==
 		  seq;
 	add(&n->hits, 1);
 	add(&n->bytes, len);
@@ -364,7 +384,11 @@ int dlfs_nvme_open(const struct dlfs_nvme_conf *conf, struct dlfs_nvme **out,
 		atomic_init(&n->fd[c], -1);
 	n->n_chunks = n->cont[conf->n_containers - 1].first_chunk +
 		      n->cont[conf->n_containers - 1].n_chunks;
-	n->st = calloc(n->n_chunks ? n->n_chunks : 1, 1);
+	n->evict_seq = conf->shared_seq ? (_Atomic uint64_t *)conf->shared_seq
+					 : &n->evict_own;
+	n->st_placed = conf->shared_st != NULL;
+	n->st = n->st_placed ? (_Atomic uint8_t *)conf->shared_st
+			     : calloc(n->n_chunks ? n->n_chunks : 1, 1);
 	uint64_t pool = POOL_BYTES / n->cs;
 	n->pool_n = (unsigned)(pool < 2 ? 2 : pool > 64 ? 64 : pool);
 	n->pool = calloc(n->pool_n, sizeof(*n->pool));
@@ -429,7 +453,8 @@ void dlfs_nvme_close(struct dlfs_nvme *n)
 	free(n->pool);
 	free(n->free_idx);
 	free(n->queue);
-	free((void *)n->st);
+	if (!n->st_placed)
+		free((void *)n->st);
 	free(n->fd);
 	free(n->direct);
 	free(n->path);

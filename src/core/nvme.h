@@ -63,6 +63,11 @@ struct dlfs_nvme_conf {
 	const struct dlfs_container *containers;
 	dlfs_log_fn log;        /* may be NULL */
 	void *log_arg;
+	/* Where to keep the chunks' states (n_chunks bytes, zeroed) and the
+	 * eviction counter, for readers in other processes (shared/shm.h);
+	 * NULL: the tier's own memory. Borrowed for the tier's life. */
+	uint8_t *shared_st;
+	uint64_t *shared_seq;
 };
 
 struct dlfs_nvme_stats {
@@ -125,6 +130,14 @@ int dlfs_nvme_pread(struct dlfs_nvme *n, uint32_t c, uint64_t off,
  * the index since the tier opened (or written by it)? */
 int dlfs_nvme_range_verified(struct dlfs_nvme *n, uint32_t c, uint64_t off,
 			     size_t len);
+
+/*
+ * A new read-only descriptor of container c's cache file, opened as the
+ * tier's own (O_DIRECT when it is), for a reader in another process that
+ * follows shared/shm.h. @return it, or -ENOENT (no chunk of c was ever
+ * kept), -errno.
+ */
+int dlfs_nvme_reader_fd(struct dlfs_nvme *n, uint32_t c);
 
 /* Drop chunk (c, k): its cached bytes are bad. Counted as corrupt. */
 void dlfs_nvme_drop(struct dlfs_nvme *n, uint32_t c, uint64_t k);

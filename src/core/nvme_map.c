@@ -47,7 +47,7 @@ int nv_forget_locked(struct dlfs_nvme *n, uint64_t g, uint32_t c)
 		return 0;
 	atomic_fetch_and_explicit(&n->st[g], (uint8_t)~(ST_PRESENT | ST_VERIFIED),
 				  memory_order_release);
-	atomic_fetch_add_explicit(&n->evict_seq, 1, memory_order_acq_rel);
+	atomic_fetch_add_explicit(n->evict_seq, 1, memory_order_acq_rel);
 	n->used -= alloc_of(clen(n, c, g - n->cont[c].first_chunk));
 	n->present--;
 	return 1;

@@ -71,7 +71,9 @@ struct dlfs_nvme {
 	uint64_t used, present, hand;
 	unsigned logged, corrupt_logs;
 
-	_Atomic uint64_t evict_seq;
+	_Atomic uint64_t *evict_seq; /* evict_own, or the shared counter */
+	_Atomic uint64_t evict_own;
+	int st_placed; /* st is the shared states' memory */
 	_Atomic uint64_t hits, misses, bytes, written_chunks, written_bytes;
 	_Atomic uint64_t write_dropped, evicted, corrupt, errors;
 

@@ -31,6 +31,61 @@ struct dlfs_reader_ctx {
 
 /* ---- setting up ---- */
 
+/* The shared memory of conf.share, sized for the RAM tier and ds. */
+static int open_share(struct dlfs_reader *r, struct dlfs_err *err)
+{
+	const struct dlfs_info *info = dlfs_ds_info(r->ds);
+	uint32_t nc = (uint32_t)info->super.n_containers;
+	uint64_t *first = calloc(nc ? nc : 1, sizeof(*first));
+	if (!first)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (uint32_t c = 0; c < nc; c++)
+		first[c] = dlfs_ds_container(r->ds, c)->first_chunk;
+	uint64_t n = dlfs_cache_n_slots(r->chunk_size, r->conf.ram_cache);
+	struct dlfs_share_conf sc = {
+		.n_slots = (uint32_t)n,
+		.slot_size = dlfs_cache_slot_bytes(r->chunk_size),
+		.table_size = dlfs_cache_table_size(n),
+		.chunk_size = r->chunk_size,
+		.data_off = dlfs_chunk_start(r->chunk_size, 0),
+		.n_chunks = dlfs_ds_n_chunks(r->ds),
+		.n_inodes = info->super.n_inodes + 1,
+		.n_containers = nc,
+		.first = first,
+	};
+	int ret = n > (1u << 24) ? dlfs_err_set(err, -EINVAL,
+						"ram cache of %llu chunks is "
+						"too many",
+						(unsigned long long)n)
+				 : dlfs_share_new(&sc, &r->share, err);
+	free(first);
+	if (ret)
+		dlfs_err_prefix(err, "shared memory for readers outside");
+	return ret;
+}
+
+/* The RAM tier, in the shared memory when there is one. */
+static int open_cache(struct dlfs_reader *r, struct dlfs_err *err)
+{
+	if (!r->share)
+		return dlfs_cache_new(r->chunk_size, r->conf.ram_cache,
+				      dlfs_fetch_load, &r->fetch, &r->cache,
+				      err);
+	struct dlfs_shm_head *h = dlfs_share_head(r->share);
+	uint8_t *meta = dlfs_share_meta(r->share);
+	uint8_t *rw = dlfs_share_rw(r->share);
+	struct dlfs_cache_place p = {
+		.bufs = dlfs_share_data(r->share),
+		.table = (uint32_t *)(meta + h->table_off),
+		.pub = (struct dlfs_shm_slot *)(meta + h->slots_off),
+		.use = (struct dlfs_shm_use *)(rw + h->use_off),
+	};
+	dlfs_fetch_place_files(&r->fetch, (uint64_t *)(rw + h->file_ok_off));
+	return dlfs_cache_new_placed(r->chunk_size, r->conf.ram_cache,
+				     dlfs_fetch_load, &r->fetch, &p, &r->cache,
+				     err);
+}
+
 /* The NVMe tier in r->cache_dir. -EBUSY: another mount has it. */
 static int open_nvme(struct dlfs_reader *r, struct dlfs_err *err)
 {
@@ -51,6 +106,12 @@ static int open_nvme(struct dlfs_reader *r, struct dlfs_err *err)
 	};
 	if (!nc)
 		return 0;
+	if (r->share) {
+		struct dlfs_shm_head *h = dlfs_share_head(r->share);
+		c.shared_st = dlfs_share_meta(r->share) + h->nv_st_off;
+		c.shared_seq =
+			(uint64_t *)(dlfs_share_meta(r->share) + h->nv_seq_off);
+	}
 	int ret = dlfs_nvme_open(&c, &r->nvme, err);
 	if (!ret && !r->conf.cache_size) {
 		uint64_t used;
@@ -91,9 +152,9 @@ int dlfs_reader_open(struct dlfs_ds *ds, const struct dlfs_reader_conf *conf,
 		dlfs_err_set(err, ret, "out of memory");
 		goto fail;
 	}
-	ret = dlfs_cache_new(cs, conf->ram_cache, dlfs_fetch_load, &r->fetch,
-			     &r->cache, err);
-	if (ret)
+	if (conf->share && (ret = open_share(r, err)))
+		goto fail;
+	if ((ret = open_cache(r, err)))
 		goto fail;
 	if (r->cache_dir) {
 		ret = open_nvme(r, err);
@@ -106,6 +167,8 @@ int dlfs_reader_open(struct dlfs_ds *ds, const struct dlfs_reader_conf *conf,
 		if (ret)
 			goto fail;
 		r->fetch.nvme = r->nvme;
+		if (r->share && r->nvme)
+			dlfs_share_set_nvme(r->share, 1);
 	}
 	struct dlfs_prefetch_conf pc = {
 		.cache = r->cache,
@@ -188,6 +251,7 @@ void dlfs_reader_close(struct dlfs_reader *r)
 	dlfs_grain_free(r->grain);
 	dlfs_cache_free(r->cache);
 	dlfs_fetch_destroy(&r->fetch);
+	dlfs_share_free(r->share); /* after everything placed in it */
 	pthread_mutex_destroy(&r->log_lock);
 	free(r->cache_dir);
 	free(r);
@@ -578,6 +642,7 @@ int dlfs_read(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 		return ret == -ENOENT ? ret : read_failed(x, ino, ret, &err);
 	if (!S_ISREG(in.mode))
 		return S_ISDIR(in.mode) ? -EISDIR : -EINVAL;
+	dlfs_reader_share_file(r, &in);
 	if (off >= in.size || size == 0)
 		return 0;
 	uint64_t len = in.size - off < size ? in.size - off : size;
@@ -664,10 +729,43 @@ fail:
 	return read_failed(x, ino, ret, &err);
 }
 
+int dlfs_reader_share_fds(struct dlfs_reader *r, int fds[3])
+{
+	if (!r->share)
+		return -ENOENT;
+	dlfs_share_fds(r->share, fds);
+	return 0;
+}
+
+void dlfs_reader_share_file(struct dlfs_reader *r, const struct dlfs_inode *in)
+{
+	if (r->share && S_ISREG(in->mode))
+		dlfs_share_put_loc(r->share, in->ino, in->container,
+				   in->offset, in->size, in->xxh3);
+}
+
+int dlfs_reader_nvme_fd(struct dlfs_reader *r, uint32_t c)
+{
+	return r->nvme ? dlfs_nvme_reader_fd(r->nvme, c) : -ENOENT;
+}
+
 void dlfs_reader_snapshot(struct dlfs_reader *r, struct dlfs_tier_snap *t,
 			  struct dlfs_fill_stats *fill,
 			  struct dlfs_grain_stats *grain)
 {
+	t->direct_enabled = r->share != NULL;
+	memset(&t->direct, 0, sizeof(t->direct));
+	if (r->share) {
+		struct dlfs_shm_count *n = (struct dlfs_shm_count *)(
+			dlfs_share_rw(r->share) +
+			dlfs_share_head(r->share)->count_off);
+		t->direct.reads = __atomic_load_n(&n->reads, __ATOMIC_RELAXED);
+		t->direct.bytes = __atomic_load_n(&n->bytes, __ATOMIC_RELAXED);
+		t->direct.ram = __atomic_load_n(&n->ram, __ATOMIC_RELAXED);
+		t->direct.nvme = __atomic_load_n(&n->nvme, __ATOMIC_RELAXED);
+		t->direct.checked = __atomic_load_n(&n->checked,
+						    __ATOMIC_RELAXED);
+	}
 	dlfs_cache_get_stats(r->cache, &t->ram);
 	t->nvme_enabled = r->nvme != NULL;
 	t->nvme_policy = r->nvme ? dlfs_nvme_policy_name(

@@ -17,6 +17,7 @@
 #include "grain.h"
 #include "nvme.h"
 #include "prefetch.h"
+#include "share.h"
 #include "stats.h"
 
 /* Pieces of one read; more chunks than this are gathered into a copy. */
@@ -31,6 +32,7 @@ struct dlfs_reader {
 	struct dlfs_stats stats;
 	struct dlfs_cache *cache;
 	struct dlfs_nvme *nvme; /* NULL without a usable cache_dir */
+	struct dlfs_share *share; /* NULL without conf.share */
 	struct dlfs_fetch fetch;
 	struct dlfs_grain *grain;
 	struct dlfs_fill *fill;           /* NULL until started, or none */

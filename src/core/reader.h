@@ -88,6 +88,10 @@ struct dlfs_reader_conf {
 	enum dlfs_read_unit read_unit;
 	dlfs_log_fn log;        /* may be NULL */
 	void *log_arg;
+	/* Keep the RAM tier, the NVMe tier's chunk states and the checked
+	 * files in shared memory that readers in other processes may read
+	 * without this one (src/core/shared/shm.h; dlfs_reader_share_fds). */
+	int share;
 };
 
 /*
@@ -128,6 +132,23 @@ void dlfs_reader_set_planner(struct dlfs_reader *r, dlfs_plan_next_fn fn,
 			     void *arg);
 /* The plan changed (a new epoch, the reader moved): ask again. */
 void dlfs_reader_replan(struct dlfs_reader *r);
+
+/*
+ * The shared memory of a reader opened with conf.share: the meta, data
+ * and rw files of shared/shm.h (the reader's; dup them to keep them).
+ * @return 0, or -ENOENT without conf.share.
+ */
+int dlfs_reader_share_fds(struct dlfs_reader *r, int fds[3]);
+
+/* File in was looked up: readers in other processes may now find its
+ * bytes (the locations table of shared/shm.h). No-op without conf.share
+ * or for anything but a regular file. */
+void dlfs_reader_share_file(struct dlfs_reader *r, const struct dlfs_inode *in);
+
+/* A new read-only descriptor of container c's NVMe cache file, for a
+ * reader in another process (shared/shm.h). @return it, -ENOENT (no NVMe
+ * tier, or nothing of c kept yet), or -errno. */
+int dlfs_reader_nvme_fd(struct dlfs_reader *r, uint32_t c);
 
 /* A context for one thread at a time. @return 0 or -errno. */
 int dlfs_reader_ctx_new(struct dlfs_reader *r, struct dlfs_reader_ctx **out,

@@ -14,6 +14,7 @@
 
 #include "cache.h"
 #include "nvme.h"
+#include "shm.h"
 
 struct dlfs_fill_stats;
 struct dlfs_grain_stats;
@@ -87,6 +88,10 @@ struct dlfs_tier_snap {
 	int index_sealed;
 	uint64_t index_bytes, index_pfs_bytes;
 	double index_seconds;
+	/* Reads served by readers in other processes without this one
+	 * (conf.share: dlfs-run's clients). */
+	int direct_enabled;
+	struct dlfs_shm_count direct;
 };
 
 /*

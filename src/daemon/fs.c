@@ -83,6 +83,8 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 	struct dlfs_reader_conf rc = opts->rd;
 	rc.log = dlfs_fs_log;
 	rc.log_arg = fs;
+	/* A socket server's clients read the tiers in shared memory. */
+	rc.share = mountpoint == NULL;
 	ret = dlfs_reader_open(ds, &rc, &fs->reader, err);
 	if (ret)
 		pthread_key_delete(fs->ctx_key);

@@ -51,6 +51,8 @@ static int stat_ino(struct dlfs_fs *fs, struct dlfs_txn *t, uint64_t ino,
 	if (ret)
 		return index_err(fs, ret, &err);
 	fill_attr(fs, &in, st);
+	/* Readers in other processes (dlfs-run) find its bytes themselves. */
+	dlfs_reader_share_file(fs->reader, &in);
 	return 0;
 }
 

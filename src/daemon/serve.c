@@ -99,6 +99,72 @@ static int send_reply(int fd, int32_t status, uint32_t count,
 	return 0;
 }
 
+/* A reply with n descriptors passed along (SCM_RIGHTS), in one message:
+ * they arrive with its first byte. @return 0 or -errno. */
+static int send_fds(int fd, int32_t status, const void *p, size_t len,
+		    const int *fds, int n)
+{
+	struct dlfs_wire_rep rep = {.status = status, .len = status ? 0 : len};
+	struct iovec v[2] = {{&rep, sizeof(rep)}, {(void *)p, len}};
+	union {
+		char buf[CMSG_SPACE(3 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = {.msg_iov = v, .msg_iovlen = status || !len ? 1 : 2};
+	if (!status && n > 0 && n <= 3) {
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE((size_t)n * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t)n * sizeof(int));
+	}
+	size_t total = sizeof(rep) + (m.msg_iovlen == 2 ? len : 0);
+	ssize_t w;
+	do
+		w = sendmsg(fd, &m, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -errno;
+	if ((size_t)w == total)
+		return 0;
+	/* The rest, without the descriptors (they went with the first
+	 * byte). */
+	size_t done = (size_t)w;
+	struct iovec rest[2];
+	int k = 0;
+	for (size_t i = 0; i < m.msg_iovlen; i++) {
+		if (done >= v[i].iov_len) {
+			done -= v[i].iov_len;
+			continue;
+		}
+		rest[k++] = (struct iovec){(char *)v[i].iov_base + done,
+					   v[i].iov_len - done};
+		done = 0;
+	}
+	struct msghdr m2 = {.msg_iov = rest, .msg_iovlen = (size_t)k};
+	while (m2.msg_iovlen) {
+		w = sendmsg(fd, &m2, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (m2.msg_iovlen && (size_t)w >= m2.msg_iov->iov_len) {
+			w -= (ssize_t)m2.msg_iov->iov_len;
+			m2.msg_iov++;
+			m2.msg_iovlen--;
+		}
+		if (m2.msg_iovlen) {
+			m2.msg_iov->iov_base = (char *)m2.msg_iov->iov_base + w;
+			m2.msg_iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
 static int send_buf(int fd, int32_t status, uint32_t count, const void *p,
 		    size_t len)
 {
@@ -123,6 +189,8 @@ static int op_hello(struct dlfs_serve *s, int fd, const struct request *q)
 	h.version = DLFS_WIRE_VERSION;
 	h.max_io = DLFS_WIRE_MAX_IO;
 	h.root_ino = DLFS_ROOT_INO;
+	int fds[3];
+	h.shm = dlfs_reader_share_fds(s->fs->reader, fds) == 0;
 	int ret = dlfs_ops_getattr(s->fs, DLFS_ROOT_INO, &h.root, &tmo);
 	const char *name = s->fs->ctl.name;
 	if (strlen(name) >= sizeof(h.ctl_name))
@@ -215,6 +283,36 @@ static int op_read(struct dlfs_serve *s, int fd, const struct request *q)
 	return ret;
 }
 
+/* The tiers' shared memory (MAP). */
+static int op_map(struct dlfs_serve *s, int fd)
+{
+	int fds[3];
+	struct dlfs_wire_map m;
+	memset(&m, 0, sizeof(m));
+	if (dlfs_reader_share_fds(s->fs->reader, fds))
+		return send_buf(fd, -ENOENT, 0, NULL, 0);
+	for (int i = 0; i < 3; i++) {
+		struct stat st;
+		if (fstat(fds[i], &st))
+			return send_buf(fd, -errno, 0, NULL, 0);
+		m.size[i] = (uint64_t)st.st_size;
+	}
+	return send_fds(fd, 0, &m, sizeof(m), fds, 3);
+}
+
+/* A read-only descriptor of a container's NVMe cache file (NVFD). */
+static int op_nvfd(struct dlfs_serve *s, int fd, const struct request *q)
+{
+	if (q->h.ino > UINT32_MAX)
+		return send_buf(fd, -EINVAL, 0, NULL, 0);
+	int nv = dlfs_reader_nvme_fd(s->fs->reader, (uint32_t)q->h.ino);
+	if (nv < 0)
+		return send_buf(fd, nv, 0, NULL, 0);
+	int ret = send_fds(fd, 0, NULL, 0, &nv, 1);
+	close(nv);
+	return ret;
+}
+
 static int op_statfs(struct dlfs_serve *s, int fd)
 {
 	struct statvfs sv;
@@ -268,6 +366,10 @@ static int answer(struct dlfs_serve *s, int fd, struct request *q)
 		return op_xattr(s, fd, q, 0);
 	case DLFS_WIRE_LISTXATTR:
 		return op_xattr(s, fd, q, 1);
+	case DLFS_WIRE_MAP:
+		return op_map(s, fd);
+	case DLFS_WIRE_NVFD:
+		return op_nvfd(s, fd, q);
 	}
 	return -EPROTO;
 }

@@ -120,12 +120,31 @@ static int recv_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
+/* The descriptors that came with a reply, into fds (any beyond its room
+ * are closed). */
+static void take_fds(struct msghdr *mh, struct dlfs_conn_fds *fds)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int v;
+			memcpy(&v, CMSG_DATA(c) + i * sizeof(int), sizeof(v));
+			if (fds->n < DLFS_CONN_MAX_FDS)
+				fds->fd[fds->n++] = v;
+			else
+				sys_close(v);
+		}
+	}
+}
+
 /* One exchange on fd: the reply's status goes to *status. Small on the
  * stack (the name is sent from where it is), for signal handlers.
  * @return 0, or -EIO when the stream is broken (then fd is unusable). */
 static int exchange(int fd, const struct dlfs_wire_req *req, const char *name,
 		    void *buf, size_t cap, uint64_t *len, uint32_t *count,
-		    int *status)
+		    struct dlfs_conn_fds *fds, int *status)
 {
 	struct dlfs_wire_rep rep;
 	int ret = -EIO;
@@ -142,12 +161,24 @@ static int exchange(int fd, const struct dlfs_wire_req *req, const char *name,
 	 * of another. */
 	struct iovec iov[2] = {{&rep, sizeof(rep)}, {buf, cap}};
 	struct msghdr mh = {.msg_iov = iov, .msg_iovlen = cap ? 2 : 1};
+	/* Descriptors come with a reply's first byte (MAP, NVFD). */
+	union {
+		char buf[CMSG_SPACE(DLFS_CONN_MAX_FDS * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	if (fds) {
+		fds->n = 0;
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+	}
 	ssize_t n;
 	do
-		n = recvmsg(fd, &mh, 0);
+		n = recvmsg(fd, &mh, fds ? MSG_CMSG_CLOEXEC : 0);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		goto out;
+	if (fds)
+		take_fds(&mh, fds);
 	size_t have = 0; /* payload bytes already in buf */
 	if ((size_t)n < sizeof(rep)) {
 		if (recv_all(fd, (char *)&rep + n, sizeof(rep) - (size_t)n))
@@ -192,7 +223,7 @@ static int hello(int fd)
 		goto out;
 	}
 	int st = 0;
-	r = exchange(fd, &req, NULL, &h, sizeof(h), &len, NULL, &st);
+	r = exchange(fd, &req, NULL, &h, sizeof(h), &len, NULL, NULL, &st);
 	if (r || st || len != sizeof(h) || h.version != DLFS_WIRE_VERSION ||
 	    !h.max_io || !memchr(h.ctl_name, '\0', sizeof(h.ctl_name))) {
 		gone("its HELLO failed");
@@ -208,6 +239,7 @@ static int hello(int fd)
 			       sizeof(dlfs_pl.ctl_name));
 			dlfs_pl.root_ino = h.root_ino;
 			dlfs_pl.root_st = h.root;
+			dlfs_pl.shm = (int)h.shm;
 			atomic_store_explicit(&dlfs_pl.ready, 1,
 					      memory_order_release);
 		}
@@ -330,7 +362,7 @@ static enum way way_of(const struct conn *c, int pid)
 
 static int call_oneoff(int mine, const struct dlfs_wire_req *req,
 		       const char *name, void *buf, size_t cap, uint64_t *len,
-		       uint32_t *count)
+		       uint32_t *count, struct dlfs_conn_fds *fds)
 {
 	int status = 0;
 	int fd = oneoff_open(mine);
@@ -338,7 +370,7 @@ static int call_oneoff(int mine, const struct dlfs_wire_req *req,
 		return fd;
 	if (!req)
 		goto out; /* a HELLO only */
-	if (exchange(fd, req, name, buf, cap, len, count, &status)) {
+	if (exchange(fd, req, name, buf, cap, len, count, fds, &status)) {
 		gone("a request failed");
 		status = -EIO;
 	}
@@ -349,14 +381,14 @@ out:
 
 static int call_thread(struct conn *c, int pid, const struct dlfs_wire_req *req,
 		       const char *name, void *buf, size_t cap, uint64_t *len,
-		       uint32_t *count)
+		       uint32_t *count, struct dlfs_conn_fds *fds)
 {
 	int status = 0;
 	c->busy = 1;
 	int ret = thread_conn(c, pid);
 	if (ret || !req)
 		goto out;
-	ret = exchange(c->fd, req, name, buf, cap, len, count, &status);
+	ret = exchange(c->fd, req, name, buf, cap, len, count, fds, &status);
 	if (ret) {
 		/* The server is gone, or the stream is out of step; a later
 		 * call tries a new connection. */
@@ -370,20 +402,21 @@ out:
 
 /* One request (or, req NULL, a connection that said HELLO). */
 static int call(const struct dlfs_wire_req *req, const char *name, void *buf,
-		size_t cap, uint64_t *len, uint32_t *count)
+		size_t cap, uint64_t *len, uint32_t *count,
+		struct dlfs_conn_fds *fds)
 {
 	struct conn *c = &tconn;
 	int old, ret, pid = sys_getpid();
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
 	switch (way_of(c, pid)) {
 	case THREAD:
-		ret = call_thread(c, pid, req, name, buf, cap, len, count);
+		ret = call_thread(c, pid, req, name, buf, cap, len, count, fds);
 		break;
 	case ONEOFF_MINE:
-		ret = call_oneoff(1, req, name, buf, cap, len, count);
+		ret = call_oneoff(1, req, name, buf, cap, len, count, fds);
 		break;
 	default:
-		ret = call_oneoff(0, req, name, buf, cap, len, count);
+		ret = call_oneoff(0, req, name, buf, cap, len, count, fds);
 		break;
 	}
 	pthread_setcancelstate(old, NULL);
@@ -394,13 +427,26 @@ int dlfs_conn_ready(void)
 {
 	if (atomic_load_explicit(&dlfs_pl.ready, memory_order_acquire))
 		return 0;
-	return call(NULL, NULL, NULL, 0, NULL, NULL);
+	return call(NULL, NULL, NULL, 0, NULL, NULL, NULL);
 }
 
 int dlfs_conn_call(const struct dlfs_wire_req *req, const char *name,
 		   void *buf, size_t cap, uint64_t *len, uint32_t *count)
 {
-	return call(req, name, buf, cap, len, count);
+	return call(req, name, buf, cap, len, count, NULL);
+}
+
+int dlfs_conn_call_fds(const struct dlfs_wire_req *req, void *buf, size_t cap,
+		       uint64_t *len, struct dlfs_conn_fds *fds)
+{
+	fds->n = 0;
+	int ret = call(req, NULL, buf, cap, len, NULL, fds);
+	if (ret) { /* a failed reply passes nothing on */
+		for (int i = 0; i < fds->n; i++)
+			sys_close(fds->fd[i]);
+		fds->n = 0;
+	}
+	return ret;
 }
 
 /* The fork handlers (preload.c calls them in the lock order). */

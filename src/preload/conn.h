@@ -52,4 +52,16 @@ int dlfs_conn_ready(void);
 int dlfs_conn_call(const struct dlfs_wire_req *req, const char *name,
 		   void *buf, size_t cap, uint64_t *len, uint32_t *count);
 
+/* Descriptors passed along with a reply (SCM_RIGHTS, close-on-exec). */
+#define DLFS_CONN_MAX_FDS 3
+struct dlfs_conn_fds {
+	int fd[DLFS_CONN_MAX_FDS];
+	int n;
+};
+
+/* dlfs_conn_call for a request whose reply passes descriptors (MAP,
+ * NVFD): they are the caller's in fds (none after a failure). */
+int dlfs_conn_call_fds(const struct dlfs_wire_req *req, void *buf, size_t cap,
+		       uint64_t *len, struct dlfs_conn_fds *fds);
+
 #endif

@@ -14,6 +14,7 @@
 
 #include "conn.h"
 #include "cwd.h"
+#include "direct.h"
 #include "dirs.h"
 #include "fdtab.h"
 #include "icept.h"
@@ -116,6 +117,7 @@ static void fork_child(void)
 	dlfs_fd_fork_child();
 	dlfs_dirs_fork_child();
 	dlfs_conn_fork_child();
+	dlfs_direct_fork_child();
 	dlfs_ns_fork_parent();
 	dlfs_cwd_fork_parent();
 }
@@ -127,6 +129,7 @@ __attribute__((constructor)) static void dlfs_preload_init(void)
 	dlfs_ns_init();
 	dlfs_conn_init();
 	dlfs_fd_init(dlfs_own_memory);
+	dlfs_direct_init();
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	configure();
 }

@@ -49,6 +49,7 @@ struct dlfs_pl {
 	char ctl_name[256];
 	uint64_t root_ino;
 	struct stat root_st;
+	int shm; /* the server shares its tiers (MAP): direct.h */
 	struct dlfs_vp_root root; /* the prefix and its length */
 };
 

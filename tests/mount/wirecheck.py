@@ -1,7 +1,7 @@
 """wirecheck.py SOCKET SRC: a client of the wire of src/preload/shared/wire.h
 (dlfs DATASET --serve SOCKET) that checks every answer against the source
 tree SRC, from which the dataset was packed:
-  - HELLO: version 1, the root's attributes, the control directory's name;
+  - HELLO: version 2, the root's attributes, the control directory's name;
     another version is refused (EPROTONOSUPPORT);
   - the whole tree walked with READDIR (small and large rooms, resumed by
     cookie) and LOOKUP: the same names, types, modes, sizes, mtimes and
@@ -84,10 +84,13 @@ def unstat(b):
 
 
 def hello(c):
-    _, p = c.call(HELLO, size=1)
+    _, p = c.call(HELLO, size=2)
     version, max_io, root_ino = struct.unpack_from("=IIQ", p)
     root = unstat(p[16:16 + STAT.size])
-    ctl = p[16 + STAT.size:].split(b"\0")[0].decode()
+    ctl = p[16 + STAT.size:16 + STAT.size + 256].split(b"\0")[0].decode()
+    shm, = struct.unpack_from("=I", p, 16 + STAT.size + 256)
+    if shm != 1:
+        fail("HELLO: the server offers no shared memory (shm %d)" % shm)
     return version, max_io, root_ino, root, ctl
 
 
@@ -234,7 +237,7 @@ def main():
     sock, src = sys.argv[1], sys.argv[2]
     c = Conn(sock)
     version, max_io, root_ino, root, ctl = hello(c)
-    if version != 1 or max_io != MAX_IO or root_ino != 1 or not stat.S_ISDIR(root["mode"]):
+    if version != 2 or max_io != MAX_IO or root_ino != 1 or not stat.S_ISDIR(root["mode"]):
         fail("HELLO: %r" % ((version, max_io, root_ino, root),))
     other = Conn(sock)
     expect_err("HELLO of version 99", errno.EPROTONOSUPPORT,

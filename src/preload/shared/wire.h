@@ -38,6 +38,15 @@
  *                                    -ENODATA, -ERANGE (longer than size)
  *   LISTXATTR ino, size           -> the names, each NUL-ended, as
  *                                    GETXATTR's value
+ *   MAP      -                    -> payload struct dlfs_wire_map, and
+ *                                    the tiers' three memory files
+ *                                    (meta, data, rw of src/core/shared/
+ *                                    shm.h) as SCM_RIGHTS; -ENOENT when
+ *                                    the server shares none (hello.shm 0)
+ *   NVFD     container in ino     -> no payload; a read-only descriptor
+ *                                    of its NVMe cache file as
+ *                                    SCM_RIGHTS (shm.h); -ENOENT when
+ *                                    there is none yet
  *
  * status is 0 or a negative errno; a failed reply has no payload. size is
  * at most DLFS_WIRE_MAX_IO. A server that cannot parse a request closes
@@ -49,7 +58,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#define DLFS_WIRE_VERSION 1
+#define DLFS_WIRE_VERSION 2
 #define DLFS_WIRE_MAX_IO (1u << 20)  /* bytes of one READ or READDIR */
 #define DLFS_WIRE_MAX_NAME 4096u     /* bytes of one name */
 /* The least room a READDIR may ask for: one entry of the longest name
@@ -69,6 +78,8 @@ enum dlfs_wire_op {
 	DLFS_WIRE_STATFS = 7,
 	DLFS_WIRE_GETXATTR = 8,
 	DLFS_WIRE_LISTXATTR = 9,
+	DLFS_WIRE_MAP = 10,
+	DLFS_WIRE_NVFD = 11,
 };
 
 struct dlfs_wire_req {
@@ -91,6 +102,13 @@ struct dlfs_wire_hello {
 	uint64_t root_ino;
 	struct stat root;   /* the dataset's root directory */
 	char ctl_name[256]; /* the control directory's name, NUL-ended */
+	uint32_t shm;       /* MAP is offered: reads may skip the server */
+	uint32_t pad;
+};
+
+/* The sizes of MAP's three files, in their order. */
+struct dlfs_wire_map {
+	uint64_t size[3];
 };
 
 struct dlfs_wire_entry {

@@ -1,0 +1,194 @@
+/* The tiers' shared memory: see share.h and shared/shm.h. */
+#include "share.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+struct dlfs_share {
+	int fd[3];       /* meta, data, rw */
+	uint8_t *map[3];
+	uint64_t size[3];
+};
+
+enum { META, DATA, RW };
+
+/* Entries of the locations table at most (48 bytes each, touched only
+ * where used): a dataset of up to 2M files has one each. */
+#define LOC_MAX (UINT64_C(1) << 21)
+static const char *const names[] = {"dlfs-meta", "dlfs-data", "dlfs-rw"};
+
+static uint64_t up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+/* Place the arrays: fill in h's offsets and sizes. */
+static void lay_out(const struct dlfs_share_conf *c, struct dlfs_shm_head *h)
+{
+	uint64_t o = up(sizeof(*h), 64);
+	h->table_off = o;
+	o = up(o + (uint64_t)c->table_size * sizeof(uint32_t), 64);
+	h->slots_off = o;
+	o = up(o + (uint64_t)c->n_slots * sizeof(struct dlfs_shm_slot), 64);
+	h->first_off = o;
+	o = up(o + (uint64_t)c->n_containers * sizeof(uint64_t), 64);
+	h->nv_st_off = o;
+	o = up(o + c->n_chunks, 64);
+	h->nv_seq_off = o;
+	o += 64;
+	h->loc_off = o;
+	uint64_t locs = 1;
+	while (locs < c->n_inodes && locs < LOC_MAX)
+		locs *= 2;
+	h->loc_mask = locs - 1;
+	h->meta_size = up(o + locs * sizeof(struct dlfs_shm_loc), 4096);
+
+	o = 0;
+	h->file_ok_off = o;
+	o = up((c->n_inodes / 64 + 1) * sizeof(uint64_t), 64);
+	h->use_off = o;
+	o = up(o + (uint64_t)c->n_slots * sizeof(struct dlfs_shm_use), 64);
+	h->count_off = o;
+	h->rw_size = up(o + sizeof(struct dlfs_shm_count), 4096);
+
+	h->data_size = (uint64_t)c->n_slots * c->slot_size;
+}
+
+static int make(struct dlfs_share *sh, int i, uint64_t size,
+		struct dlfs_err *err)
+{
+	sh->fd[i] = memfd_create(names[i], MFD_CLOEXEC);
+	if (sh->fd[i] < 0)
+		return dlfs_err_set(err, -errno, "memfd_create (%s): %s",
+				    names[i], strerror(errno));
+	if (ftruncate(sh->fd[i], (off_t)size))
+		return dlfs_err_set(err, -errno,
+				    "sizing shared memory %s to %llu bytes: %s",
+				    names[i], (unsigned long long)size,
+				    strerror(errno));
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       sh->fd[i], 0);
+	if (p == MAP_FAILED)
+		return dlfs_err_set(err, -errno,
+				    "mapping shared memory %s (%llu bytes): %s",
+				    names[i], (unsigned long long)size,
+				    strerror(errno));
+	sh->map[i] = p;
+	sh->size[i] = size;
+	return 0;
+}
+
+int dlfs_share_new(const struct dlfs_share_conf *c, struct dlfs_share **out,
+		   struct dlfs_err *err)
+{
+	struct dlfs_shm_head h = {
+		.magic = DLFS_SHM_MAGIC,
+		.version = DLFS_SHM_VERSION,
+		.n_slots = c->n_slots,
+		.slot_size = c->slot_size,
+		.chunk_size = c->chunk_size,
+		.data_off = c->data_off,
+		.n_chunks = c->n_chunks,
+		.n_inodes = c->n_inodes,
+		.table_mask = c->table_size - 1,
+		.n_containers = c->n_containers,
+	};
+	*out = NULL;
+	if (!c->table_size || (c->table_size & (c->table_size - 1)))
+		return dlfs_err_set(err, -EINVAL, "shared table of %u entries",
+				    c->table_size);
+	lay_out(c, &h);
+	struct dlfs_share *sh = calloc(1, sizeof(*sh));
+	if (!sh)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (int i = 0; i < 3; i++)
+		sh->fd[i] = -1;
+	uint64_t sizes[3] = {h.meta_size, h.data_size, h.rw_size};
+	for (int i = 0; i < 3; i++) {
+		int ret = make(sh, i, sizes[i], err);
+		if (ret) {
+			dlfs_share_free(sh);
+			return ret;
+		}
+	}
+	memcpy(sh->map[META], &h, sizeof(h));
+	if (c->n_containers)
+		memcpy(sh->map[META] + h.first_off, c->first,
+		       c->n_containers * sizeof(uint64_t));
+	*out = sh;
+	return 0;
+}
+
+void dlfs_share_free(struct dlfs_share *sh)
+{
+	if (!sh)
+		return;
+	for (int i = 0; i < 3; i++) {
+		if (sh->map[i])
+			munmap(sh->map[i], sh->size[i]);
+		if (sh->fd[i] >= 0)
+			close(sh->fd[i]);
+	}
+	free(sh);
+}
+
+struct dlfs_shm_head *dlfs_share_head(struct dlfs_share *sh)
+{
+	return (struct dlfs_shm_head *)sh->map[META];
+}
+
+uint8_t *dlfs_share_meta(struct dlfs_share *sh)
+{
+	return sh->map[META];
+}
+
+uint8_t *dlfs_share_data(struct dlfs_share *sh)
+{
+	return sh->map[DATA];
+}
+
+uint8_t *dlfs_share_rw(struct dlfs_share *sh)
+{
+	return sh->map[RW];
+}
+
+void dlfs_share_fds(const struct dlfs_share *sh, int fds[3])
+{
+	for (int i = 0; i < 3; i++)
+		fds[i] = sh->fd[i];
+}
+
+void dlfs_share_put_loc(struct dlfs_share *sh, uint64_t ino,
+			uint32_t container, uint64_t offset, uint64_t size,
+			uint64_t xxh3)
+{
+	struct dlfs_shm_head *h = dlfs_share_head(sh);
+	struct dlfs_shm_loc *e = (struct dlfs_shm_loc *)(sh->map[META] +
+							 h->loc_off) +
+				 (ino & h->loc_mask);
+	uint64_t q = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+	if (q & 1)
+		return; /* another thread writes it now */
+	if (q && e->ino == ino && e->container == container &&
+	    e->offset == offset && e->size == size && e->xxh3 == xxh3)
+		return; /* there already: no write, no cache line taken */
+	if (!__atomic_compare_exchange_n(&e->seq, &q, q + 1, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&e->ino, ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->offset, offset, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->size, size, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->xxh3, xxh3, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->container, container, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->seq, q + 2, __ATOMIC_RELEASE);
+}
+
+void dlfs_share_set_nvme(struct dlfs_share *sh, int on)
+{
+	__atomic_store_n(&dlfs_share_head(sh)->nvme, (uint32_t)!!on,
+			 __ATOMIC_RELEASE);
+}

@@ -1,0 +1,59 @@
+/*
+ * The memory a reader's tiers share with readers in other processes
+ * (conf.share, reader.h): three memory files laid out as
+ * src/core/shared/shm.h says, made and mapped once, handed to the RAM
+ * tier, the NVMe tier and the fetch path to keep their state in, and
+ * passed to clients as file descriptors. This module only places things;
+ * the tiers write them.
+ *
+ * Thread-safety: nothing changes after dlfs_share_new; the memory is the
+ * tiers' to guard.
+ */
+#ifndef DLFS_SHARE_H
+#define DLFS_SHARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dlfs/err.h"
+#include "shm.h"
+
+struct dlfs_share;
+
+struct dlfs_share_conf {
+	uint32_t n_slots;        /* RAM tier slots */
+	uint64_t slot_size;      /* bytes a slot's buffer takes */
+	uint32_t table_size;     /* RAM tier hash table entries, a power of 2 */
+	uint64_t chunk_size;
+	uint64_t data_off;       /* dlfs_chunk_start(chunk_size, 0) */
+	uint64_t n_chunks;       /* global chunks */
+	uint64_t n_inodes;       /* inodes 0 .. n_inodes - 1 */
+	uint32_t n_containers;
+	const uint64_t *first;   /* each container's first global chunk */
+};
+
+/* Make the three files and map them. @return 0 or -errno with err. */
+int dlfs_share_new(const struct dlfs_share_conf *conf,
+		   struct dlfs_share **out, struct dlfs_err *err);
+void dlfs_share_free(struct dlfs_share *sh);
+
+/* The header (in meta) and the three mappings. */
+struct dlfs_shm_head *dlfs_share_head(struct dlfs_share *sh);
+uint8_t *dlfs_share_meta(struct dlfs_share *sh);
+uint8_t *dlfs_share_data(struct dlfs_share *sh);
+uint8_t *dlfs_share_rw(struct dlfs_share *sh);
+
+/* The files, meta, data and rw, for passing on (they stay the share's). */
+void dlfs_share_fds(const struct dlfs_share *sh, int fds[3]);
+
+/* File ino is size bytes at offset of container (xxh3 its checksum):
+ * for the locations table. Any thread; a racing write of the same entry
+ * wins and this one is dropped. */
+void dlfs_share_put_loc(struct dlfs_share *sh, uint64_t ino,
+			uint32_t container, uint64_t offset, uint64_t size,
+			uint64_t xxh3);
+
+/* The tier is there: readers may look at its chunk states. */
+void dlfs_share_set_nvme(struct dlfs_share *sh, int on);
+
+#endif

@@ -1,0 +1,211 @@
+/*
+ * The read core's tiers as other processes on the node may read them:
+ * the layout of the shared memory that a reader opened with
+ * conf.share (reader.h) keeps, and the rules for reading it without the
+ * server. libdlfs-preload.so reads the RAM and NVMe tiers of its dlfs
+ * --serve server this way, with no round trip per read; the core writes
+ * it. Both are built together: a region of another version is refused.
+ *
+ * Three memory files (memfd), passed over the preload wire:
+ *   meta  (clients map it read-only): struct dlfs_shm_head, then the RAM
+ *         tier's hash table and slot records, the containers' first
+ *         global chunks, the NVMe tier's chunk states and its eviction
+ *         counter, and where files are (the locations table);
+ *   data  (read-only): the RAM tier's slot buffers, slot i at
+ *         i * slot_size;
+ *   rw    (clients write it): the files checked against their own
+ *         checksums (a bit per inode), each slot's use (CLOCK's
+ *         referenced bit, bytes served) and the direct reads' counters.
+ *
+ * The RAM tier: slot records are sequence locks. seq is odd while the
+ * slot changes hands or loads, even when it holds key's bytes at
+ * data[slot * slot_size + off, + len). A reader finds key's slot by
+ * probing the table (linear probing of dlfs_shm_hash, slot index + 1, 0
+ * ends a chain), reads seq (even), checks key, copies, and reads seq
+ * again: the same value means the bytes were key's throughout. A probe
+ * may miss an entry being moved (never find a wrong one: the key is
+ * checked); a miss only sends the read to the server.
+ *
+ * The NVMe tier: one state byte per global chunk (DLFS_SHM_NV_PRESENT:
+ * its bytes are in the container's cache file at the container's offsets)
+ * and an eviction counter that every removal increments. A reader reads
+ * the counter, sees every chunk of its range present, reads the cache file,
+ * and reads the counter again: unchanged means no chunk left meanwhile
+ * (stable).
+ *
+ * The locations table: where recently looked-up files are, so that a
+ * reader needs no request to find a file's bytes. Entry ino & loc_mask
+ * holds one file (inodes are dense: a dataset of up to loc_mask + 1
+ * files never shares an entry), under a sequence lock as a slot's; the
+ * server fills it as it answers lookups and reads. A missing or
+ * changing entry sends the read to the server.
+ *
+ * What may be served without the server, the read core's rules
+ * (reader.h): a RAM slot's bytes were checked when loaded; an NVMe read
+ * that is stable, of a file whose bit is set; else only a read of a whole
+ * file whose bytes pass its own checksum (the reader then sets its bit).
+ * Anything else goes to the server, which checks, drops and logs.
+ *
+ * Memory order: the writer publishes with release stores, readers load
+ * with acquire and fence before the second seq load.
+ */
+#ifndef DLFS_SHM_H
+#define DLFS_SHM_H
+
+#include <stdint.h>
+
+#define DLFS_SHM_MAGIC UINT64_C(0x314d4853534c4644) /* "DLFSSHM1" */
+#define DLFS_SHM_VERSION 1
+
+/* The NVMe state byte's bit that readers use (the others are the tier's
+ * own). */
+#define DLFS_SHM_NV_PRESENT 1u
+
+struct dlfs_shm_head {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t n_slots;
+	uint64_t slot_size;   /* bytes between slots in data */
+	uint64_t chunk_size;  /* the dataset's */
+	uint64_t data_off;    /* chunk k of a container starts at data_off +
+				 k * chunk_size (dlfs_chunk_start) */
+	uint64_t n_chunks;    /* global chunks */
+	uint64_t n_inodes;    /* bits in file_ok: inodes 0 .. n_inodes - 1 */
+	uint32_t table_mask;  /* table entries - 1 */
+	uint32_t n_containers;
+	uint32_t nvme;        /* the NVMe tier is there */
+	uint32_t pad;
+	/* Offsets in meta. */
+	uint64_t table_off;   /* uint32_t[table_mask + 1] */
+	uint64_t slots_off;   /* struct dlfs_shm_slot[n_slots] */
+	uint64_t first_off;   /* uint64_t[n_containers]: first global chunk */
+	uint64_t nv_st_off;   /* uint8_t[n_chunks] */
+	uint64_t nv_seq_off;  /* uint64_t */
+	uint64_t loc_off;     /* struct dlfs_shm_loc[loc_mask + 1] */
+	uint64_t loc_mask;
+	/* Offsets in rw. */
+	uint64_t file_ok_off; /* uint64_t[n_inodes / 64 + 1] */
+	uint64_t use_off;     /* struct dlfs_shm_use[n_slots] */
+	uint64_t count_off;   /* struct dlfs_shm_count */
+	/* Sizes of the three files. */
+	uint64_t meta_size, data_size, rw_size;
+};
+
+struct dlfs_shm_slot {
+	uint64_t seq;
+	uint64_t key;
+	uint64_t off, len;
+};
+
+/* Where file ino's bytes are: size bytes at offset of container. */
+struct dlfs_shm_loc {
+	uint64_t seq; /* odd while written; 0: never */
+	uint64_t ino;
+	uint64_t offset, size, xxh3;
+	uint32_t container;
+	uint32_t pad;
+};
+
+/* A slot's use by readers outside the server. */
+struct dlfs_shm_use {
+	uint64_t served; /* bytes served from the slot (waste count) */
+	uint32_t ref;    /* CLOCK's referenced bit */
+	uint32_t pad;
+	uint64_t pad2[6]; /* a cache line each */
+};
+
+/* What the readers outside the server served (the mount's stats). */
+struct dlfs_shm_count {
+	uint64_t reads, bytes;      /* reads served without the server */
+	uint64_t ram, nvme;         /* ... of them from each tier */
+	uint64_t checked;           /* files they checked whole */
+	uint64_t pad[3];
+};
+
+/* The RAM tier's hash of a key (cache.h's keys). */
+static inline uint32_t dlfs_shm_hash(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= UINT64_C(0xff51afd7ed558ccd);
+	key ^= key >> 33;
+	return (uint32_t)key;
+}
+
+static inline uint64_t dlfs_shm_load(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void dlfs_shm_store(uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/*
+ * The slot that holds key, with its seq (even) and where its bytes are,
+ * or -1. The caller copies data[slot * slot_size + *off, + *len) and
+ * then calls dlfs_shm_slot_same(slot, seq).
+ */
+static inline int dlfs_shm_find(const struct dlfs_shm_head *h,
+				const uint8_t *meta, uint64_t key,
+				uint64_t *seq, uint64_t *off, uint64_t *len)
+{
+	const uint32_t *table = (const uint32_t *)(meta + h->table_off);
+	struct dlfs_shm_slot *slots =
+		(struct dlfs_shm_slot *)(meta + h->slots_off);
+	uint32_t i = dlfs_shm_hash(key) & h->table_mask;
+	for (uint32_t n = 0; n <= h->table_mask; n++) {
+		uint32_t v = __atomic_load_n(&table[i], __ATOMIC_ACQUIRE);
+		if (!v || v > h->n_slots)
+			return -1;
+		struct dlfs_shm_slot *s = &slots[v - 1];
+		uint64_t q = dlfs_shm_load(&s->seq);
+		if (!(q & 1) &&
+		    __atomic_load_n(&s->key, __ATOMIC_RELAXED) == key) {
+			*off = __atomic_load_n(&s->off, __ATOMIC_RELAXED);
+			*len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+			if (*off > h->slot_size || *len > h->slot_size - *off)
+				return -1;
+			*seq = q;
+			return (int)(v - 1);
+		}
+		i = (i + 1) & h->table_mask;
+	}
+	return -1;
+}
+
+/* Where file ino is, from the locations table. @return 0, or -1 (not
+ * there now: ask the server). */
+static inline int dlfs_shm_loc_get(const struct dlfs_shm_head *h,
+				   const uint8_t *meta, uint64_t ino,
+				   struct dlfs_shm_loc *out)
+{
+	struct dlfs_shm_loc *e =
+		(struct dlfs_shm_loc *)(meta + h->loc_off) + (ino & h->loc_mask);
+	uint64_t q = dlfs_shm_load(&e->seq);
+	if (!q || (q & 1))
+		return -1;
+	out->ino = __atomic_load_n(&e->ino, __ATOMIC_RELAXED);
+	out->offset = __atomic_load_n(&e->offset, __ATOMIC_RELAXED);
+	out->size = __atomic_load_n(&e->size, __ATOMIC_RELAXED);
+	out->xxh3 = __atomic_load_n(&e->xxh3, __ATOMIC_RELAXED);
+	out->container = __atomic_load_n(&e->container, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (dlfs_shm_load(&e->seq) != q || out->ino != ino ||
+	    out->container >= h->n_containers)
+		return -1;
+	return 0;
+}
+
+/* After copying from slot: were its bytes key's throughout? */
+static inline int dlfs_shm_slot_same(const struct dlfs_shm_head *h,
+				     const uint8_t *meta, int slot,
+				     uint64_t seq)
+{
+	struct dlfs_shm_slot *slots =
+		(struct dlfs_shm_slot *)(meta + h->slots_off);
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	return dlfs_shm_load(&slots[slot].seq) == seq;
+}
+
+#endif
