@@ -132,8 +132,8 @@ int dlfs_nvme_range_verified(struct dlfs_nvme *n, uint32_t c, uint64_t off,
 			     size_t len);
 
 /*
- * A new read-only descriptor of container c's cache file, opened as the
- * tier's own (O_DIRECT when it is), for a reader in another process that
+ * A new read-only descriptor of container c's cache file (buffered, not
+ * O_DIRECT as the tier's own), for a reader in another process that
  * follows shared/shm.h. @return it, or -ENOENT (no chunk of c was ever
  * kept), -errno.
  */

@@ -744,6 +744,14 @@ void dlfs_reader_share_file(struct dlfs_reader *r, const struct dlfs_inode *in)
 				   in->offset, in->size, in->xxh3);
 }
 
+void dlfs_reader_share_name(struct dlfs_reader *r, uint64_t parent,
+			    const char *name, size_t len, uint64_t ino,
+			    const struct stat *st)
+{
+	if (r->share)
+		dlfs_share_put_name(r->share, parent, name, len, ino, st);
+}
+
 int dlfs_reader_nvme_fd(struct dlfs_reader *r, uint32_t c)
 {
 	return r->nvme ? dlfs_nvme_reader_fd(r->nvme, c) : -ENOENT;

@@ -145,6 +145,14 @@ int dlfs_reader_share_fds(struct dlfs_reader *r, int fds[3]);
  * or for anything but a regular file. */
 void dlfs_reader_share_file(struct dlfs_reader *r, const struct dlfs_inode *in);
 
+/* (parent, name) was looked up: ino, with attributes st that are the
+ * usual ones (shared/shm.h, the names table). No-op without
+ * conf.share. */
+struct stat;
+void dlfs_reader_share_name(struct dlfs_reader *r, uint64_t parent,
+			    const char *name, size_t len, uint64_t ino,
+			    const struct stat *st);
+
 /* A new read-only descriptor of container c's NVMe cache file, for a
  * reader in another process (shared/shm.h). @return it, -ENOENT (no NVMe
  * tier, or nothing of c kept yet), or -errno. */

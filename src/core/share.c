@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct dlfs_share {
@@ -18,6 +19,9 @@ enum { META, DATA, RW };
 /* Entries of the locations table at most (48 bytes each, touched only
  * where used): a dataset of up to 2M files has one each. */
 #define LOC_MAX (UINT64_C(1) << 21)
+/* Entries of the names table at most (128 bytes each, touched only where
+ * used). */
+#define NAME_MAX_ENTRIES (UINT64_C(1) << 21)
 static const char *const names[] = {"dlfs-meta", "dlfs-data", "dlfs-rw"};
 
 static uint64_t up(uint64_t v, uint64_t a)
@@ -44,7 +48,16 @@ static void lay_out(const struct dlfs_share_conf *c, struct dlfs_shm_head *h)
 	while (locs < c->n_inodes && locs < LOC_MAX)
 		locs *= 2;
 	h->loc_mask = locs - 1;
-	h->meta_size = up(o + locs * sizeof(struct dlfs_shm_loc), 4096);
+	o = up(o + locs * sizeof(struct dlfs_shm_loc), 64);
+	h->name_off = o;
+	uint64_t sets = 1;
+	while (sets * DLFS_SHM_NAME_WAYS < 2 * c->n_inodes &&
+	       sets * DLFS_SHM_NAME_WAYS < NAME_MAX_ENTRIES)
+		sets *= 2;
+	h->name_sets = sets;
+	h->meta_size = up(o + sets * DLFS_SHM_NAME_WAYS *
+				      sizeof(struct dlfs_shm_name),
+			  4096);
 
 	o = 0;
 	h->file_ok_off = o;
@@ -184,6 +197,58 @@ void dlfs_share_put_loc(struct dlfs_share *sh, uint64_t ino,
 	__atomic_store_n(&e->size, size, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->xxh3, xxh3, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->container, container, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/* The way of set to write (parent, name) in: its own entry, else an
+ * unused one, else one chosen by the hash (the others stay). */
+static struct dlfs_shm_name *way_for(struct dlfs_shm_name *set,
+				     uint64_t hash, uint64_t parent,
+				     const char *name, size_t len)
+{
+	for (int w = 0; w < DLFS_SHM_NAME_WAYS; w++)
+		if (set[w].seq && set[w].parent == parent && set[w].len == len &&
+		    !memcmp(set[w].name, name, len))
+			return &set[w];
+	for (int w = 0; w < DLFS_SHM_NAME_WAYS; w++)
+		if (!set[w].seq)
+			return &set[w];
+	return &set[(hash >> 40) % DLFS_SHM_NAME_WAYS];
+}
+
+void dlfs_share_put_name(struct dlfs_share *sh, uint64_t parent,
+			 const char *name, size_t len, uint64_t ino,
+			 const struct stat *st)
+{
+	struct dlfs_shm_head *h = dlfs_share_head(sh);
+	if (len > DLFS_SHM_NAME_MAX || !len)
+		return;
+	uint64_t hash = dlfs_shm_name_hash(parent, name, len);
+	struct dlfs_shm_name *e = way_for(
+		dlfs_shm_name_set(h, sh->map[META], hash), hash, parent, name,
+		len);
+	uint64_t q = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+	if (q & 1)
+		return;
+	if (q && e->parent == parent && e->ino == ino &&
+	    (uint64_t)e->size == (uint64_t)st->st_size)
+		return; /* there already */
+	if (!__atomic_compare_exchange_n(&e->seq, &q, q + 1, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	e->parent = parent;
+	e->ino = ino;
+	e->size = st->st_size;
+	e->mtime = st->st_mtim.tv_sec;
+	e->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+	e->mode = st->st_mode;
+	e->nlink = (uint32_t)st->st_nlink;
+	e->uid = st->st_uid;
+	e->gid = st->st_gid;
+	e->len = (uint16_t)len;
+	memset(e->name, 0, sizeof(e->name));
+	memcpy(e->name, name, len);
 	__atomic_store_n(&e->seq, q + 2, __ATOMIC_RELEASE);
 }
 

@@ -53,6 +53,14 @@ void dlfs_share_put_loc(struct dlfs_share *sh, uint64_t ino,
 			uint32_t container, uint64_t offset, uint64_t size,
 			uint64_t xxh3);
 
+/* (parent, name) -> ino with attributes st, for the names table: the
+ * caller puts only names of the dataset whose attributes are the usual
+ * ones (shm.h). Any thread; a racing write of the same entry wins. */
+struct stat;
+void dlfs_share_put_name(struct dlfs_share *sh, uint64_t parent,
+			 const char *name, size_t len, uint64_t ino,
+			 const struct stat *st);
+
 /* The tier is there: readers may look at its chunk states. */
 void dlfs_share_set_nvme(struct dlfs_share *sh, int on);
 

@@ -425,6 +425,32 @@ static ssize_t serve(uint64_t ino, void *buf, size_t size, uint64_t off)
 	return (ssize_t)n;
 }
 
+int dlfs_direct_lookup(uint64_t parent, const char *name, size_t len,
+		       uint64_t *ino, struct stat *st)
+{
+	struct dlfs_shm_name e;
+	if (!ready() || dlfs_shm_name_get(m.h, m.meta, parent, name, len, &e))
+		return -1;
+	/* The usual attributes (shm.h), from the root's. */
+	const struct stat *r = &dlfs_pl.root_st;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = e.ino;
+	st->st_size = e.size;
+	st->st_mtim.tv_sec = e.mtime;
+	st->st_mtim.tv_nsec = e.mtime_ns;
+	st->st_atim = st->st_mtim;
+	st->st_ctim = st->st_mtim;
+	st->st_mode = e.mode;
+	st->st_nlink = e.nlink;
+	st->st_uid = e.uid;
+	st->st_gid = e.gid;
+	st->st_dev = r->st_dev;
+	st->st_blksize = r->st_blksize;
+	st->st_blocks = (e.size + 511) / 512;
+	*ino = e.ino;
+	return 0;
+}
+
 ssize_t dlfs_direct_read(uint64_t ino, void *buf, size_t size, uint64_t off)
 {
 	if (!ready() || t.busy)

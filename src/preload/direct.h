@@ -35,6 +35,12 @@ void dlfs_direct_init(void);
  * again when needed. */
 void dlfs_direct_fork_child(void);
 
+/* (parent, name) from the server's names table (shm.h): no request.
+ * @return 0 with *ino and *st, or -1: ask the server. */
+struct stat;
+int dlfs_direct_lookup(uint64_t parent, const char *name, size_t len,
+		       uint64_t *ino, struct stat *st);
+
 /*
  * Up to size bytes of file ino at off into buf. @return the bytes (0 at
  * or past the end), or -1: not here, ask the server (buf may have been

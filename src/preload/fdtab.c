@@ -162,14 +162,78 @@ static int set(int fd, struct dlfs_file *f)
 	return 0;
 }
 
+/*
+ * The process's template socket, whose dups are dataset fds: a dup and
+ * its close cost a fraction of a new socket's (measured: making and
+ * closing sockets was a quarter of a page-cache-hot epoch). Made on
+ * first use; a template that was closed behind the library's back (its
+ * number now another file's, or none) is let go, never closed, and made
+ * again. Each template's identity is fixed when it is made; a template
+ * let go stays allocated (it is rare: a few bytes each time).
+ */
+struct tpl {
+	int fd;
+	dev_t dev;
+	ino_t ino;
+};
+static _Atomic(struct tpl *) tpl;
+
+static struct tpl *tpl_get(void)
+{
+	struct tpl *t = atomic_load_explicit(&tpl, memory_order_acquire);
+	if (t)
+		return t;
+	struct tpl *n = malloc(sizeof(*n));
+	if (!n)
+		return NULL;
+	n->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (n->fd < 0 || sock_id(n->fd, &n->dev, &n->ino)) {
+		if (n->fd >= 0)
+			syscall(SYS_close, n->fd);
+		free(n);
+		return NULL;
+	}
+	if (atomic_compare_exchange_strong_explicit(&tpl, &t, n,
+						    memory_order_acq_rel,
+						    memory_order_acquire))
+		return n;
+	syscall(SYS_close, n->fd); /* another thread made one first */
+	free(n);
+	return t;
+}
+
+/* A new fd of ours: a dup of the template, the lowest free number as
+ * open gives. @return it, or -errno. */
+static int new_fd(int cloexec)
+{
+	for (int tries = 0; tries < 3; tries++) {
+		struct tpl *t = tpl_get();
+		if (!t)
+			return errno ? -errno : -ENOMEM;
+		long fd = syscall(SYS_fcntl, t->fd,
+				  cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+		if (fd < 0 && errno != EBADF)
+			return -errno;
+		dev_t dev;
+		ino_t ino;
+		if (fd >= 0 && !sock_id((int)fd, &dev, &ino) &&
+		    dev == t->dev && ino == t->ino)
+			return (int)fd;
+		/* The template's number is no longer the template. */
+		if (fd >= 0)
+			syscall(SYS_close, fd);
+		atomic_compare_exchange_strong(&tpl, &t, NULL);
+	}
+	return -EBADF;
+}
+
 int dlfs_fd_install(struct dlfs_file *f, int cloexec)
 {
 	int saved = errno;
-	int fd = socket(AF_UNIX, SOCK_STREAM | (cloexec ? SOCK_CLOEXEC : 0), 0);
+	int fd = new_fd(cloexec);
 	if (fd < 0) {
-		int ret = -errno;
 		errno = saved;
-		return ret;
+		return fd;
 	}
 	int ret = set(fd, f);
 	if (ret) {

@@ -82,6 +82,9 @@ int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
 	if (!vol && (ret = dlfs_nscache_get(parent, name, len, &dlfs_pl.root_st,
 					     ino, st)) <= 0)
 		return ret;
+	/* Another process of the job may have asked already. */
+	if (!vol && dlfs_direct_lookup(parent, name, len, ino, st) == 0)
+		return 0;
 
 	struct dlfs_wire_req req = {.op = DLFS_WIRE_LOOKUP,
 				    .name_len = (uint32_t)len,

@@ -40,6 +40,16 @@
  * server fills it as it answers lookups and reads. A missing or
  * changing entry sends the read to the server.
  *
+ * The names table: lookups the server answered, so that a process needs
+ * no request for a name another process of the job looked up already.
+ * Sets of DLFS_SHM_NAME_WAYS entries, set dlfs_shm_name_hash & (sets -
+ * 1); each entry a sequence lock like a slot's, holding (parent, name)
+ * -> the child's inode and attributes. Only names of the dataset (not of
+ * the control directory, whose answers change), up to
+ * DLFS_SHM_NAME_MAX bytes, whose attributes are the usual ones: st_dev
+ * and st_blksize the root's, st_rdev 0, st_blocks from the size, atime
+ * and ctime equal to mtime. A miss asks the server.
+ *
  * What may be served without the server, the read core's rules
  * (reader.h): a RAM slot's bytes were checked when loaded; an NVMe read
  * that is stable, of a file whose bit is set; else only a read of a whole
@@ -83,6 +93,8 @@ struct dlfs_shm_head {
 	uint64_t nv_seq_off;  /* uint64_t */
 	uint64_t loc_off;     /* struct dlfs_shm_loc[loc_mask + 1] */
 	uint64_t loc_mask;
+	uint64_t name_off;    /* struct dlfs_shm_name[name_sets * WAYS] */
+	uint64_t name_sets;   /* a power of 2 */
 	/* Offsets in rw. */
 	uint64_t file_ok_off; /* uint64_t[n_inodes / 64 + 1] */
 	uint64_t use_off;     /* struct dlfs_shm_use[n_slots] */
@@ -104,6 +116,20 @@ struct dlfs_shm_loc {
 	uint64_t offset, size, xxh3;
 	uint32_t container;
 	uint32_t pad;
+};
+
+#define DLFS_SHM_NAME_MAX 64
+#define DLFS_SHM_NAME_WAYS 4
+
+/* A name in directory parent (128 bytes). */
+struct dlfs_shm_name {
+	uint64_t seq; /* odd while written; 0: never */
+	uint64_t parent, ino;
+	int64_t size, mtime;
+	uint32_t mtime_ns, mode, nlink, uid, gid;
+	uint16_t len;
+	uint16_t pad;
+	char name[DLFS_SHM_NAME_MAX];
 };
 
 /* A slot's use by readers outside the server. */
@@ -170,6 +196,56 @@ static inline int dlfs_shm_find(const struct dlfs_shm_head *h,
 			return (int)(v - 1);
 		}
 		i = (i + 1) & h->table_mask;
+	}
+	return -1;
+}
+
+/* The names table's hash of (parent, name). */
+static inline uint64_t dlfs_shm_name_hash(uint64_t parent, const char *name,
+					  uint64_t len)
+{
+	uint64_t h = UINT64_C(14695981039346656037) ^ parent;
+	h *= UINT64_C(1099511628211);
+	for (uint64_t i = 0; i < len; i++) {
+		h ^= (unsigned char)name[i];
+		h *= UINT64_C(1099511628211);
+	}
+	return h ^ (h >> 31);
+}
+
+/* The set of (parent, name) in the names table. */
+static inline struct dlfs_shm_name *dlfs_shm_name_set(
+	const struct dlfs_shm_head *h, const uint8_t *meta, uint64_t hash)
+{
+	return (struct dlfs_shm_name *)(meta + h->name_off) +
+	       (hash & (h->name_sets - 1)) * DLFS_SHM_NAME_WAYS;
+}
+
+/* Look up (parent, name) in the names table: *out is a copy of its entry.
+ * @return 0, or -1 (not there now: ask the server). */
+static inline int dlfs_shm_name_get(const struct dlfs_shm_head *h,
+				    const uint8_t *meta, uint64_t parent,
+				    const char *name, uint64_t len,
+				    struct dlfs_shm_name *out)
+{
+	if (len > DLFS_SHM_NAME_MAX || !h->name_sets)
+		return -1;
+	struct dlfs_shm_name *set = dlfs_shm_name_set(
+		h, meta, dlfs_shm_name_hash(parent, name, len));
+	for (int w = 0; w < DLFS_SHM_NAME_WAYS; w++) {
+		struct dlfs_shm_name *e = &set[w];
+		uint64_t q = dlfs_shm_load(&e->seq);
+		if (!q || (q & 1) ||
+		    __atomic_load_n(&e->parent, __ATOMIC_RELAXED) != parent ||
+		    __atomic_load_n(&e->len, __ATOMIC_RELAXED) != len)
+			continue;
+		/* A plain copy: torn bytes are caught by seq below. */
+		__builtin_memcpy(out, (const void *)e, sizeof(*out));
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		if (dlfs_shm_load(&e->seq) != q || out->parent != parent ||
+		    out->len != len || __builtin_memcmp(out->name, name, len))
+			continue;
+		return 0;
 	}
 	return -1;
 }
