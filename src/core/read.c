@@ -204,10 +204,45 @@ void dlfs_reader_set_peer(struct dlfs_reader *r,
 	r->home_hi = home_hi;
 }
 
+/* A reader outside read file ino from its start: what dlfs_read does
+ * then for its own (the outside thread, with its own context). */
+static void seen_outside(void *arg, uint64_t ino)
+{
+	struct dlfs_reader *r = arg;
+	struct dlfs_reader_ctx *x = r->seen_ctx;
+	struct dlfs_err err = {0};
+	struct dlfs_inode in;
+	uint64_t kf, kl;
+	atomic_fetch_add_explicit(&r->seen, 1, memory_order_relaxed);
+	if (dlfs_stat(x->txn, ino, &in, &err) || !S_ISREG(in.mode))
+		return;
+	if (r->observer)
+		r->observer(r->observer_arg, x->txn, ino);
+	if (!r->fill || !in.size)
+		return;
+	const uint64_t g0 = dlfs_ds_container(r->ds, in.container)->first_chunk;
+	dlfs_file_chunks(r->chunk_size, &in, 0, in.size, &kf, &kl);
+	for (uint64_t k = kf; k <= kl; k++)
+		dlfs_fill_used(r->fill, g0 + k);
+}
+
+static int start_outside(struct dlfs_reader *r, struct dlfs_err *err)
+{
+	if (!r->share)
+		return 0;
+	int ret = dlfs_reader_ctx_new(r, &r->seen_ctx, err);
+	if (!ret)
+		ret = dlfs_outside_start(r->share, seen_outside, r, &r->outside,
+					 err);
+	return ret;
+}
+
 int dlfs_reader_start(struct dlfs_reader *r, struct dlfs_err *err)
 {
 	int ret;
 	if (r->nvme && (ret = dlfs_nvme_start(r->nvme, err)))
+		return ret;
+	if ((ret = start_outside(r, err)))
 		return ret;
 	if (!r->conf.pfs_depth) {
 		if (r->conf.fill == DLFS_FILL_HOME || r->conf.fill == DLFS_FILL_ALL)
@@ -234,6 +269,11 @@ int dlfs_reader_start(struct dlfs_reader *r, struct dlfs_err *err)
 
 void dlfs_reader_stop(struct dlfs_reader *r)
 {
+	/* It calls into the views and the fill: it goes first. */
+	dlfs_outside_stop(r->outside);
+	r->outside = NULL;
+	dlfs_reader_ctx_free(r->seen_ctx);
+	r->seen_ctx = NULL;
 	/* Read-ahead feeds the background reads: unhook it first. */
 	dlfs_prefetch_set_fill(r->prefetch, NULL);
 	dlfs_fill_free(r->fill);
@@ -773,6 +813,8 @@ void dlfs_reader_snapshot(struct dlfs_reader *r, struct dlfs_tier_snap *t,
 		t->direct.nvme = __atomic_load_n(&n->nvme, __ATOMIC_RELAXED);
 		t->direct.checked = __atomic_load_n(&n->checked,
 						    __ATOMIC_RELAXED);
+		t->direct_seen = atomic_load_explicit(&r->seen,
+						      memory_order_relaxed);
 	}
 	dlfs_cache_get_stats(r->cache, &t->ram);
 	t->nvme_enabled = r->nvme != NULL;

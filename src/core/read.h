@@ -9,6 +9,7 @@
 #define DLFS_READ_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "cache.h"
 #include "reader.h"
@@ -17,6 +18,7 @@
 #include "grain.h"
 #include "nvme.h"
 #include "prefetch.h"
+#include "outside.h"
 #include "share.h"
 #include "stats.h"
 
@@ -33,6 +35,9 @@ struct dlfs_reader {
 	struct dlfs_cache *cache;
 	struct dlfs_nvme *nvme; /* NULL without a usable cache_dir */
 	struct dlfs_share *share; /* NULL without conf.share */
+	struct dlfs_outside *outside;     /* following readers outside */
+	struct dlfs_reader_ctx *seen_ctx; /* its context */
+	_Atomic uint64_t seen;            /* reads it handed on */
 	struct dlfs_fetch fetch;
 	struct dlfs_grain *grain;
 	struct dlfs_fill *fill;           /* NULL until started, or none */

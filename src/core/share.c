@@ -65,7 +65,9 @@ static void lay_out(const struct dlfs_share_conf *c, struct dlfs_shm_head *h)
 	h->use_off = o;
 	o = up(o + (uint64_t)c->n_slots * sizeof(struct dlfs_shm_use), 64);
 	h->count_off = o;
-	h->rw_size = up(o + sizeof(struct dlfs_shm_count), 4096);
+	o = up(o + sizeof(struct dlfs_shm_count), 64);
+	h->seen_off = o;
+	h->rw_size = up(o + sizeof(struct dlfs_shm_seen_ring), 4096);
 
 	h->data_size = (uint64_t)c->n_slots * c->slot_size;
 }
@@ -250,6 +252,32 @@ void dlfs_share_put_name(struct dlfs_share *sh, uint64_t parent,
 	memset(e->name, 0, sizeof(e->name));
 	memcpy(e->name, name, len);
 	__atomic_store_n(&e->seq, q + 2, __ATOMIC_RELEASE);
+}
+
+int dlfs_share_seen_next(struct dlfs_share *sh, uint64_t *next,
+			 uint64_t *ino)
+{
+	struct dlfs_shm_seen_ring *r =
+		(struct dlfs_shm_seen_ring *)(sh->map[RW] +
+					      dlfs_share_head(sh)->seen_off);
+	uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+	if (head - *next > DLFS_SHM_SEEN)
+		*next = head - DLFS_SHM_SEEN; /* overwritten: skip them */
+	while (*next < head) {
+		struct dlfs_shm_seen *e = &r->e[*next & (DLFS_SHM_SEEN - 1)];
+		uint64_t q = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
+		if (q < *next + 1)
+			return 0; /* taken, not written yet: next time */
+		*ino = __atomic_load_n(&e->ino, __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		uint64_t q2 = __atomic_load_n(&e->seq, __ATOMIC_RELAXED);
+		(*next)++;
+		if (q == *next && q2 == q)
+			return 1;
+		/* Overwritten by a later lap: that one is not lost, the
+		 * loop reaches it in turn; this one is. */
+	}
+	return 0;
 }
 
 void dlfs_share_set_nvme(struct dlfs_share *sh, int on)

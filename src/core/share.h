@@ -61,6 +61,12 @@ void dlfs_share_put_name(struct dlfs_share *sh, uint64_t parent,
 			 const char *name, size_t len, uint64_t ino,
 			 const struct stat *st);
 
+/* The next read reported in the seen ring (shm.h), from number *next on
+ * (start at 0; advanced past what was read or lost). @return 1 with *ino,
+ * or 0 when there is none yet. One caller at a time. */
+int dlfs_share_seen_next(struct dlfs_share *sh, uint64_t *next,
+			 uint64_t *ino);
+
 /* The tier is there: readers may look at its chunk states. */
 void dlfs_share_set_nvme(struct dlfs_share *sh, int on);
 

@@ -100,9 +100,11 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	    U(nv->corrupt), U(nv->errors));
 	put(&o,
 	    "    \"direct\": {\"enabled\": %d, \"reads\": %llu, \"bytes\": "
-	    "%llu, \"ram\": %llu, \"nvme\": %llu, \"checked\": %llu},\n",
+	    "%llu, \"ram\": %llu, \"nvme\": %llu, \"checked\": %llu, "
+	    "\"seen\": %llu},\n",
 	    t->direct_enabled, U(t->direct.reads), U(t->direct.bytes),
-	    U(t->direct.ram), U(t->direct.nvme), U(t->direct.checked));
+	    U(t->direct.ram), U(t->direct.nvme), U(t->direct.checked),
+	    U(t->direct_seen));
 	put(&o, "    \"pfs\": {\"reads\": %llu, \"bytes\": %llu, "
 		"\"read_size_hist\": {",
 	    ld(&s->pfs_reads), ld(&s->pfs_bytes));

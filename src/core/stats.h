@@ -92,6 +92,7 @@ struct dlfs_tier_snap {
 	 * (conf.share: dlfs-run's clients). */
 	int direct_enabled;
 	struct dlfs_shm_count direct;
+	uint64_t direct_seen; /* their reads from a file's start handed on */
 };
 
 /*

@@ -394,6 +394,17 @@ static int from_nvme(const struct dlfs_shm_loc *l, uint64_t off, size_t n,
 
 /* ---- a read ---- */
 
+/* Served n bytes of l at off from a tier: counted, and a read from the
+ * file's start reported for the server's views and fills. */
+static ssize_t served(const struct dlfs_shm_loc *l, uint64_t off, size_t n,
+		      int tier, int checked)
+{
+	count(tier, n, checked);
+	if (off == 0)
+		dlfs_shm_seen_put(m.h, m.rw, l->ino);
+	return (ssize_t)n;
+}
+
 static ssize_t serve(uint64_t ino, void *buf, size_t size, uint64_t off)
 {
 	struct dlfs_shm_loc l;
@@ -406,11 +417,11 @@ static ssize_t serve(uint64_t ino, void *buf, size_t size, uint64_t off)
 	int whole = off == 0 && n == l.size;
 	if (!good && !whole)
 		return -1; /* its first check is the server's */
+
 	if (from_ram(&l, off, n, buf)) {
 		if (!good && !check(&l, buf))
 			return -1;
-		count(0, n, !good);
-		return (ssize_t)n;
+		return served(&l, off, n, 0, !good);
 	}
 	int stable;
 	if (!from_nvme(&l, off, n, buf, &stable))
@@ -421,8 +432,7 @@ static ssize_t serve(uint64_t ino, void *buf, size_t size, uint64_t off)
 			return -1;
 		good = 0;
 	}
-	count(1, n, !good);
-	return (ssize_t)n;
+	return served(&l, off, n, 1, !good);
 }
 
 int dlfs_direct_lookup(uint64_t parent, const char *name, size_t len,

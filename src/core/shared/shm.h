@@ -50,6 +50,13 @@
  * and st_blksize the root's, st_rdev 0, st_blocks from the size, atime
  * and ctime equal to mtime. A miss asks the server.
  *
+ * The seen ring: readers outside report each read of a file from its
+ * start (the server's epoch views follow readers by them, and its
+ * background fills count the chunks used). A reader takes a number from
+ * head, writes the inode, then seq = number + 1; the server reads them in
+ * order, skipping what was overwritten before it came. Losing some costs
+ * only planning.
+ *
  * What may be served without the server, the read core's rules
  * (reader.h): a RAM slot's bytes were checked when loaded; an NVMe read
  * that is stable, of a file whose bit is set; else only a read of a whole
@@ -99,6 +106,7 @@ struct dlfs_shm_head {
 	uint64_t file_ok_off; /* uint64_t[n_inodes / 64 + 1] */
 	uint64_t use_off;     /* struct dlfs_shm_use[n_slots] */
 	uint64_t count_off;   /* struct dlfs_shm_count */
+	uint64_t seen_off;    /* struct dlfs_shm_seen_ring */
 	/* Sizes of the three files. */
 	uint64_t meta_size, data_size, rw_size;
 };
@@ -147,6 +155,31 @@ struct dlfs_shm_count {
 	uint64_t checked;           /* files they checked whole */
 	uint64_t pad[3];
 };
+
+#define DLFS_SHM_SEEN 4096 /* entries of the seen ring, a power of 2 */
+
+struct dlfs_shm_seen {
+	uint64_t seq; /* the number taken, + 1 */
+	uint64_t ino;
+};
+
+struct dlfs_shm_seen_ring {
+	uint64_t head; /* numbers taken so far */
+	uint64_t pad[7];
+	struct dlfs_shm_seen e[DLFS_SHM_SEEN];
+};
+
+/* Report a read of file ino from its start. */
+static inline void dlfs_shm_seen_put(const struct dlfs_shm_head *h,
+				     uint8_t *rw, uint64_t ino)
+{
+	struct dlfs_shm_seen_ring *r =
+		(struct dlfs_shm_seen_ring *)(rw + h->seen_off);
+	uint64_t n = __atomic_fetch_add(&r->head, 1, __ATOMIC_RELAXED);
+	struct dlfs_shm_seen *e = &r->e[n & (DLFS_SHM_SEEN - 1)];
+	__atomic_store_n(&e->ino, ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->seq, n + 1, __ATOMIC_RELEASE);
+}
 
 /* The RAM tier's hash of a key (cache.h's keys). */
 static inline uint32_t dlfs_shm_hash(uint64_t key)
