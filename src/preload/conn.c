@@ -39,7 +39,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "preload.h"
+#include "state.h"
 
 struct conn {
 	int fd;    /* -1: none */

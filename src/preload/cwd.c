@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "ns.h"
-#include "preload.h"
+#include "state.h"
 #include "real.h"
 
 enum { OFF, PENDING, ON };

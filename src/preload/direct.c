@@ -25,7 +25,7 @@
 #include <xxhash.h>
 
 #include "conn.h"
-#include "preload.h"
+#include "state.h"
 #include "shm.h"
 
 enum { UNTRIED, READY, OFF };

@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 
 #include "ns.h"
-#include "preload.h"
+#include "state.h"
 #include "real.h"
 #include "shared/wire.h"
 

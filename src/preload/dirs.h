@@ -14,7 +14,7 @@
  *
  * Thread safety: each stream has its own lock (as glibc's have), held
  * across the READDIR round trip (a stream's lock comes before the
- * library's global locks: preload.h); pool_lock guards only taking and
+ * library's global locks: state.h); pool_lock guards only taking and
  * giving back streams. Calls on different streams never wait for each
  * other. After fork the child's streams get new locks (the fork
  * handlers).

@@ -14,7 +14,7 @@
 
 #include "cwd.h"
 #include "ns.h"
-#include "preload.h"
+#include "state.h"
 #include "real.h"
 
 int dlfs_on(void)

@@ -12,7 +12,7 @@
  * Thread safety: all of them may be called from any thread at once. The
  * locks they take are the description's pos_lock (read, readv, lseek,
  * across the server round trip) and, through ns.c and conn.c, the cache's
- * and the connections' (preload.h has the order). In a vfork child
+ * and the connections' (state.h has the order). In a vfork child
  * (dlfs_own_memory says no) the wrappers change none of the parent's
  * tables: no fd is added or forgotten, no cwd set.
  */

@@ -20,7 +20,7 @@
 
 #include "cwd.h"
 #include "icept.h"
-#include "preload.h"
+#include "state.h"
 #include "real.h"
 
 DLFS_EXPORT int chdir(const char *path)

@@ -16,7 +16,7 @@
 
 #include "icept.h"
 #include "ns.h"
-#include "preload.h"
+#include "state.h"
 #include "real.h"
 
 /* xattrs: the dataset's own (user.dlfs.*), as the mount answers them. */

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "icept.h"
-#include "preload.h"
+#include "state.h"
 #include "real.h"
 
 /* The description of fd if it is a dataset fd (a reference), or NULL. */

@@ -13,7 +13,7 @@
 
 #include "dirs.h"
 #include "icept.h"
-#include "preload.h"
+#include "state.h"
 #include "real.h"
 
 /* Flags that would change a file that exists (O_CREAT alone does not:

@@ -15,7 +15,7 @@
 #include "cwd.h"
 #include "icept.h"
 #include "ns.h"
-#include "preload.h"
+#include "state.h"
 #include "real.h"
 
 /* The stat family. */

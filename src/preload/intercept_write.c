@@ -20,7 +20,7 @@
 #include <utime.h>
 
 #include "icept.h"
-#include "preload.h"
+#include "state.h"
 #include "real.h"
 
 /* What a call does to the name it is given. */

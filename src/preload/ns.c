@@ -15,7 +15,7 @@
 #include "conn.h"
 #include "direct.h"
 #include "nscache.h"
-#include "preload.h"
+#include "state.h"
 #include "real.h"
 
 /*

@@ -1,10 +1,11 @@
 /*
- * preload: the library's configuration, read once from DLFS_PRELOAD
+ * preload: the library's constructor and fork handlers, and its
+ * configuration (state.h), read once from DLFS_PRELOAD
  * ("PREFIX=SOCKET") when the library is loaded. Unset or empty: the
  * library passes everything through; bad: one line on stderr, and the
  * same.
  */
-#include "preload.h"
+#include "state.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -21,25 +22,6 @@
 #include "ns.h"
 #include "real.h"
 #include "shared/wire.h"
-
-struct dlfs_pl dlfs_pl;
-
-void dlfs_pl_say(const char *msg, const char *arg)
-{
-	char line[512];
-	size_t n = 0;
-	const char *parts[] = {"dlfs-preload: ", msg, arg ? arg : "", "\n"};
-	for (size_t i = 0; i < 4; i++) {
-		size_t l = strlen(parts[i]);
-		if (l > sizeof(line) - n - 1)
-			l = sizeof(line) - n - 1;
-		memcpy(line + n, parts[i], l);
-		n += l;
-	}
-	if (line[n - 1] != '\n')
-		line[n - 1] = '\n';
-	syscall(SYS_write, 2, line, n);
-}
 
 /* Absolute, not "/", no trailing slash, no "", "." or ".." component. */
 static int prefix_ok(const char *p, size_t len)
@@ -89,7 +71,7 @@ static void configure(void)
 
 /*
  * fork: the prepare handler takes the library's global locks in the order
- * preload.h writes down, so that no other thread holds one while the
+ * state.h writes down, so that no other thread holds one while the
  * process is copied; the parent releases them. The child releases them
  * too, and makes every per-object lock (a description's pos_lock, a
  * stream's lock, an fd slot's spin lock) new: the threads that may have

@@ -19,7 +19,7 @@
 
 #include "icept.h"
 #include "ns.h"
-#include "preload.h"
+#include "state.h"
 #include "real.h"
 
 static ssize_t c_read(void *cookie, char *buf, size_t n)

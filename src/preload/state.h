@@ -1,5 +1,7 @@
 /*
- * The library's process-wide state: what DLFS_PRELOAD configured, and
+ * state: the library's process-wide state (defined in state.c, a leaf
+ * that every module may include; preload.c, the constructor and the fork
+ * handlers, fills it and calls the modules): what DLFS_PRELOAD configured, and
  * what the server said in its first HELLO. Written once (the constructor,
  * then the first HELLO under conn.c's lock) and read-only after that, so
  * readers take no lock; dlfs_pl.ready is the release/acquire flag of the
@@ -24,8 +26,8 @@
  * the library a call to mmap or readdir binds to the wrapper, not to
  * libc's.
  */
-#ifndef DLFS_PRELOAD_H
-#define DLFS_PRELOAD_H
+#ifndef DLFS_STATE_H
+#define DLFS_STATE_H
 
 #include <limits.h>
 #include <stdatomic.h>
