@@ -3,17 +3,21 @@
  *
  *   dlfs-run [-o opt,...]... DATASET:PREFIX -- COMMAND [ARG...]
  *
- * It starts a dlfs server for DATASET (dlfs DATASET --serve SOCKET, with
- * the -o options a mount takes) in a private directory, waits until it
- * answers, runs COMMAND with libdlfs-preload.so preloaded and told where
- * the server is, and when COMMAND ends stops the server and exits with
- * COMMAND's status (128 + the signal that killed it). See dlfs-run(1).
+ * It finds or starts the dlfs server for DATASET (dlfs DATASET --serve
+ * SOCKET, with the -o options a mount takes), runs COMMAND with
+ * libdlfs-preload.so preloaded and told where the server is, and exits
+ * with COMMAND's status (128 + the signal that killed it). See
+ * dlfs-run(1).
  *
- * The server is in its own process group, so a ^C at the terminal reaches
- * COMMAND (which decides what to do) and not the server under it; the
+ * By default the server is the node's (dlfs-run.d/node.h): every
+ * dlfs-run of this user, dataset and options (and Slurm job step) on the
+ * node shares one, in a session of its own; the last to end stops it.
+ * With --private each dlfs-run starts its own in a private directory, in
+ * its own process group, and stops it at the end; if dlfs-run dies, it
+ * gets SIGTERM (PR_SET_PDEATHSIG). Either way a ^C at the terminal
+ * reaches COMMAND (which decides what to do) and not the server; the
  * signals that end a job (SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2) sent
- * to dlfs-run itself are passed to COMMAND. If dlfs-run dies, the server
- * gets SIGTERM (PR_SET_PDEATHSIG).
+ * to dlfs-run itself are passed to COMMAND.
  */
 #include <elf.h>
 #include <errno.h>
@@ -29,6 +33,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "node.h"
+
 #define ME "dlfs-run"
 
 struct run {
@@ -38,18 +44,22 @@ struct run {
 	char **cmd;
 	char daemon[PATH_MAX];
 	char lib[PATH_MAX];
-	char dir[PATH_MAX];  /* private: holds the socket */
+	char dir[PATH_MAX];  /* --private: holds the socket */
 	char sock[PATH_MAX];
 	pid_t server, child;
+	int private;         /* --private: a server of its own */
+	struct node node;    /* else the node's */
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: " ME " [-o opt,...]... DATASET:PREFIX -- COMMAND "
-		   "[ARG...]\n"
+	fprintf(f, "usage: " ME " [--private] [-o opt,...]... DATASET:PREFIX "
+		   "-- COMMAND [ARG...]\n"
 		   "  Runs COMMAND with DATASET at PREFIX (an absolute path), "
 		   "without FUSE.\n"
 		   "  -o: the options of a dlfs mount (see dlfs(1)).\n"
+		   "  --private: a server of its own, not the node's shared "
+		   "one.\n"
 		   "  -h, --help  -V, --version\n"
 		   "See dlfs-run(1).\n");
 }
@@ -118,7 +128,9 @@ static int parse(struct run *r, int argc, char **argv)
 			printf(ME " %s\n", DLFS_VERSION);
 			return 1;
 		}
-		if (!strcmp(a, "-o")) {
+		if (!strcmp(a, "--private")) {
+			r->private = 1;
+		} else if (!strcmp(a, "-o")) {
 			if (++i >= argc) {
 				fprintf(stderr, ME ": -o needs a value\n");
 				return 2;
@@ -271,21 +283,29 @@ static int which(const char *cmd, char *buf, size_t len)
 /* ---- the server ---- */
 
 /* A directory that can hold our socket: writable, and short enough for a
- * socket path (108 bytes with "/dlfs-run.XXXXXX/socket"). */
+ * socket path (108 bytes with "/dlfs-run-UID/0123456789abcdef.sock", or
+ * "/dlfs-run.XXXXXX/socket"). */
 static int usable(const char *base)
 {
 	struct sockaddr_un a;
-	return base && *base && strlen(base) + 24 < sizeof(a.sun_path) &&
+	return base && *base && strlen(base) + 43 < sizeof(a.sun_path) &&
 	       !access(base, W_OK | X_OK);
 }
 
-static int make_dir(struct run *r)
+/* Where the sockets go: $XDG_RUNTIME_DIR, $TMPDIR or /tmp. */
+static const char *run_base(void)
 {
 	const char *base = getenv("XDG_RUNTIME_DIR");
 	if (!usable(base))
 		base = getenv("TMPDIR");
 	if (!usable(base))
 		base = "/tmp";
+	return base;
+}
+
+static int make_dir(struct run *r)
+{
+	const char *base = run_base();
 	snprintf(r->dir, sizeof(r->dir), "%s/dlfs-run.XXXXXX", base);
 	if (!mkdtemp(r->dir)) {
 		fprintf(stderr, ME ": mkdtemp %s: %s\n", r->dir,
@@ -310,14 +330,16 @@ static void exec_server(struct run *r, int ready, pid_t parent)
 		"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
 		"SLURM_STEP_NUM_TASKS", "LD_PRELOAD", "DLFS_PRELOAD", NULL};
 	char fd[16];
-	setpgid(0, 0);
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	if (getppid() != parent)
-		_exit(1); /* dlfs-run died before the line above */
+	if (r->private) {
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(1); /* dlfs-run died before the line above */
+	}
 	for (int i = 0; launch[i]; i++)
 		unsetenv(launch[i]);
 	snprintf(fd, sizeof(fd), "%d", ready);
-	const char *argv[10];
+	const char *argv[12];
 	int n = 0;
 	argv[n++] = r->daemon;
 	argv[n++] = r->dataset;
@@ -325,6 +347,10 @@ static void exec_server(struct run *r, int ready, pid_t parent)
 	argv[n++] = r->sock;
 	argv[n++] = "--ready-fd";
 	argv[n++] = fd;
+	if (!r->private) {
+		argv[n++] = "--users";
+		argv[n++] = r->node.key;
+	}
 	if (r->opts[0]) {
 		argv[n++] = "-o";
 		argv[n++] = r->opts;
@@ -353,6 +379,10 @@ static int start_server(struct run *r)
 	if (r->server == 0) {
 		close(p[0]);
 		int fd = fcntl(p[1], F_DUPFD, 3); /* without O_CLOEXEC */
+		/* The node's server outlives this dlfs-run: in a session of
+		 * its own, a child of init (its parent exits at once). */
+		if (!r->private && (setsid() < 0 || fork() != 0))
+			_exit(0);
 		exec_server(r, fd < 0 ? p[1] : fd, me);
 	}
 	close(p[1]);
@@ -361,9 +391,18 @@ static int start_server(struct run *r)
 	while ((n = read(p[0], buf, sizeof(buf) - 1)) < 0 && errno == EINTR)
 		;
 	close(p[0]);
+	int st;
+	if (!r->private) {
+		waitpid(r->server, &st, 0); /* the child that forked it */
+		r->server = 0;
+		if (n > 0 && !strncmp(buf, "ready", 5))
+			return 0;
+		fprintf(stderr, ME ": the dlfs server for %s did not start\n",
+			r->dataset);
+		return 1;
+	}
 	if (n > 0 && !strncmp(buf, "ready", 5))
 		return 0;
-	int st;
 	waitpid(r->server, &st, 0);
 	r->server = 0;
 	fprintf(stderr, ME ": the dlfs server for %s did not start (%s %d)\n",
@@ -471,6 +510,27 @@ static int run_command(struct run *r)
 	return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
 }
 
+static int start_node_server(void *arg)
+{
+	return start_server(arg);
+}
+
+/* What names the node's server: the dataset, the options, the daemon and
+ * the Slurm job step (a server must not outlive the step whose cgroup it
+ * is in). @return 0, or 1 after a message. */
+static int node_of(struct run *r, const char *base)
+{
+	char what[PATH_MAX * 3 + 8192 + 64], real[PATH_MAX];
+	const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+	snprintf(what, sizeof(what), "%s\n%s\n%s\n%s.%s",
+		 realpath(r->dataset, real) ? real : r->dataset, r->opts,
+		 r->daemon, job ? job : "", step ? step : "");
+	if (node_init(&r->node, base, what))
+		return 1;
+	snprintf(r->sock, sizeof(r->sock), "%s", r->node.sock);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct run r;
@@ -483,7 +543,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, ME ": %s: command not found\n", r.cmd[0]);
 		return 127;
 	}
-	if (check_dynamic(path) || find_parts(&r) || make_dir(&r))
+	if (check_dynamic(path) || find_parts(&r))
+		return 1;
+	if (!r.private) {
+		if (node_of(&r, run_base()) || set_env(&r) ||
+		    node_attach(&r.node, start_node_server, &r))
+			return 1;
+		ret = run_command(&r);
+		node_detach(&r.node);
+		return ret;
+	}
+	if (make_dir(&r))
 		return 1;
 	if (set_env(&r)) {
 		rmdir(r.dir);

@@ -20,6 +20,7 @@
 #include "mountpoint.h"
 #include "opts.h"
 #include "serve.h"
+#include "users.h"
 
 /*
  * FUSE workers: 2 per CPU, 4 to 64. The work per request is CPU and
@@ -184,7 +185,8 @@ fail:
 
 struct serve_args {
 	const char *socket;
-	int ready_fd; /* -1: none */
+	int ready_fd;      /* -1: none */
+	const char *users; /* --users KEY, or NULL */
 };
 
 /*
@@ -196,9 +198,11 @@ static int take_serve_args(int *argc, char **argv, struct serve_args *sa)
 	int out = 1, serve = 0;
 	sa->socket = NULL;
 	sa->ready_fd = -1;
+	sa->users = NULL;
 	for (int i = 1; i < *argc; i++) {
 		int is_serve = !strcmp(argv[i], "--serve");
-		if (!is_serve && strcmp(argv[i], "--ready-fd")) {
+		int is_users = !strcmp(argv[i], "--users");
+		if (!is_serve && !is_users && strcmp(argv[i], "--ready-fd")) {
 			argv[out++] = argv[i];
 			continue;
 		}
@@ -210,6 +214,8 @@ static int take_serve_args(int *argc, char **argv, struct serve_args *sa)
 		if (is_serve) {
 			sa->socket = argv[++i];
 			serve = 1;
+		} else if (is_users) {
+			sa->users = argv[++i];
 		} else if ((sa->ready_fd = (int)strtol(argv[++i], &end, 10)) <
 				   0 ||
 			   *end || end == argv[i]) {
@@ -220,8 +226,9 @@ static int take_serve_args(int *argc, char **argv, struct serve_args *sa)
 	}
 	argv[out] = NULL;
 	*argc = out;
-	if (!serve && sa->ready_fd >= 0) {
-		fprintf(stderr, "dlfs: --ready-fd needs --serve\n");
+	if (!serve && (sa->ready_fd >= 0 || sa->users)) {
+		fprintf(stderr, "dlfs: %s needs --serve\n",
+			sa->users ? "--users" : "--ready-fd");
 		return 2;
 	}
 	return serve;
@@ -244,7 +251,8 @@ static int block_end_signals(void)
 
 /* Serve fs on the socket until a signal ends it. @return the exit
  * status. */
-static int serve_socket(struct dlfs_fs *fs, const struct serve_args *sa)
+static int serve_socket(struct dlfs_fs *fs, const struct serve_args *sa,
+			struct dlfs_users *users)
 {
 	struct dlfs_err err = {0};
 	struct dlfs_serve *srv = NULL;
@@ -258,7 +266,7 @@ static int serve_socket(struct dlfs_fs *fs, const struct serve_args *sa)
 		(void)w; /* a launcher that went away learns nothing */
 		close(sa->ready_fd);
 	}
-	int ret = dlfs_serve_run(srv, &err);
+	int ret = dlfs_serve_run(srv, users, &err);
 	if (ret)
 		fprintf(stderr, "dlfs: %s\n", err.msg);
 	dlfs_serve_close(srv);
@@ -272,6 +280,7 @@ static int serve_main(int argc, char **argv, const struct serve_args *sa)
 	struct dlfs_err err = {0};
 	struct dlfs_ds *ds = NULL;
 	struct dlfs_ixsrc ix = {0};
+	struct dlfs_users *users = NULL;
 	struct dlfs_fs fs;
 	memset(&fs, 0, sizeof(fs));
 	int ret = dlfs_opts_parse(&args, &o);
@@ -293,6 +302,12 @@ static int serve_main(int argc, char **argv, const struct serve_args *sa)
 				"FUSE mount\n");
 		goto out;
 	}
+	/* Before anything of the dataset's: a server of the same key that
+	 * is still ending holds its NVMe tier. */
+	if (sa->users && dlfs_users_open(sa->users, &users, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		goto out;
+	}
 	if (block_end_signals() ||
 	    dlfs_ixsrc_open(o.dataset, o.rd.cache_dir, &ix, &ds, log_stderr,
 			    NULL, &err)) {
@@ -310,7 +325,7 @@ static int serve_main(int argc, char **argv, const struct serve_args *sa)
 	fs.ix = ix;
 	ix.path = NULL;
 	dlfs_fatal_install(o.dataset, sa->socket, 1);
-	ret = serve_socket(&fs, sa);
+	ret = serve_socket(&fs, sa, users);
 	dlfs_fs_destroy(&fs);
 	dlfs_ixsrc_free(&fs.ix);
 out:
@@ -318,6 +333,7 @@ out:
 	dlfs_ixsrc_free(&ix);
 	dlfs_opts_free(&o);
 	fuse_opt_free_args(&args);
+	dlfs_users_close(users); /* last: a new server may start now */
 	return ret;
 }
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ops.h"
+#include "users.h"
 #include "wire.h"
 
 struct conn {
@@ -551,15 +552,23 @@ int dlfs_serve_open(struct dlfs_fs *fs, const char *path,
 	return 0;
 }
 
-int dlfs_serve_run(struct dlfs_serve *s, struct dlfs_err *err)
+int dlfs_serve_run(struct dlfs_serve *s, struct dlfs_users *users,
+		   struct dlfs_err *err)
 {
 	struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN},
 			      {.fd = s->sfd, .events = POLLIN}};
 	for (;;) {
-		if (poll(p, 2, -1) < 0) {
+		/* A shared server looks for its users once a second. */
+		int n = poll(p, 2, users ? 1000 : -1);
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return dlfs_err_sys(err, -errno, "poll");
+		}
+		if (n == 0) {
+			if (dlfs_users_gone(users, s->path))
+				return 0;
+			continue;
 		}
 		if (p[1].revents)
 			return 0; /* SIGINT, SIGTERM or SIGHUP */

@@ -33,9 +33,12 @@ struct dlfs_serve;
 int dlfs_serve_open(struct dlfs_fs *fs, const char *path,
 		    struct dlfs_serve **out, struct dlfs_err *err);
 
-/* Answer connections until SIGINT, SIGTERM or SIGHUP. @return 0, or
- * -errno with err set when accepting fails for good. */
-int dlfs_serve_run(struct dlfs_serve *s, struct dlfs_err *err);
+/* Answer connections until SIGINT, SIGTERM or SIGHUP, or, with users
+ * (users.h; NULL: none), until its users have gone. @return 0, or -errno
+ * with err set when accepting fails for good. */
+struct dlfs_users;
+int dlfs_serve_run(struct dlfs_serve *s, struct dlfs_users *users,
+		   struct dlfs_err *err);
 
 /* Close every connection, wait for their threads, remove the socket. NULL
  * is ok. */

@@ -4,7 +4,14 @@
 #    PREFIX byte for byte, and PREFIX/.dlfs/info names the dataset; the -o
 #    options reach the server (ram_cache shows in .dlfs/stats);
 #  - COMMAND's exit status is dlfs-run's (0, 3, 128 + a signal), and when
-#    it ends the server is gone and its private directory removed;
+#    it ends the server is gone, leaving only the node directory's lock
+#    files (TMPDIR/dlfs-run-UID/KEY.lock, .users, .alive);
+#  - one server a node: concurrent dlfs-run of one dataset and options
+#    share one server (other options: another; --private: its own, whose
+#    directory goes with it); the last to end stops it before it returns;
+#    when the last one is killed with SIGKILL, the server ends by itself; dlfs-run started while the server
+#    ends, again and again, all read right; a node directory that is not
+#    private is refused;
 #  - SIGTERM to dlfs-run reaches COMMAND, which can still read while it
 #    handles it;
 #  - refused with one line: a static program, a bad DATASET:PREFIX, a
@@ -27,8 +34,18 @@ DS="$T/ds.dlfs"
 pack "$SRC" -o "$DS" --chunk-size 64K --container-size 1M -q
 expect_ok "pack"
 P=/dlfs-test/odd
+# A node's server is nobody's child: one left behind by a failure must not
+# outlive the test (it would hold the harness's output pipe open).
+trap '_rc=$?; set +e; pkill -KILL -f -- "$DS --serve" 2>/dev/null; (exit $_rc); _cleanup' EXIT
 
 drun() { timeout -k 10 "$DLFS_CMD_TIMEOUT" "$DLFS_RUN" "$@"; }
+
+# What dlfs-run may leave in TMPDIR: the node directory's lock files.
+left() {
+	(cd "$TMPDIR" && find . -mindepth 1 ! -path "./dlfs-run-$(id -u)" \
+		! -name '*.lock' ! -name '*.users' ! -name '*.alive' | sort)
+}
+servers() { pgrep -f -- "$DS --serve" | wc -l; }
 
 note "a shell, and Python under it, read the dataset"
 drun -o ram_cache=96M "$DS:$P" -- bash -c '
@@ -43,7 +60,8 @@ assert info["path"].endswith("ds.dlfs"), info
 assert stats["tiers"]["ram"]["capacity_bytes"] == 96 << 20, stats["tiers"]["ram"]
 PY
 ' _ "$SRC" "$P" "$PYTHON" >"$T/out1" 2>&1 || { cat "$T/out1" >&2; fail "reading through dlfs-run failed"; }
-[ -z "$(ls -A "$TMPDIR")" ] || fail "dlfs-run left $(ls -A "$TMPDIR") in TMPDIR"
+[ -z "$(left)" ] || fail "dlfs-run left $(left) in TMPDIR"
+[ "$(servers)" = 0 ] || fail "the server outlived its only dlfs-run"
 
 note "exit statuses"
 st=0
@@ -52,8 +70,8 @@ drun "$DS:$P" -- sh -c 'exit 3' || st=$?
 st=0
 drun "$DS:$P" -- sh -c 'kill -KILL $$' || st=$?
 [ "$st" = 137 ] || fail "a command killed by SIGKILL came back as $st"
-[ -z "$(ls -A "$TMPDIR")" ] || fail "dlfs-run left $(ls -A "$TMPDIR") after a killed command"
-! pgrep -f -- "$DS --serve" >/dev/null || fail "a server is still running"
+[ -z "$(left)" ] || fail "dlfs-run left $(left) after a killed command"
+[ "$(servers)" = 0 ] || fail "a server is still running"
 
 note "SIGTERM to dlfs-run reaches the command, which still reads"
 f=$(cd "$SRC" && find . -type f -size +1k | sort | head -n 1)
@@ -76,7 +94,74 @@ kill -TERM "$RUNPID"
 wait_exit "$RUNPID" 60
 [ "$WAIT_RC" = 7 ] || fail "after SIGTERM: status $WAIT_RC, expected 7 (handled, then read the right bytes)"
 
+note "one server a node, shared"
+# Each command says it is up, then waits for the word to read and end.
+share_cmd='echo up >"$1"; while [ ! -e "$2" ]; do sleep 0.05; done; diff -r --no-dereference "$3" "$4"'
+rm -f "$T/go"
+for i in 1 2 3; do
+	drun "$DS:$P" -- bash -c "$share_cmd" _ "$T/up$i" "$T/go" "$SRC" "$P" &
+	eval "SH$i=\$!"
+done
+drun -o ram_cache=64M "$DS:$P" -- bash -c "$share_cmd" _ "$T/up4" "$T/go" "$SRC" "$P" &
+SH4=$!
+drun --private "$DS:$P" -- bash -c "$share_cmd" _ "$T/up5" "$T/go" "$SRC" "$P" &
+SH5=$!
+for i in 1 2 3 4 5; do
+	for _ in $(seq 600); do [ -s "$T/up$i" ] && break; sleep 0.1; done
+	[ -s "$T/up$i" ] || fail "shared: command $i did not start"
+done
+n=$(servers)
+[ "$n" = 3 ] || fail "three dlfs-run of one dataset and options, one with other options and one --private ran $n servers, not 3"
+: >"$T/go"
+for i in 1 2 3 4 5; do
+	eval "pid=\$SH$i"
+	wait_exit "$pid" 120
+	[ "$WAIT_RC" = 0 ] || fail "shared: dlfs-run $i ended with $WAIT_RC (bytes differ?)"
+done
+[ "$(servers)" = 0 ] || fail "the last dlfs-run of each server did not stop it"
+[ -z "$(left)" ] || fail "shared servers left $(left)"
+
+note "the last user killed with SIGKILL: the server ends by itself"
+rm -f "$T/go1" "$T/go2" "$T/up1" "$T/up2"
+"$DLFS_RUN" "$DS:$P" -- bash -c "$share_cmd" _ "$T/up1" "$T/go1" "$SRC" "$P" &
+K1=$!
+drun "$DS:$P" -- bash -c "$share_cmd" _ "$T/up2" "$T/go2" "$SRC" "$P" &
+K2=$!
+for i in 1 2; do
+	for _ in $(seq 600); do [ -s "$T/up$i" ] && break; sleep 0.1; done
+	[ -s "$T/up$i" ] || fail "killed: command $i did not start"
+done
+: >"$T/go2"
+wait_exit "$K2" 120
+[ "$WAIT_RC" = 0 ] || fail "killed: the other dlfs-run ended with $WAIT_RC"
+[ "$(servers)" = 1 ] || fail "the server did not stay for its other user"
+# Nobody is left to stop it: it must see that its users have gone.
+kill -KILL "$K1"
+wait "$K1" 2>/dev/null || true
+: >"$T/go1" # its orphaned command ends too
+for _ in $(seq 300); do [ "$(servers)" = 0 ] && break; sleep 0.1; done
+[ "$(servers)" = 0 ] || fail "the server did not end within 30 s of its last user's SIGKILL"
+[ -z "$(left)" ] || fail "after a killed dlfs-run: left $(left)"
+
+note "dlfs-run started while the server ends, again and again"
+pids=()
+for i in $(seq 12); do
+	drun "$DS:$P" -- "$PYTHON" "$LIB_DIR/readtree.py" "$SRC" "$P" >"$T/rt$i" 2>&1 &
+	pids+=($!)
+	sleep 0.$((i % 3))
+done
+for i in $(seq 12); do
+	wait_exit "${pids[$((i - 1))]}" 120
+	[ "$WAIT_RC" = 0 ] || { cat "$T/rt$i" >&2; fail "staggered dlfs-run $i ended with $WAIT_RC"; }
+done
+[ "$(servers)" = 0 ] || fail "a server outlived the staggered dlfs-run"
+
 note "refused"
+mkdir -p "$T/badtmp/dlfs-run-$(id -u)"
+chmod 755 "$T/badtmp/dlfs-run-$(id -u)"
+run env TMPDIR="$T/badtmp" "$DLFS_RUN" "$DS:$P" -- true
+expect_rc 1 "a node directory open to others"
+err_has "not a private directory of yours" "a node directory open to others"
 run "$DLFS_RUN" "$DS:$P" -- /usr/sbin/ldconfig -p
 expect_rc 1 "a static program"
 err_has "is linked statically" "a static program"
@@ -98,5 +183,6 @@ expect_rc 1 "an option the server refuses"
 err_has "ram_cache" "an option the server refuses"
 run "$DLFS_RUN" "$DS:$P"
 expect_rc 2 "no command"
-[ -z "$(ls -A "$TMPDIR")" ] || fail "dlfs-run left $(ls -A "$TMPDIR") after refusals"
+[ -z "$(left)" ] || fail "dlfs-run left $(left) after refusals"
+[ "$(servers)" = 0 ] || fail "a server is left after refusals"
 exit 0
