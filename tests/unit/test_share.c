@@ -977,6 +977,28 @@ static unsigned names_used(const struct view *v)
 	return n;
 }
 
+/* Five names in parent of one set that no entry is in yet, into coll.
+ * @return how many were found (5). */
+static int collide(const struct view *v, uint64_t parent, char coll[5][16])
+{
+	const uint64_t sets = v->h->name_sets;
+	const struct dlfs_shm_name *all =
+		(const struct dlfs_shm_name *)(v->meta + v->h->name_off);
+	uint64_t want = 0;
+	int n = 0;
+	/* Ways fill in order: a set whose first is unused is empty. */
+	while (want < sets && all[want * DLFS_SHM_NAME_WAYS].seq)
+		want++;
+	for (unsigned i = 0; want < sets && n < 5 && i < 1000000; i++) {
+		char s[16];
+		int len = snprintf(s, sizeof(s), "x%u", i);
+		if ((dlfs_shm_name_hash(parent, s, (uint64_t)len) &
+		     (sets - 1)) == want)
+			memcpy(coll[n++], s, sizeof(s));
+	}
+	return n;
+}
+
 static void test_names(void)
 {
 	struct dlfs_share *sh = new_share(4, 100, 2);
@@ -1049,23 +1071,9 @@ static void test_names(void)
 
 	/* Five names of one set (one none of the names above is in): at
 	 * most four stay, and each answer is the name's own. */
-	const uint64_t parent = 9, sets = v.h->name_sets;
-	const struct dlfs_shm_name *all =
-		(const struct dlfs_shm_name *)(v.meta + v.h->name_off);
+	const uint64_t parent = 9;
 	char coll[5][16];
-	uint64_t want = 0;
-	while (want < sets && (all[want * DLFS_SHM_NAME_WAYS].seq ||
-			       all[want * DLFS_SHM_NAME_WAYS + 1].seq))
-		want++;
-	CHECK(want < sets);
-	int n = 0;
-	for (unsigned i = 0; n < 5 && i < 1000000; i++) {
-		char s[16];
-		int len = snprintf(s, sizeof(s), "x%u", i);
-		if ((dlfs_shm_name_hash(parent, s, (uint64_t)len) &
-		     (sets - 1)) == want)
-			memcpy(coll[n++], s, sizeof(s));
-	}
+	int n = collide(&v, parent, coll);
 	CHECK_EQ(n, 5);
 	for (int i = 0; i < n; i++) {
 		put_name(sh, parent, coll[i], 1000 + (uint64_t)i, i);
@@ -1088,6 +1096,30 @@ static void test_names(void)
 	CHECK_EQ(name_get(&v, 1, "cat.jpg", &out), 0);
 	CHECK_EQ(out.ino, 42);
 
+	/* A fifth name that is a hard link of the name in the way it
+	 * replaces (same directory, inode and size) is stored as any
+	 * fifth name is: the entry there is another name's, not its own. */
+	const uint64_t dir = 10;
+	char link[5][16];
+	CHECK_EQ(collide(&v, dir, link), 5);
+	const uint64_t victim = (dlfs_shm_name_hash(dir, link[4],
+						    strlen(link[4])) >>
+				 40) %
+				DLFS_SHM_NAME_WAYS;
+	for (int i = 0; i < 4; i++)
+		put_name(sh, dir, link[i], 2000 + (uint64_t)i, 7);
+	put_name(sh, dir, link[4], 2000 + victim, 7);
+	CHECK_EQ(name_get(&v, dir, link[4], &out), 0);
+	CHECK(out.ino == 2000 + victim && out.len == strlen(link[4]));
+	CHECK_EQ(name_get(&v, dir, link[victim], &out), -1);
+	there = 0;
+	for (int i = 0; i < 4; i++)
+		if (!name_get(&v, dir, link[i], &out)) {
+			there++;
+			CHECK_EQ(out.ino, 2000 + (uint64_t)i);
+		}
+	CHECK_EQ(there, DLFS_SHM_NAME_WAYS - 1);
+
 	/* An entry being written (odd) is not read. */
 	struct dlfs_shm_name *set = dlfs_shm_name_set(
 		v.h, dlfs_share_meta(sh), dlfs_shm_name_hash(1, "cat.jpg", 7));
@@ -1097,6 +1129,9 @@ static void test_names(void)
 	CHECK(w < DLFS_SHM_NAME_WAYS);
 	if (w < DLFS_SHM_NAME_WAYS) {
 		uint64_t q = set[w].seq;
+		/* The same answer again writes nothing. */
+		dlfs_share_put_name(sh, 1, "cat.jpg", 7, 42, &st);
+		CHECK(set[w].seq == q);
 		__atomic_store_n(&set[w].seq, q + 1, __ATOMIC_RELEASE);
 		CHECK_EQ(name_get(&v, 1, "cat.jpg", &out), -1);
 		__atomic_store_n(&set[w].seq, q, __ATOMIC_RELEASE);
