@@ -232,9 +232,10 @@ void dlfs_share_put_name(struct dlfs_share *sh, uint64_t parent,
 	uint64_t q = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
 	if (q & 1)
 		return;
-	if (q && e->parent == parent && e->ino == ino &&
+	if (q && e->parent == parent && e->len == len &&
+	    !memcmp(e->name, name, len) && e->ino == ino &&
 	    (uint64_t)e->size == (uint64_t)st->st_size)
-		return; /* there already */
+		return; /* there already (not another name of the inode) */
 	if (!__atomic_compare_exchange_n(&e->seq, &q, q + 1, 0,
 					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 		return;

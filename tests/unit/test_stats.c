@@ -4,7 +4,8 @@
  * (4 KiB << b, the last all larger) and add up, also from many threads
  * at once; the JSON is valid (checked by a small parser here: objects,
  * arrays, strings, numbers, literals, no key twice in an object), has
- * every block, the peer's "lost" among them, renders each counter from
+ * every block, the peer's "lost" and the direct reads' among them
+ * (readers in other processes, tiers.direct), renders each counter from
  * its own field (every field set to a different value), renders zeros,
  * no fill, no read-unit choice and no epoch as documented, and is cut
  * short safely: the length it needs is returned, the text is always
@@ -389,7 +390,8 @@ static int count_missing(const struct json *j)
 {
 	static const char *const keys[] = {
 		"bytes_served", "tiers.ram.hits", "tiers.ram.capacity_bytes",
-		"tiers.nvme.enabled", "tiers.nvme.errors", "tiers.pfs.reads",
+		"tiers.nvme.enabled", "tiers.nvme.errors",
+		"tiers.direct.enabled", "tiers.direct.seen", "tiers.pfs.reads",
 		"tiers.pfs.read_size_hist.4K", "tiers.pfs.read_size_hist.32M",
 		"tiers.pfs.read_size_hist.>32M", "prefetch.enabled",
 		"prefetch.wasted", "fill.depth", "fill.swept_all",
@@ -472,6 +474,11 @@ static void fill_snap(struct dlfs_stats *s, struct dlfs_tier_snap *t,
 		.written_chunks = 3007, .written_bytes = 3008,
 		.write_dropped = 3009, .evicted = 3010, .corrupt = 3011,
 		.errors = 3012};
+	t->direct_enabled = 1;
+	t->direct = (struct dlfs_shm_count){.reads = 3101, .bytes = 3102,
+					    .ram = 3103, .nvme = 3104,
+					    .checked = 3105};
+	t->direct_seen = 3106;
 	t->pf_enabled = 1;
 	t->pf_window_max = 4001;
 	*fs = (struct dlfs_fill_stats){
@@ -524,6 +531,10 @@ static int check_tiers(const struct json *j)
 		{"tiers.nvme.written_bytes", 3008},
 		{"tiers.nvme.write_dropped", 3009}, {"tiers.nvme.evicted", 3010},
 		{"tiers.nvme.corrupt", 3011}, {"tiers.nvme.errors", 3012},
+		{"tiers.direct.enabled", 1}, {"tiers.direct.reads", 3101},
+		{"tiers.direct.bytes", 3102}, {"tiers.direct.ram", 3103},
+		{"tiers.direct.nvme", 3104}, {"tiers.direct.checked", 3105},
+		{"tiers.direct.seen", 3106},
 		{"tiers.pfs.reads", 3},
 		{"tiers.pfs.bytes", 4096 + 5000 + (UINT64_C(1) << 30)},
 		{"tiers.pfs.read_size_hist.4K", 1},
