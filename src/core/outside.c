@@ -29,15 +29,28 @@ static unsigned drain(struct dlfs_outside *o, uint64_t *next)
 	return n;
 }
 
+/* Looks in a row that a report taken but not written holds up the rest
+ * before it is skipped (its reader died between the two). */
+#define STALL_LOOKS 100
+
 static void *outside_main(void *arg)
 {
 	struct dlfs_outside *o = arg;
 	uint64_t next = 0;
-	unsigned idle = 0; /* looks in a row that found nothing */
+	unsigned idle = 0;  /* looks in a row that found nothing */
+	unsigned stuck = 0; /* ... while a report was due */
 	pthread_mutex_lock(&o->mu);
 	while (!o->stop) {
 		pthread_mutex_unlock(&o->mu);
 		idle = drain(o, &next) ? 0 : idle + 1;
+		if (!idle || ++stuck < STALL_LOOKS) {
+			if (!idle)
+				stuck = 0;
+		} else {
+			stuck = 0;
+			if (dlfs_share_seen_skip(o->sh, &next))
+				idle = 0; /* the rest may be there */
+		}
 		long ms = idle < 100 ? 1 : 20;
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -281,6 +281,17 @@ int dlfs_share_seen_next(struct dlfs_share *sh, uint64_t *next,
 	return 0;
 }
 
+int dlfs_share_seen_skip(struct dlfs_share *sh, uint64_t *next)
+{
+	struct dlfs_shm_seen_ring *r =
+		(struct dlfs_shm_seen_ring *)(sh->map[RW] +
+					      dlfs_share_head(sh)->seen_off);
+	if (__atomic_load_n(&r->head, __ATOMIC_ACQUIRE) <= *next)
+		return 0;
+	(*next)++;
+	return 1;
+}
+
 void dlfs_share_set_nvme(struct dlfs_share *sh, int on)
 {
 	__atomic_store_n(&dlfs_share_head(sh)->nvme, (uint32_t)!!on,

@@ -67,6 +67,10 @@ void dlfs_share_put_name(struct dlfs_share *sh, uint64_t parent,
 int dlfs_share_seen_next(struct dlfs_share *sh, uint64_t *next,
 			 uint64_t *ino);
 
+/* Give up on report *next, taken but never written (its reader died
+ * between the two): @return 1 when there was one to skip. */
+int dlfs_share_seen_skip(struct dlfs_share *sh, uint64_t *next);
+
 /* The tier is there: readers may look at its chunk states. */
 void dlfs_share_set_nvme(struct dlfs_share *sh, int on);
 

@@ -21,7 +21,8 @@
  *   - the locations table and the names table: round trips, replacement,
  *     refused containers and names, collisions that never answer wrong;
  *   - the seen ring: order, overflow, a number taken but not yet written,
- *     and dlfs_outside_start/stop handing every report on.
+ *     and dlfs_outside_start/stop handing every report on, also past a
+ *     report whose number was taken and never written.
  * Run with test names as arguments to run only those (layout, find,
  * loading, evict, failed, ref, served, stress, loc, names, seen,
  * outside).
@@ -1287,6 +1288,33 @@ static void test_outside(void)
 	dlfs_share_free(sh);
 }
 
+/* A reader that died between taking a number and writing its report
+ * holds the rest up only for a while: the thread skips the hole. */
+static void test_outside_hole(void)
+{
+	struct dlfs_share *sh = new_share(4, 100, 2);
+	struct dlfs_outside *o = NULL;
+	struct dlfs_err err = {0};
+	struct seen_log s = {.mu = PTHREAD_MUTEX_INITIALIZER,
+			     .cv = PTHREAD_COND_INITIALIZER,
+			     .main = pthread_self()};
+	struct view v;
+	view_open(sh, &v);
+	struct dlfs_shm_seen_ring *r =
+		(struct dlfs_shm_seen_ring *)(v.rw + v.h->seen_off);
+	__atomic_fetch_add(&r->head, 1, __ATOMIC_RELAXED); /* the hole */
+	for (uint64_t i = 0; i < 3; i++)
+		dlfs_shm_seen_put(v.h, v.rw, 100 + i);
+	CHECK_EQ(dlfs_outside_start(sh, on_seen, &s, &o, &err), 0);
+	if (!o)
+		abort();
+	CHECK_EQ(wait_seen(&s, 3), 3);
+	dlfs_outside_stop(o);
+	CHECK_EQ(s.bad, 0);
+	view_close(&v);
+	dlfs_share_free(sh);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -1297,6 +1325,7 @@ static const struct {
 	{"served", test_served}, {"stress", test_stress},
 	{"loc", test_loc}, {"names", test_names},
 	{"seen", test_seen}, {"outside", test_outside},
+	{"outside_hole", test_outside_hole},
 };
 
 int main(int argc, char **argv)
