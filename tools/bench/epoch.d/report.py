@@ -509,6 +509,16 @@ def main():
         unit = (" read_unit now `%s` (%s switches, %s files read alone)."
                 % (ru["now"], fmt(ru["switches"]), fmt(ru["file_reads"]))
                 if ru else "")
+        dr = s["tiers"].get("direct") or {}
+        if dr.get("enabled"):
+            unit += (" Served by the clients themselves (tiers.direct): "
+                     "%s reads (%s from RAM, %s from the NVMe tier, %s "
+                     "checked whole), %s MB." % (
+                         fmt(tier(r, "tiers", "direct", "reads")),
+                         fmt(tier(r, "tiers", "direct", "ram")),
+                         fmt(tier(r, "tiers", "direct", "nvme")),
+                         fmt(tier(r, "tiers", "direct", "checked")),
+                         fmt(tier(r, "tiers", "direct", "bytes") / 1e6)))
         notes.append(
             "%s: container reads %s (sizes %s), NVMe hits %s (%s MB), "
             "chunks written to the tier %s, not cached (queue full) %s, "
@@ -580,8 +590,11 @@ def main():
           "nothing dropped%s. dlfs and dlfs-run: `-o ram_cache=%s,"
           "cache_dir=...`. A hot "
           "pass served by the page cache sends dlfs no lookups or reads; "
-          "through dlfs-run no page cache serves a read: every one goes "
-          "to the server, and its RAM tier serves it."
+          "through dlfs-run no page cache serves a read: the server's RAM "
+          "tier serves each, read by the client from shared memory "
+          "(lookups / reads count only what still reached the server; "
+          "the last column's third figure, the reads the clients served "
+          "themselves)."
           % ((", %s per reader, the fastest shown" % meta["hot_runs"])
              if meta.get("hot_runs") else "",
              meta.get("hot_ram_cache", "?")))
@@ -600,6 +613,9 @@ def main():
             if r.get("stats_after") and r.get("stats_before"):
                 ops = "%s / %s" % (fmt(tier(r, "ops", "lookup")),
                                    fmt(tier(r, "ops", "read")))
+                if (r["stats_after"]["tiers"].get("direct") or {}).get(
+                        "enabled"):
+                    ops += " / %s" % fmt(tier(r, "tiers", "direct", "reads"))
             w("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 name, rname, fmt(fps(wk, "c")), fmt(fps(k, rd)),
                 fmt(mbs(k, rd), 1), ratio(fps(k, rd), fps("sqfs_hot", rd)),
