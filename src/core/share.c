@@ -2,6 +2,8 @@
 #include "share.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -10,6 +12,7 @@
 
 struct dlfs_share {
 	int fd[3];       /* meta, data, rw */
+	int ro[2];       /* meta and data again, read-only: for clients */
 	uint8_t *map[3];
 	uint64_t size[3];
 };
@@ -121,10 +124,25 @@ int dlfs_share_new(const struct dlfs_share_conf *c, struct dlfs_share **out,
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	for (int i = 0; i < 3; i++)
 		sh->fd[i] = -1;
+	sh->ro[0] = sh->ro[1] = -1;
 	uint64_t sizes[3] = {h.meta_size, h.data_size, h.rw_size};
 	for (int i = 0; i < 3; i++) {
 		int ret = make(sh, i, sizes[i], err);
 		if (ret) {
+			dlfs_share_free(sh);
+			return ret;
+		}
+	}
+	/* Clients get meta and data read-only: they cannot map them
+	 * writable, by mistake or otherwise. */
+	for (int i = 0; i < 2; i++) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", sh->fd[i]);
+		sh->ro[i] = open(path, O_RDONLY | O_CLOEXEC);
+		if (sh->ro[i] < 0) {
+			int ret = dlfs_err_set(err, -errno,
+					       "reopening %s read-only (%s): %s",
+					       names[i], path, strerror(errno));
 			dlfs_share_free(sh);
 			return ret;
 		}
@@ -147,6 +165,9 @@ void dlfs_share_free(struct dlfs_share *sh)
 		if (sh->fd[i] >= 0)
 			close(sh->fd[i]);
 	}
+	for (int i = 0; i < 2; i++)
+		if (sh->ro[i] >= 0)
+			close(sh->ro[i]);
 	free(sh);
 }
 
@@ -172,8 +193,9 @@ uint8_t *dlfs_share_rw(struct dlfs_share *sh)
 
 void dlfs_share_fds(const struct dlfs_share *sh, int fds[3])
 {
-	for (int i = 0; i < 3; i++)
-		fds[i] = sh->fd[i];
+	fds[0] = sh->ro[0];
+	fds[1] = sh->ro[1];
+	fds[2] = sh->fd[2];
 }
 
 void dlfs_share_put_loc(struct dlfs_share *sh, uint64_t ino,

@@ -43,7 +43,8 @@ uint8_t *dlfs_share_meta(struct dlfs_share *sh);
 uint8_t *dlfs_share_data(struct dlfs_share *sh);
 uint8_t *dlfs_share_rw(struct dlfs_share *sh);
 
-/* The files, meta, data and rw, for passing on (they stay the share's). */
+/* The files, meta and data read-only and rw, for passing on to clients
+ * (they stay the share's). */
 void dlfs_share_fds(const struct dlfs_share *sh, int fds[3]);
 
 /* File ino is size bytes at offset of container (xxh3 its checksum):

@@ -469,6 +469,12 @@ static void test_layout(void)
 		ssize_t n = readlink(link, target, sizeof(target) - 1);
 		target[n > 0 ? n : 0] = '\0';
 		CHECK(!strncmp(target, "/memfd:dlfs-", 12));
+		/* meta and data are the clients' to read, not to write. */
+		void *w = mmap(NULL, (size_t)sizes[i], PROT_READ | PROT_WRITE,
+			       MAP_SHARED, fds[i], 0);
+		CHECK(i == 2 ? w != MAP_FAILED : w == MAP_FAILED && errno == EACCES);
+		if (w != MAP_FAILED)
+			munmap(w, (size_t)sizes[i]);
 	}
 	CHECK(!memcmp(v.meta, dlfs_share_head(sh), sizeof(*h)));
 	CHECK(dlfs_share_meta(sh) == (uint8_t *)dlfs_share_head(sh));
