@@ -16,10 +16,26 @@ tree SRC, from which the dataset was packed:
   - /.dlfs: info is JSON naming the dataset, stats is JSON, epoch 1's
     files list reads, and its first sample's bytes are its file's;
   - a client that sends garbage is cut off, and the server still answers
-    the next one; many connections at once each get their own answers.
+    the next one; many connections at once each get their own answers;
+  - the shared memory (check_shm below).
+
+wirecheck.py --shm SOCKET [--nvme DATASET]: the shared memory alone, for
+a server of dlfs-run (tests/mount/direct.sh):
+  - MAP passes 3 descriptors (SCM_RIGHTS) whose sizes (fstat) are the
+    reply's; the first, mapped, starts with the magic of
+    src/core/shared/shm.h (0x314d4853534c4644, little-endian u64) and
+    version 1, and its head gives the same three sizes;
+  - NVFD of container 2**40 is EINVAL; without --nvme (no cache_dir),
+    NVFD 0 is ENOENT. With --nvme (a cache_dir whose tier holds chunk 0
+    of container 0): NVFD 0 passes one descriptor, read-only, whose bytes
+    at that chunk are the container's; NVFD of the container past the
+    last is EINVAL. A failed reply passes no descriptor. The head is
+    printed on stdout, as JSON.
 """
 import errno
+import fcntl
 import json
+import mmap
 import os
 import socket
 import stat
@@ -33,7 +49,16 @@ REP = struct.Struct("=iIQ")
 STAT = struct.Struct("=QQQIIIiQqqqqqqqqq24x")
 DIRENT = struct.Struct("=QQII")
 HELLO, LOOKUP, GETATTR, READLINK, READDIR, READ, STATFS, GETXATTR, \
-    LISTXATTR = range(1, 10)
+    LISTXATTR, MAP, NVFD = range(1, 12)
+# struct dlfs_shm_head of src/core/shared/shm.h.
+SHM_HEAD = struct.Struct("<QIIQQQQQIIII" + "Q" * 16)
+SHM_FIELDS = ("magic version n_slots slot_size chunk_size data_off n_chunks "
+              "n_inodes table_mask n_containers nvme pad table_off slots_off "
+              "first_off nv_st_off nv_seq_off loc_off loc_mask name_off "
+              "name_sets file_ok_off use_off count_off seen_off meta_size "
+              "data_size rw_size").split()
+SHM_MAGIC = 0x314D4853534C4644
+assert SHM_HEAD.size == 200 and len(SHM_FIELDS) == 28
 MAX_IO = 1 << 20
 assert STAT.size == 144
 
@@ -75,6 +100,29 @@ class Conn:
                 fail("a failed reply carried a payload")
             raise WireError(-status)
         return count, payload
+
+
+    def call_fds(self, op, ino=0):
+        """A request whose reply may pass descriptors: (payload, fds)."""
+        self.s.sendall(REQ.pack(op, 0, ino, 0, 0))
+        # The descriptors come with the reply's first byte.
+        got, fds, flags, _ = socket.recv_fds(self.s, REP.size + 64, 8)
+        if flags & socket.MSG_CTRUNC:
+            fail("op %d: the descriptors were cut off" % op)
+        if not got:
+            raise EOFError("the server closed the connection")
+        buf = got + (self.recv(REP.size - len(got)) if len(got) < REP.size else b"")
+        status, _, n = REP.unpack(buf[:REP.size])
+        payload = buf[REP.size:]
+        if len(payload) < n:
+            payload += self.recv(n - len(payload))
+        if status:
+            for fd in fds:
+                os.close(fd)
+            if fds:
+                fail("op %d: a failed reply (%d) passed %d descriptors" % (op, status, len(fds)))
+            raise WireError(-status)
+        return payload, fds
 
 
 def unstat(b):
@@ -233,7 +281,68 @@ def check_ctl(c, root_ino, ctl, src):
         fail("epoch 1's first sample %r is not %s" % (name, first))
 
 
+def check_shm(sock, nvme_ds=None, show=False):
+    """The checks of --shm; show: print the head (JSON) on stdout."""
+    c = Conn(sock)
+    hello(c)
+    p, fds = c.call_fds(MAP)
+    try:
+        if len(fds) != 3 or len(p) != 24:
+            fail("MAP: %d descriptors and %d bytes, expected 3 and 24" % (len(fds), len(p)))
+            return
+        sizes = struct.unpack("=QQQ", p)
+        for i, fd in enumerate(fds):
+            if os.fstat(fd).st_size != sizes[i]:
+                fail("MAP: file %d has %d bytes, the reply says %d" % (i, os.fstat(fd).st_size, sizes[i]))
+        with mmap.mmap(fds[0], sizes[0], mmap.MAP_SHARED, mmap.PROT_READ) as meta:
+            h = dict(zip(SHM_FIELDS, SHM_HEAD.unpack_from(meta, 0)))
+            if h["magic"] != SHM_MAGIC or h["version"] != 1:
+                fail("MAP: meta starts with magic %#x version %d, expected %#x 1"
+                     % (h["magic"], h["version"], SHM_MAGIC))
+                return
+            got = (h["meta_size"], h["data_size"], h["rw_size"])
+            if got != sizes:
+                fail("MAP: the head's sizes %r are not the reply's %r" % (got, sizes))
+            if show:
+                print(json.dumps(h))
+            g0, = struct.unpack_from("<Q", meta, h["first_off"])
+            present = meta[h["nv_st_off"] + g0] & 1
+        chunk_size, data_off, n_containers = h["chunk_size"], h["data_off"], h["n_containers"]
+    finally:
+        for fd in fds:
+            os.close(fd)
+    expect_err("NVFD of container 2**40", errno.EINVAL, lambda: c.call_fds(NVFD, 1 << 40))
+    if nvme_ds is None:
+        expect_err("NVFD 0 without a cache_dir", errno.ENOENT, lambda: c.call_fds(NVFD, 0))
+        return
+    expect_err("NVFD of the container past the last", errno.EINVAL,
+               lambda: c.call_fds(NVFD, n_containers))
+    if not present:
+        fail("NVFD: chunk 0 of container 0 is not in the NVMe tier (test setup)")
+        return
+    p, fds = c.call_fds(NVFD, 0)
+    try:
+        if len(fds) != 1 or p:
+            fail("NVFD 0: %d descriptors and %d bytes, expected 1 and none" % (len(fds), len(p)))
+            return
+        if fcntl.fcntl(fds[0], fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY:
+            fail("NVFD 0: the descriptor is not read-only")
+        with open(os.path.join(nvme_ds, "000000.dlc"), "rb") as f:
+            f.seek(data_off)
+            want = f.read(chunk_size)
+        got = os.pread(fds[0], len(want), data_off)
+        if got != want:
+            fail("NVFD 0: chunk 0 in the cache file (%d bytes) is not the container's (%d)" % (len(got), len(want)))
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
 def main():
+    if sys.argv[1:2] == ["--shm"]:
+        nv = sys.argv[4] if sys.argv[3:4] == ["--nvme"] else None
+        check_shm(sys.argv[2], nv, show=True)
+        sys.exit(1 if bad else 0)
     sock, src = sys.argv[1], sys.argv[2]
     c = Conn(sock)
     version, max_io, root_ino, root, ctl = hello(c)
@@ -282,6 +391,7 @@ def main():
     if errs:
         fail("concurrent readers: %r" % errs[:3])
     hello(c)  # the first connection still works
+    check_shm(sock)
     sys.exit(1 if bad else 0)
 
 
