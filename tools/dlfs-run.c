@@ -413,9 +413,18 @@ static int start_server(struct run *r)
 
 static void stop_server(struct run *r)
 {
+	int st;
+	if (r->server > 0 && waitpid(r->server, &st, WNOHANG) == r->server) {
+		/* It ended under the command, whose reads then failed. */
+		fprintf(stderr, ME ": the dlfs server for %s ended while the "
+				   "command ran (%s %d)\n", r->dataset,
+			WIFSIGNALED(st) ? "signal" : "status",
+			WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		r->server = 0;
+	}
 	if (r->server > 0) {
 		kill(r->server, SIGTERM);
-		int st, i;
+		int i;
 		/* 30 s for in-flight NVMe writes; then it is stuck. */
 		for (i = 0; i < 300 && !waitpid(r->server, &st, WNOHANG); i++)
 			usleep(100000);

@@ -91,7 +91,8 @@ static int head_ok(const struct dlfs_shm_head *h, const uint64_t *sz)
 	    h->rw_size != sz[2] || !h->n_slots || !h->slot_size)
 		return 0;
 	uint64_t t = (uint64_t)h->table_mask + 1;
-	if (t & (t - 1) || (h->loc_mask + 1) & h->loc_mask)
+	if (t & (t - 1) || (h->loc_mask + 1) & h->loc_mask ||
+	    (h->name_sets & (h->name_sets - 1)))
 		return 0;
 	return h->table_off + t * 4 <= sz[0] &&
 	       h->slots_off + (uint64_t)h->n_slots *
@@ -101,6 +102,9 @@ static int head_ok(const struct dlfs_shm_head *h, const uint64_t *sz)
 	       h->nv_seq_off + 8 <= sz[0] &&
 	       h->loc_off + (h->loc_mask + 1) *
 				     sizeof(struct dlfs_shm_loc) <= sz[0] &&
+	       h->name_off + h->name_sets * DLFS_SHM_NAME_WAYS *
+				      sizeof(struct dlfs_shm_name) <= sz[0] &&
+	       h->seen_off + sizeof(struct dlfs_shm_seen_ring) <= sz[2] &&
 	       (uint64_t)h->n_slots * h->slot_size <= sz[1] &&
 	       h->file_ok_off + (h->n_inodes / 64 + 1) * 8 <= sz[2] &&
 	       h->use_off + (uint64_t)h->n_slots *

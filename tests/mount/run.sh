@@ -11,7 +11,8 @@
 #    directory goes with it); the last to end stops it before it returns;
 #    when the last one is killed with SIGKILL, the server ends by itself; dlfs-run started while the server
 #    ends, again and again, all read right; a node directory that is not
-#    private is refused;
+#    private is refused; a server that dies under the command is named in
+#    one line (--private and the node's);
 #  - SIGTERM to dlfs-run reaches COMMAND, which can still read while it
 #    handles it;
 #  - refused with one line: a static program, a bad DATASET:PREFIX, a
@@ -155,6 +156,15 @@ for i in $(seq 12); do
 	[ "$WAIT_RC" = 0 ] || { cat "$T/rt$i" >&2; fail "staggered dlfs-run $i ended with $WAIT_RC"; }
 done
 [ "$(servers)" = 0 ] || fail "a server outlived the staggered dlfs-run"
+
+note "a server that dies under the command is reported"
+for mode in --private ""; do
+	run "$DLFS_RUN" $mode "$DS:$P" -- bash -c 'pkill -KILL -f -- "^$1 .* --serve"; sleep 0.2; cat "$2" >/dev/null; true' _ "$DLFS" "$P/$f"
+	expect_rc 0 "a dead server, ${mode:-node}"
+	err_has "ended while the command ran" "a dead server, ${mode:-node}"
+	err_has "the dlfs server is gone" "a dead server, ${mode:-node}"
+done
+[ "$(servers)" = 0 ] || fail "a server is left after the killed ones"
 
 note "refused"
 mkdir -p "$T/badtmp/dlfs-run-$(id -u)"

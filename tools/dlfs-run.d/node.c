@@ -167,11 +167,19 @@ void node_detach(struct node *n)
 {
 	if (n->users < 0)
 		return;
+	if (!alive(n)) /* the command's reads failed: say why */
+		fprintf(stderr, ME ": the node's dlfs server (%s) ended while "
+				   "the command ran\n", n->sock);
 	flock(n->users, LOCK_UN);
 	while (flock(n->lock, LOCK_EX) && errno == EINTR)
 		;
 	pid_t pid = 0;
-	if (!flock(n->users, LOCK_EX | LOCK_NB)) {
+	if (!alive(n)) { /* killed: what it would have removed */
+		char path[PATH_MAX + 16];
+		snprintf(path, sizeof(path), "%s.pid", n->key);
+		unlink(path);
+		unlink(n->sock);
+	} else if (!flock(n->users, LOCK_EX | LOCK_NB)) {
 		/* The last user: nobody attaches while we hold the lock, and
 		 * whoever comes next finds no socket and waits. */
 		flock(n->users, LOCK_UN);
