@@ -68,6 +68,33 @@ static ssize_t recv_all(int fd, void *buf, size_t n)
 	return (ssize_t)n;
 }
 
+/* Send all of m, however many calls it takes. Descriptors in its
+ * control part go with the first byte, once. @return 0 or -errno. */
+static int send_msg(int fd, struct msghdr *m)
+{
+	while (m->msg_iovlen) {
+		ssize_t w = sendmsg(fd, m, MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		m->msg_control = NULL;
+		m->msg_controllen = 0;
+		/* Skip what was sent. */
+		while (m->msg_iovlen && (size_t)w >= m->msg_iov->iov_len) {
+			w -= (ssize_t)m->msg_iov->iov_len;
+			m->msg_iov++;
+			m->msg_iovlen--;
+		}
+		if (m->msg_iovlen) {
+			m->msg_iov->iov_base = (char *)m->msg_iov->iov_base + w;
+			m->msg_iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
 /* Send a reply header and iov (payload). @return 0 or -errno. */
 static int send_reply(int fd, int32_t status, uint32_t count,
 		      const struct iovec *iov, int iovcnt, size_t len)
@@ -80,25 +107,7 @@ static int send_reply(int fd, int32_t status, uint32_t count,
 	for (int i = 0; !status && i < iovcnt && n < (int)(sizeof(v) / sizeof(v[0])); i++)
 		v[n++] = iov[i];
 	struct msghdr m = {.msg_iov = v, .msg_iovlen = (size_t)n};
-	while (m.msg_iovlen) {
-		ssize_t w = sendmsg(fd, &m, MSG_NOSIGNAL);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		/* Skip what was sent. */
-		while (m.msg_iovlen && (size_t)w >= m.msg_iov->iov_len) {
-			w -= (ssize_t)m.msg_iov->iov_len;
-			m.msg_iov++;
-			m.msg_iovlen--;
-		}
-		if (m.msg_iovlen) {
-			m.msg_iov->iov_base = (char *)m.msg_iov->iov_base + w;
-			m.msg_iov->iov_len -= (size_t)w;
-		}
-	}
-	return 0;
+	return send_msg(fd, &m);
 }
 
 /* A reply with n descriptors passed along (SCM_RIGHTS), in one message:
@@ -123,48 +132,7 @@ static int send_fds(int fd, int32_t status, const void *p, size_t len,
 		c->cmsg_len = CMSG_LEN((size_t)n * sizeof(int));
 		memcpy(CMSG_DATA(c), fds, (size_t)n * sizeof(int));
 	}
-	size_t total = sizeof(rep) + (m.msg_iovlen == 2 ? len : 0);
-	ssize_t w;
-	do
-		w = sendmsg(fd, &m, MSG_NOSIGNAL);
-	while (w < 0 && errno == EINTR);
-	if (w < 0)
-		return -errno;
-	if ((size_t)w == total)
-		return 0;
-	/* The rest, without the descriptors (they went with the first
-	 * byte). */
-	size_t done = (size_t)w;
-	struct iovec rest[2];
-	int k = 0;
-	for (size_t i = 0; i < m.msg_iovlen; i++) {
-		if (done >= v[i].iov_len) {
-			done -= v[i].iov_len;
-			continue;
-		}
-		rest[k++] = (struct iovec){(char *)v[i].iov_base + done,
-					   v[i].iov_len - done};
-		done = 0;
-	}
-	struct msghdr m2 = {.msg_iov = rest, .msg_iovlen = (size_t)k};
-	while (m2.msg_iovlen) {
-		w = sendmsg(fd, &m2, MSG_NOSIGNAL);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		while (m2.msg_iovlen && (size_t)w >= m2.msg_iov->iov_len) {
-			w -= (ssize_t)m2.msg_iov->iov_len;
-			m2.msg_iov++;
-			m2.msg_iovlen--;
-		}
-		if (m2.msg_iovlen) {
-			m2.msg_iov->iov_base = (char *)m2.msg_iov->iov_base + w;
-			m2.msg_iov->iov_len -= (size_t)w;
-		}
-	}
-	return 0;
+	return send_msg(fd, &m);
 }
 
 static int send_buf(int fd, int32_t status, uint32_t count, const void *p,
