@@ -1257,19 +1257,26 @@ static uint64_t wait_seen(struct seen_log *s, uint64_t n)
 	return got;
 }
 
+/* Follow sh's ring into s (aborts if the thread cannot start). */
+static struct dlfs_outside *follow(struct dlfs_share *sh, struct seen_log *s)
+{
+	struct dlfs_outside *o = NULL;
+	struct dlfs_err err = {0};
+	CHECK_EQ(dlfs_outside_start(sh, on_seen, s, &o, &err), 0);
+	if (!o)
+		abort();
+	return o;
+}
+
 static void test_outside(void)
 {
 	struct dlfs_share *sh = new_share(4, 100, 2);
-	struct dlfs_outside *o = NULL;
-	struct dlfs_err err = {0};
 	struct seen_log s = {.mu = PTHREAD_MUTEX_INITIALIZER,
 			     .cv = PTHREAD_COND_INITIALIZER,
 			     .main = pthread_self()};
 	struct view v;
 	view_open(sh, &v);
-	CHECK_EQ(dlfs_outside_start(sh, on_seen, &s, &o, &err), 0);
-	if (!o)
-		abort();
+	struct dlfs_outside *o = follow(sh, &s);
 	for (uint64_t i = 0; i < 100; i++)
 		dlfs_shm_seen_put(v.h, v.rw, 100 + i);
 	CHECK_EQ(wait_seen(&s, 100), 100);
@@ -1286,8 +1293,7 @@ static void test_outside(void)
 				.cv = PTHREAD_COND_INITIALIZER,
 				.main = pthread_self()};
 	struct dlfs_share *sh2 = new_share(4, 100, 2);
-	CHECK_EQ(dlfs_outside_start(sh2, on_seen, &none, &o, &err), 0);
-	dlfs_outside_stop(o);
+	dlfs_outside_stop(follow(sh2, &none));
 	CHECK_EQ(none.n, 0);
 	dlfs_share_free(sh2);
 	view_close(&v);
@@ -1299,8 +1305,6 @@ static void test_outside(void)
 static void test_outside_hole(void)
 {
 	struct dlfs_share *sh = new_share(4, 100, 2);
-	struct dlfs_outside *o = NULL;
-	struct dlfs_err err = {0};
 	struct seen_log s = {.mu = PTHREAD_MUTEX_INITIALIZER,
 			     .cv = PTHREAD_COND_INITIALIZER,
 			     .main = pthread_self()};
@@ -1311,9 +1315,7 @@ static void test_outside_hole(void)
 	__atomic_fetch_add(&r->head, 1, __ATOMIC_RELAXED); /* the hole */
 	for (uint64_t i = 0; i < 3; i++)
 		dlfs_shm_seen_put(v.h, v.rw, 100 + i);
-	CHECK_EQ(dlfs_outside_start(sh, on_seen, &s, &o, &err), 0);
-	if (!o)
-		abort();
+	struct dlfs_outside *o = follow(sh, &s);
 	CHECK_EQ(wait_seen(&s, 3), 3);
 	dlfs_outside_stop(o);
 	CHECK_EQ(s.bad, 0);
