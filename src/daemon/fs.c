@@ -72,6 +72,11 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 	memset(fs, 0, sizeof(*fs));
 	fs->ds = ds;
 	fs->opts = opts;
+	fs->seed = opts->seed_from == DLFS_SEED_DATASET
+			   ? dlfs_epoch_default_seed(
+				     dlfs_ds_info(ds)->super.dataset_id,
+				     DLFS_ID_SIZE)
+			   : opts->seed;
 	fs->mountpoint = mountpoint;
 	fs->foreground = foreground;
 	fs->timeout = 86400.0 * 365; /* the dataset never changes */
@@ -149,8 +154,10 @@ static void peer_conf(struct dlfs_fs *fs, struct dlfs_peer_conf *pc)
 {
 	*pc = (struct dlfs_peer_conf){
 		.force = fs->opts->mpi,
-		.seed = fs->opts->seed,
-		.seed_given = fs->opts->seed_given,
+		.seed = fs->seed,
+		/* Only a drawn seed is rank 0's to give: the others must
+		 * agree. */
+		.seed_given = fs->opts->seed_from != DLFS_SEED_RANDOM,
 		.timeout_ms = fs->opts->peer_timeout_ms,
 		.join_timeout_ms = fs->opts->join_timeout_s * 1000,
 		.servers = 2,
@@ -287,7 +294,8 @@ int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)
 	struct dlfs_views_conf vc = {
 		.ds = fs->ds,
 		.mode = fs->opts->shuffle,
-		.seed = fs->peer ? dlfs_peer_seed(fs->peer) : fs->opts->seed,
+		.seed = fs->peer ? dlfs_peer_seed(fs->peer) : fs->seed,
+		.seed_from = dlfs_seed_from_name(fs->opts->seed_from),
 		.rank = dlfs_peer_rank(fs->peer),
 		.size = dlfs_peer_size(fs->peer),
 		.window = fs->opts->shuffle_window,

@@ -37,6 +37,7 @@ struct dlfs_fs {
 	struct dlfs_ctl ctl;      /* /.dlfs */
 	int ctl_ready;
 	const struct dlfs_opts *opts;
+	uint64_t seed;            /* the options', or the dataset's default */
 	pthread_key_t ctx_key;    /* each worker's dlfs_reader_ctx */
 	double timeout;           /* entry and attribute timeout, seconds */
 	uid_t uid;

@@ -12,7 +12,7 @@
 
 #include "dlfs/format.h"
 
-enum kind { K_SIZE, K_UINT, K_STR, K_FLAG, K_ENUM };
+enum kind { K_SIZE, K_UINT, K_STR, K_FLAG, K_ENUM, K_SEED };
 
 struct row {
 	const char *name;
@@ -73,8 +73,9 @@ static const struct row rows[] = {
 	{"shuffle_window", K_UINT, F(shuffle_window), 1, 1u << 20, NULL, NULL,
 	 "N", "chunks per window, chunked (default 16)",
 	 "a number of chunks from 1 to 1048576"},
-	{"seed", K_UINT, F(seed), 0, UINT64_MAX, NULL, NULL, "N",
-	 "epoch order seed (default: random, see .dlfs/info)", "a number"},
+	{"seed", K_SEED, F(seed), 0, UINT64_MAX, NULL, NULL, "N|random",
+	 "epoch order seed (default: from the dataset id)",
+	 "a number from 0 to 18446744073709551615, or random"},
 	{"stage", K_ENUM, F(rd.fill), 0, 0, fills, NULL,
 	 "none|auto|home|all",
 	 "fill the tiers in the background (default auto)",
@@ -157,6 +158,16 @@ static int set(const struct row *r, struct dlfs_opts *o, const char *value)
 	}
 	case K_FLAG:
 		store(field, r->width, 1);
+		return 0;
+	case K_SEED:
+		if (!strcmp(value, "random")) {
+			o->seed_from = DLFS_SEED_RANDOM;
+			return 0;
+		}
+		if (parse_u64(value, &v))
+			return -EINVAL;
+		o->seed = v;
+		o->seed_from = DLFS_SEED_GIVEN;
 		return 0;
 	}
 	return -EINVAL;
@@ -255,13 +266,18 @@ int dlfs_opts_parse(struct fuse_args *args, struct dlfs_opts *o)
 			o->ctl_dir, DLFS_NAME_MAX);
 		return 2;
 	}
-	o->seed_given = given(&p, "seed");
 	o->kernel_readahead_given = given(&p, "kernel_readahead");
-	if (!o->seed_given &&
+	if (o->seed_from == DLFS_SEED_RANDOM &&
 	    getrandom(&o->seed, sizeof(o->seed), 0) != sizeof(o->seed))
 		o->seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
 	o->rd.cache_dir = o->cache_dir;
 	return 0;
+}
+
+const char *dlfs_seed_from_name(enum dlfs_seed_from f)
+{
+	static const char *const names[] = {"dataset", "option", "random"};
+	return (unsigned)f < 3 ? names[f] : "?";
 }
 
 void dlfs_opts_usage(void)

@@ -18,6 +18,11 @@
 #include "reader.h"
 #include "order.h"
 
+/* Where the epoch orders' seed comes from: the dataset's id (the
+ * default, so a restarted job gets the same orders), -o seed=N, or
+ * -o seed=random (drawn at mount). */
+enum dlfs_seed_from { DLFS_SEED_DATASET, DLFS_SEED_GIVEN, DLFS_SEED_RANDOM };
+
 struct dlfs_opts {
 	char *dataset;
 	char *mountpoint;            /* as given; libfuse parses its own */
@@ -27,8 +32,8 @@ struct dlfs_opts {
 	int kernel_readahead_given;
 	enum dlfs_shuffle shuffle;
 	uint32_t shuffle_window;
-	uint64_t seed;
-	int seed_given;
+	uint64_t seed;               /* DLFS_SEED_DATASET: not yet known */
+	enum dlfs_seed_from seed_from;
 	int mpi;
 	unsigned peer_timeout_ms;
 	unsigned join_timeout_s;
@@ -49,6 +54,10 @@ int dlfs_opts_parse(struct fuse_args *args, struct dlfs_opts *o);
 void dlfs_opts_usage(void);
 
 void dlfs_opts_free(struct dlfs_opts *o);
+
+/* "dataset", "option", "random": as .dlfs/info says where the seed came
+ * from. */
+const char *dlfs_seed_from_name(enum dlfs_seed_from f);
 
 /* "none", "auto", "home", "all"; parse @return 0 or -EINVAL. */
 const char *dlfs_fill_mode_name(enum dlfs_fill_mode m);

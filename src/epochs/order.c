@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 struct dlfs_epoch {
 	uint64_t n, epoch, start, len;
@@ -252,4 +253,10 @@ int dlfs_shuffle_parse(const char *s, enum dlfs_shuffle *m)
 	else
 		return -EINVAL;
 	return 0;
+}
+
+uint64_t dlfs_epoch_default_seed(const uint8_t *dataset_id, size_t len)
+{
+	/* The salt is "dlfsseed": the id's own hash is not reused. */
+	return XXH3_64bits_withSeed(dataset_id, len, UINT64_C(0x646c667373656564));
 }

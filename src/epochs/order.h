@@ -81,6 +81,14 @@ static inline uint64_t dlfs_last_le(const uint64_t *a, uint64_t n, uint64_t x)
 	return lo;
 }
 
+/*
+ * The seed a dataset's orders get by default: a hash of its id (16
+ * bytes), so that every mount of the same dataset, a restarted job's
+ * included, computes the same orders. Fixed for good: changing it would
+ * change every default order.
+ */
+uint64_t dlfs_epoch_default_seed(const uint8_t *dataset_id, size_t len);
+
 /* "global", "chunked", "local"; parse returns 0 or -EINVAL. */
 const char *dlfs_shuffle_name(enum dlfs_shuffle m);
 int dlfs_shuffle_parse(const char *s, enum dlfs_shuffle *m);

@@ -161,9 +161,12 @@ int dlfs_views_describe(const struct dlfs_views *v, char *buf, size_t len)
 {
 	return snprintf(buf, len,
 			"\"shuffle\": \"%s\", \"seed\": %llu, "
+			"\"seed_from\": \"%s\", "
 			"\"shuffle_window\": %u, \"rank\": %u, \"ranks\": %u",
 			dlfs_shuffle_name(v->conf.mode),
-			(unsigned long long)v->conf.seed, v->conf.window,
+			(unsigned long long)v->conf.seed,
+			v->conf.seed_from ? v->conf.seed_from : "option",
+			v->conf.window,
 			v->conf.rank, v->conf.size);
 }
 

@@ -36,6 +36,7 @@ struct dlfs_views_conf {
 	struct dlfs_ds *ds;
 	enum dlfs_shuffle mode;
 	uint64_t seed;
+	const char *seed_from;       /* for .dlfs/info (static); may be NULL */
 	uint32_t rank, size;
 	uint32_t window;             /* chunked: chunks per window */
 	struct dlfs_reader *reader;  /* told when the plan changes; may be NULL */
@@ -118,8 +119,9 @@ void dlfs_views_note_read(void *arg, struct dlfs_txn *txn, uint64_t ino);
 int dlfs_views_plan_next(void *arg, struct dlfs_txn *txn, uint64_t *g,
 			 uint32_t *uses);
 
-/* JSON members (no braces) describing the shuffle: mode, seed, window,
- * rank and ranks. @return the length, as snprintf. */
+/* JSON members (no braces) describing the shuffle: mode, seed, where
+ * the seed came from, window, rank and ranks. @return the length, as
+ * snprintf. */
 int dlfs_views_describe(const struct dlfs_views *v, char *buf, size_t len);
 
 /* The current epoch, or UINT64_MAX before any view was read. */

@@ -64,7 +64,8 @@ int main(void)
 	CHECK_EQ(o.shuffle_window, 16);
 	CHECK_EQ(o.peer_timeout_ms, 5000);
 	CHECK_EQ(o.join_timeout_s, 120);
-	CHECK(!o.seed_given && !o.kernel_readahead_given && !o.mpi);
+	CHECK(o.seed_from == DLFS_SEED_DATASET && !o.kernel_readahead_given &&
+	      !o.mpi);
 	CHECK(!o.cache_dir && !o.rd.cache_dir && !o.ctl_dir);
 	CHECK_EQ(said[0], '\0');
 	dlfs_opts_free(&o);
@@ -80,7 +81,7 @@ int main(void)
 	CHECK_EQ(o.max_threads, 8);
 	CHECK_EQ(o.shuffle, DLFS_SHUFFLE_CHUNKED);
 	CHECK_EQ(o.shuffle_window, 4);
-	CHECK(o.seed == 7 && o.seed_given);
+	CHECK(o.seed == 7 && o.seed_from == DLFS_SEED_GIVEN);
 	CHECK_EQ(o.mpi, 1);
 	CHECK(o.cache_dir && !strcmp(o.cache_dir, "/nvme/x"));
 	CHECK(o.rd.cache_dir == o.cache_dir);
@@ -95,6 +96,18 @@ int main(void)
 	CHECK_EQ(o.rd.pfs_depth, 3);
 	dlfs_opts_free(&o);
 
+	/* seed=random draws one; a later seed=N wins, as options do. */
+	CHECK_EQ(parse("seed=random", &o), 0);
+	CHECK_EQ(o.seed_from, DLFS_SEED_RANDOM);
+	CHECK(!strcmp(dlfs_seed_from_name(o.seed_from), "random"));
+	dlfs_opts_free(&o);
+	CHECK_EQ(parse("seed=random,seed=0", &o), 0);
+	CHECK(o.seed == 0 && o.seed_from == DLFS_SEED_GIVEN);
+	dlfs_opts_free(&o);
+	CHECK_EQ(parse("seed=18446744073709551615", &o), 0);
+	CHECK(o.seed == UINT64_MAX);
+	dlfs_opts_free(&o);
+
 	CHECK_EQ(parse("-h", &o), 1);
 	dlfs_opts_free(&o);
 
@@ -107,7 +120,11 @@ int main(void)
 	refused("kernel_readahead=2G", "dlfs: -o kernel_readahead=2G: ");
 	refused("shuffle=random", "dlfs: -o shuffle=random: global, chunked");
 	refused("shuffle_window=0", "dlfs: -o shuffle_window=0: ");
-	refused("seed=x", "dlfs: -o seed=x: a number");
+	refused("seed=x", "dlfs: -o seed=x: a number from 0 to "
+			  "18446744073709551615, or random");
+	refused("seed=18446744073709551616", "dlfs: -o seed=1844674407370955161");
+	refused("seed=-1", "dlfs: -o seed=-1: a number");
+	refused("seed=Random", "dlfs: -o seed=Random: a number");
 	refused("cache_dir=", "dlfs: -o cache_dir=: empty path");
 	refused("cache_size=10G", "dlfs: -o cache_size=10G: needs -o cache_dir");
 	refused("cache_policy=lru", "dlfs: -o cache_policy=lru: needs -o "

@@ -168,8 +168,23 @@ static void check_partitions(void)
 	}
 }
 
+/* The default seed is a fixed function of the dataset id: a restarted
+ * job must get the orders it had, also under a newer dlfs. */
+static void check_default_seed(void)
+{
+	uint8_t id[16];
+	for (unsigned i = 0; i < sizeof(id); i++)
+		id[i] = (uint8_t)i;
+	CHECK(dlfs_epoch_default_seed(id, sizeof(id)) ==
+	      UINT64_C(0x580d74c9968950ba));
+	uint64_t a = dlfs_epoch_default_seed(id, sizeof(id));
+	id[15] ^= 1;
+	CHECK(dlfs_epoch_default_seed(id, sizeof(id)) != a);
+}
+
 int main(void)
 {
+	check_default_seed();
 	make_chunks();
 	check_mode(DLFS_SHUFFLE_GLOBAL);
 	check_mode(DLFS_SHUFFLE_LOCAL);
