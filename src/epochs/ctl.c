@@ -13,7 +13,8 @@
 #define V_KIND_SHIFT 56
 #define V_EPOCH_SHIFT 40
 #define V_POS_MASK ((UINT64_C(1) << V_EPOCH_SHIFT) - 1)
-enum { V_EPOCH = 1, V_FILES = 2, V_SAMPLES = 3, V_SAMPLE = 4 };
+enum { V_EPOCH = 1, V_FILES = 2, V_SAMPLES = 3, V_SAMPLE = 4, V_TREE = 5 };
+/* A V_TREE inode's position is its dataset directory's inode. */
 
 static uint64_t vino(unsigned kind, uint64_t e, uint64_t j)
 {
@@ -122,6 +123,8 @@ int dlfs_ctl_init(struct dlfs_ctl *c, struct dlfs_ds *ds,
 	c->stats = stats;
 	c->stats_arg = stats_arg;
 	pthread_mutex_init(&c->lock, NULL);
+	if (views && dlfs_tree_new(views, &c->tree))
+		return -ENOMEM;
 	return render_info(c, mountpoint);
 }
 
@@ -159,6 +162,7 @@ void dlfs_ctl_destroy(struct dlfs_ctl *c)
 {
 	free(c->info_json);
 	free(c->stats_snap);
+	dlfs_tree_free(c->tree);
 	pthread_mutex_destroy(&c->lock);
 }
 
@@ -257,6 +261,22 @@ int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 	case V_SAMPLES:
 		base_attr(c, ino, st, 1);
 		return 0;
+	case V_TREE: {
+		/* The dataset directory's own mode and mtime, never
+		 * writable: whoever may not search it there may not here. */
+		struct dlfs_inode in;
+		if ((ret = dlfs_stat(txn, j, &in, NULL)))
+			return ret;
+		if (!S_ISDIR(in.mode))
+			return -ENOENT;
+		dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
+		st->st_ino = ino;
+		st->st_mode = S_IFDIR | (in.mode & 0555);
+		st->st_nlink = 2;
+		st->st_size = 0;
+		st->st_blocks = 0;
+		return 0;
+	}
 	case V_FILES: {
 		uint64_t size;
 		struct dlfs_err err = {0};
@@ -306,6 +326,30 @@ static int parse_epoch(const char *name, uint64_t *e)
 	return 0;
 }
 
+/* name in a tree view's directory: a sample of the share that lies in
+ * that directory, or a subdirectory. */
+static int tree_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn,
+		       uint64_t parent, const char *name, uint64_t *ino)
+{
+	uint64_t e = vepoch(parent), d = parent & V_POS_MASK, j, child;
+	struct dlfs_inode in;
+	if (!dlfs_views_parse_name(c->views, txn, e, name, &j, NULL) &&
+	    j <= V_POS_MASK &&
+	    !dlfs_tree_holds(c->tree, txn, e, d, j, NULL)) {
+		*ino = vino(V_SAMPLE, e, j);
+		return 0;
+	}
+	int ret = dlfs_lookup(txn, d, name, strlen(name), &child, NULL);
+	if (!ret)
+		ret = dlfs_stat(txn, child, &in, NULL);
+	if (ret)
+		return ret;
+	if (!S_ISDIR(in.mode) || child > V_POS_MASK)
+		return -ENOENT;
+	*ino = vino(V_TREE, e, child);
+	return 0;
+}
+
 int dlfs_ctl_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t parent,
 		    const char *name, uint64_t *ino, struct stat *st,
 		    double *attr_timeout)
@@ -335,6 +379,8 @@ int dlfs_ctl_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t parent,
 			*ino = vino(V_FILES, e, 0);
 		else if (!strcmp(name, "samples"))
 			*ino = vino(V_SAMPLES, e, 0);
+		else if (!strcmp(name, "tree"))
+			*ino = vino(V_TREE, e, DLFS_ROOT_INO);
 		else
 			return -ENOENT;
 	} else if (vkind(parent) == V_SAMPLES) {
@@ -345,6 +391,9 @@ int dlfs_ctl_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t parent,
 		if (j > V_POS_MASK)
 			return -ENOENT;
 		*ino = vino(V_SAMPLE, e, j);
+	} else if (vkind(parent) == V_TREE) {
+		if ((ret = tree_lookup(c, txn, parent, name, ino)))
+			return ret;
 	} else {
 		return -ENOTDIR;
 	}
@@ -362,10 +411,17 @@ int dlfs_ctl_readdir(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		return ret;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
+	uint64_t e = vepoch(ino), d = ino & V_POS_MASK;
 	uint64_t parent = ino == DLFS_CTL_DIR ? DLFS_ROOT_INO
 			  : ino == DLFS_CTL_EPOCHS ? DLFS_CTL_DIR
 			  : vkind(ino) == V_EPOCH ? DLFS_CTL_EPOCHS
-						  : vino(V_EPOCH, vepoch(ino), 0);
+						  : vino(V_EPOCH, e, 0);
+	struct dlfs_err err = {0};
+	if (vkind(ino) == V_TREE && d != DLFS_ROOT_INO) {
+		if ((ret = dlfs_tree_parent(c->tree, txn, d, &parent, &err)))
+			return logged(c, ret, &err);
+		parent = vino(V_TREE, e, parent);
+	}
 	/* Offsets: 1 after ".", 2 after "..", then 3 + i after entry i. */
 	if (off < 1) {
 		if (cb(arg, ".", &st, 1))
@@ -373,12 +429,13 @@ int dlfs_ctl_readdir(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		off = 1;
 	}
 	if (off < 2) {
-		base_attr(c, parent, &st, 1);
+		if (vkind(parent) != V_TREE ||
+		    dlfs_ctl_getattr(c, txn, parent, &st, &tmo))
+			base_attr(c, parent, &st, 1);
 		if (cb(arg, "..", &st, 2))
 			return 0;
 		off = 2;
 	}
-	uint64_t e = vepoch(ino);
 	for (uint64_t i = off - 2;; i++) {
 		uint64_t child;
 		const char *n = name;
@@ -402,10 +459,34 @@ int dlfs_ctl_readdir(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 				 (unsigned long long)(first + i));
 			child = vino(V_EPOCH, first + i, 0);
 		} else if (vkind(ino) == V_EPOCH) {
-			if (i >= 2)
+			static const char *const names[] = {"files", "samples",
+							    "tree"};
+			if (i >= 3)
 				return 0;
-			n = i ? "samples" : "files";
-			child = vino(i ? V_SAMPLES : V_FILES, e, 0);
+			n = names[i];
+			child = i == 2	 ? vino(V_TREE, e, DLFS_ROOT_INO)
+				: i == 1 ? vino(V_SAMPLES, e, 0)
+					 : vino(V_FILES, e, 0);
+		} else if (vkind(ino) == V_TREE) {
+			struct dlfs_tree_ent ent;
+			ret = dlfs_tree_entry(c->tree, txn, e, d, i, &ent, &err);
+			if (ret == 1)
+				return 0;
+			if (ret)
+				return logged(c, ret, &err);
+			if (ent.dir) {
+				if (ent.ino > V_POS_MASK)
+					continue;
+				memcpy(name, ent.name, sizeof(name));
+				child = vino(V_TREE, e, ent.ino);
+			} else {
+				ret = dlfs_views_sample_name(c->views, txn, e,
+							     ent.j, name,
+							     sizeof(name), NULL);
+				if (ret < 0)
+					return ret;
+				child = vino(V_SAMPLE, e, ent.j);
+			}
 		} else {
 			uint64_t len;
 			ret = dlfs_views_share_len(c->views, txn, e, &len, NULL);
@@ -477,6 +558,7 @@ int dlfs_ctl_read(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 					 off == 0, file_ino, NULL);
 	case V_EPOCH:
 	case V_SAMPLES:
+	case V_TREE:
 		return -EISDIR;
 	}
 	return -ENOENT;

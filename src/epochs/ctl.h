@@ -6,6 +6,7 @@
  *   /.dlfs/stats                live counters, JSON (rendered by a callback)
  *   /.dlfs/epochs/E/files       this node's share of epoch E, a path a line
  *   /.dlfs/epochs/E/samples/N.ext  the same order as files named by position
+ *   /.dlfs/epochs/E/tree/DIR/N.ext the same samples, each in its directory
  *
  * Inode numbers live above DLFS_CTL_BASE, far from any dataset's; an
  * epoch view's number encodes its kind, epoch and position, so nothing is
@@ -27,6 +28,7 @@
 #include <time.h>
 
 #include "dlfs/dataset.h"
+#include "tree.h"
 #include "views.h"
 
 #define DLFS_CTL_BASE (UINT64_C(1) << 62)
@@ -48,6 +50,7 @@ struct dlfs_ctl {
 	const char *name; /* of the control directory at the root (borrowed) */
 	struct dlfs_ds *ds;
 	struct dlfs_views *views; /* NULL: no epochs directory */
+	struct dlfs_tree *tree;   /* the tree views (with views) */
 	uid_t uid;
 	gid_t gid;
 	double timeout; /* for everything that never changes */

@@ -467,6 +467,13 @@ int dlfs_paths_name(const struct dlfs_paths *p, uint64_t ino, char *buf)
 	return (int)n;
 }
 
+uint64_t dlfs_paths_parent(const struct dlfs_paths *p, uint64_t ino)
+{
+	uint32_t ord;
+	uint64_t parent;
+	return locate(p, ino, &ord, &parent) ? 0 : parent;
+}
+
 int dlfs_paths_get(const struct dlfs_paths *p, uint64_t ino, char *buf,
 		   size_t len)
 {

@@ -80,6 +80,10 @@ unsigned dlfs_paths_search(const struct dlfs_paths *p, uint64_t ino);
  * @return its length, or -ENOENT. */
 int dlfs_paths_name(const struct dlfs_paths *p, uint64_t ino, char *buf);
 
+/* The directory that lists ino (a file's first name, if it has several),
+ * or 0 for the root, a symlink or an inode the walk did not reach. */
+uint64_t dlfs_paths_parent(const struct dlfs_paths *p, uint64_t ino);
+
 /* Bytes of memory the table holds. */
 size_t dlfs_paths_bytes(const struct dlfs_paths *p);
 

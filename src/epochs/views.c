@@ -902,6 +902,40 @@ int dlfs_views_files_read(struct dlfs_views *v, struct dlfs_txn *txn,
 	return ret;
 }
 
+int dlfs_views_positions(struct dlfs_views *v, struct dlfs_txn *txn,
+			 uint64_t e, const uint64_t *ino, size_t n,
+			 uint64_t *j, struct dlfs_err *err)
+{
+	struct dlfs_epoch *o;
+	pthread_mutex_lock(&v->mu);
+	int ret = order_of(v, txn, e, &o, err);
+	if (!ret) {
+		uint64_t s = dlfs_epoch_share_start(o);
+		uint64_t len = dlfs_epoch_share_len(o);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t f = ino[i] - v->first_file, pos;
+			j[i] = UINT64_MAX;
+			if (ino[i] < v->first_file || f >= v->n_files)
+				continue;
+			pos = dlfs_epoch_position(o, f);
+			if (pos >= s && pos - s < len)
+				j[i] = pos - s;
+		}
+	}
+	pthread_mutex_unlock(&v->mu);
+	return ret;
+}
+
+int dlfs_views_paths(struct dlfs_views *v, struct dlfs_txn *txn,
+		     const struct dlfs_paths **out, struct dlfs_err *err)
+{
+	pthread_mutex_lock(&v->mu);
+	int ret = paths_of(v, txn, err);
+	*out = v->paths;
+	pthread_mutex_unlock(&v->mu);
+	return ret;
+}
+
 void dlfs_views_note_read(void *arg, struct dlfs_txn *txn, uint64_t ino)
 {
 	struct dlfs_views *v = arg;

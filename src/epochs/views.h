@@ -26,6 +26,7 @@
 #include "dlfs/dataset.h"
 #include "reader.h"
 #include "order.h"
+#include "paths.h"
 
 /* Epochs 0 .. DLFS_VIEWS_MAX_EPOCH are addressable. */
 #define DLFS_VIEWS_MAX_EPOCH 65535u
@@ -118,6 +119,20 @@ void dlfs_views_note_read(void *arg, struct dlfs_txn *txn, uint64_t ino);
  */
 int dlfs_views_plan_next(void *arg, struct dlfs_txn *txn, uint64_t *g,
 			 uint32_t *uses);
+
+/*
+ * The share positions of files ino[0 .. n-1] in epoch e, into j (the
+ * same length): UINT64_MAX for one that is not in this rank's share or
+ * not a file. One lock for all of them.
+ */
+int dlfs_views_positions(struct dlfs_views *v, struct dlfs_txn *txn,
+			 uint64_t e, const uint64_t *ino, size_t n,
+			 uint64_t *j, struct dlfs_err *err);
+
+/* The table of every path (built on first use; immutable, and owned by v
+ * until dlfs_views_free). */
+int dlfs_views_paths(struct dlfs_views *v, struct dlfs_txn *txn,
+		     const struct dlfs_paths **out, struct dlfs_err *err);
 
 /* JSON members (no braces) describing the shuffle: mode, seed, where
  * the seed came from, window, rank and ranks. @return the length, as
