@@ -77,8 +77,19 @@ note "a 0750 directory: its group reads through the view, others do not"
 expect_errno "Permission denied" "other reads team/t.txt through samples/" "$AS" $OTHER $OTHER cat "$S_TEAM"
 expect_errno "Permission denied" "a group member reads secret/... through samples/" "$AS" $MEMBER $GRP cat "$S_SECRET"
 
+note "the tree view: directories keep their modes"
+T_SECRET="$MNT/.dlfs/epochs/1/tree/secret/deep/$(basename "$S_SECRET")"
+T_OPEN="$MNT/.dlfs/epochs/1/tree/open/sub/$(basename "$S_OPEN")"
+T_TEAM="$MNT/.dlfs/epochs/1/tree/team/$(basename "$S_TEAM")"
+expect_errno "Permission denied" "other reads secret/deep/s.txt through tree/" "$AS" $OTHER $OTHER cat "$T_SECRET"
+expect_errno "Permission denied" "other lists tree/secret" "$AS" $OTHER $OTHER ls "$MNT/.dlfs/epochs/1/tree/secret"
+[ "$(tmo "$AS" $OTHER $OTHER cat "$T_OPEN")" = "public bytes" ] || fail "other reads open/sub/p.txt through tree/"
+[ "$(tmo "$AS" $MEMBER $GRP cat "$T_TEAM")" = "team bytes" ] || fail "a group member reads team/t.txt through tree/"
+expect_errno "Permission denied" "other reads team/t.txt through tree/" "$AS" $OTHER $OTHER cat "$T_TEAM"
+
 note "root reads everything, after the others tried (no cached refusal or grant)"
 [ "$(tmo cat "$S_SECRET")" = "secret bytes" ] || fail "root reads the secret file through samples/"
+[ "$(tmo cat "$T_SECRET")" = "secret bytes" ] || fail "root reads the secret file through tree/"
 # And the page the kernel now caches for root must not serve the others.
 expect_errno "Permission denied" "other reads the secret sample after root read it" "$AS" $OTHER $OTHER cat "$S_SECRET"
 
