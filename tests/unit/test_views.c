@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "order.h"
+#include "tree.h"
 #include "tutil.h"
 #include "views.h"
 
@@ -569,6 +570,89 @@ static void test_long_list(void)
 	free(out);
 }
 
+/* Every rank's tree of epochs 0 and 1, read a piece of each directory at
+ * a time across both epochs (10 listings: more than the tree keeps). */
+static void test_tree(enum dlfs_shuffle mode)
+{
+	struct dlfs_err err = {0};
+	uint64_t n_dirs = dlfs_ds_info(ds)->super.n_dirs;
+	CHECK_EQ(n_dirs, 5); /* the root and d0 .. d3 */
+	char *all = calloc(N_FILES, 1);
+	for (uint32_t r = 0; r < RANKS; r++) {
+		struct dlfs_views *v = new_views(mode, r);
+		struct dlfs_tree *t = NULL;
+		CHECK_EQ(dlfs_tree_new(v, &t), 0);
+		for (uint64_t e = 0; e < 2; e++) {
+			uint64_t len = share_len(v, e), got = 0;
+			char *seen = calloc(len ? len : 1, 1);
+			uint64_t last[5];
+			int done[5] = {0};
+			for (uint64_t d = 0; d < n_dirs; d++)
+				last[d] = UINT64_MAX;
+			for (uint64_t i = 0; i < 200; i++) {
+				for (uint64_t d = 1; d <= n_dirs; d++) {
+					struct dlfs_tree_ent ent;
+					if (done[d - 1])
+						continue;
+					int ret = dlfs_tree_entry(t, txn, e, d, i,
+								  &ent, &err);
+					CHECK(ret == 0 || ret == 1);
+					if (ret) {
+						done[d - 1] = 1;
+						continue;
+					}
+					if (ent.dir) {
+						/* Only the root has them. */
+						CHECK_EQ(d, 1);
+						CHECK(ent.name[0] == 'd' &&
+						      ent.name[2] == '\0');
+						continue;
+					}
+					uint64_t ino = sample(v, e, ent.j);
+					char path[64];
+					const struct dlfs_paths *p;
+					CHECK_EQ(dlfs_views_paths(v, txn, &p,
+								  &err), 0);
+					CHECK(dlfs_paths_get(p, ino, path,
+							     sizeof(path)) > 0);
+					/* d - 2 is "dK": directories in order. */
+					CHECK(d >= 2 && path[1] == (char)('0' + d - 2));
+					CHECK(ent.j < len && !seen[ent.j]++);
+					CHECK(last[d - 1] == UINT64_MAX ||
+					      ent.j > last[d - 1]);
+					last[d - 1] = ent.j;
+					CHECK_EQ(dlfs_tree_holds(t, txn, e, d,
+								 ent.j, &err), 0);
+					CHECK_EQ(dlfs_tree_holds(t, txn, e,
+								 d == 2 ? 3 : 2,
+								 ent.j, &err),
+						 -ENOENT);
+					uint64_t up = 0;
+					CHECK_EQ(dlfs_tree_parent(t, txn, d, &up,
+								  &err), 0);
+					CHECK_EQ(up, 1);
+					if (e == 0)
+						all[ino - dlfs_ds_info(ds)
+								  ->super.first_file_ino]++;
+					got++;
+				}
+			}
+			CHECK_EQ(got, len);
+			free(seen);
+		}
+		struct dlfs_tree_ent ent;
+		CHECK_EQ(dlfs_tree_entry(t, txn, 0,
+					 dlfs_ds_info(ds)->super.first_file_ino, 0,
+					 &ent, &err),
+			 -ENOTDIR);
+		dlfs_tree_free(t);
+		dlfs_views_free(v);
+	}
+	for (int f = 0; f < N_FILES; f++)
+		CHECK_EQ(all[f], 1);
+	free(all);
+}
+
 int main(void)
 {
 	struct dlfs_err err = {0};
@@ -589,6 +673,7 @@ int main(void)
 				     DLFS_SHUFFLE_LOCAL};
 	for (int m = 0; m < 3; m++) {
 		test_shares(modes[m]);
+		test_tree(modes[m]);
 		test_plan(modes[m]);
 		/* One rank: its uses come from the chunk map alone. */
 		ranks = 1;
