@@ -132,7 +132,8 @@ static int build(struct dlfs_tree *t, struct dlfs_txn *txn, uint64_t e,
 	if (n && (ret = dlfs_views_positions(t->views, txn, e, l->file, n,
 					     l->j, err)))
 		return ret;
-	qsort(l->j, n, sizeof(*l->j), cmp_u64);
+	if (n)
+		qsort(l->j, n, sizeof(*l->j), cmp_u64);
 	while (n && l->j[n - 1] == UINT64_MAX) /* not in the share: last */
 		n--;
 	l->n_j = n;

@@ -55,8 +55,12 @@ kill -KILL "$DLFS_PID"
 wait_exit "$DLFS_PID" 10
 [ "$WAIT_RC" != timeout ] || fail "the daemon survived SIGKILL"
 
+# The dead mount goes first, as a job's epilog removes it: dlfs would
+# remove it itself (deadmount.sh), but dlfs_mount's wait could then take
+# the dead mount, still listed, for the new one.
+tmo fusermount3 -uz "$MNT" || fail "fusermount3 -uz the dead mount"
+
 note "the restarted job: same seed, same order, resumes at $K"
-# dlfs mounts over the dead mount the killed daemon left (deadmount.sh).
 dlfs_mount "$DS" "$MNT"
 [ "$(info seed)" = "$SEED" ] || fail "the seed changed across a restart: $(info seed), was $SEED"
 [ "$(info seed_from)" = dataset ] || fail "seed_from is $(info seed_from) after the restart"
