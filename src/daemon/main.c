@@ -17,6 +17,7 @@
 #include "fatal.h"
 #include "fuse_ll.h"
 #include "ixsrc.h"
+#include "mounthint.h"
 #include "mountpoint.h"
 #include "opts.h"
 #include "serve.h"
@@ -430,6 +431,9 @@ int main(int argc, char **argv)
 		goto out;
 	if (fuse_session_mount(se, cmd.mountpoint) != 0) {
 		fprintf(stderr, "dlfs: cannot mount on %s\n", cmd.mountpoint);
+		struct dlfs_mount_env env;
+		dlfs_mount_env_default(&env);
+		dlfs_mount_hints(&env, cmd.mountpoint, o.allow_other, stderr);
 		goto out_signals;
 	}
 	/* Under an MPI launcher the launcher owns this process: stay in the

@@ -203,6 +203,10 @@ static int opt_proc(void *data, const char *arg, int key,
 	if (key == FUSE_OPT_KEY_OPT &&
 	    (!strcmp(arg, "-h") || !strcmp(arg, "--help")))
 		o->show_help = 1;
+	if (key == FUSE_OPT_KEY_OPT && !strcmp(arg, "allow_other"))
+		o->allow_other = "allow_other";
+	if (key == FUSE_OPT_KEY_OPT && !strcmp(arg, "allow_root"))
+		o->allow_other = "allow_root";
 	return 1;
 }
 

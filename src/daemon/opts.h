@@ -38,6 +38,10 @@ struct dlfs_opts {
 	unsigned peer_timeout_ms;
 	unsigned join_timeout_s;
 	int show_help;
+	/* "allow_other" or "allow_root" when given (a FUSE option, which a
+	 * user who is not root may use only with user_allow_other in
+	 * /etc/fuse.conf), else NULL. */
+	const char *allow_other;
 	/* Strings owned here (what rd points to). */
 	char *cache_dir;
 	char *ctl_dir;               /* the control directory's name, or NULL */

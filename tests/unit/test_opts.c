@@ -2,7 +2,8 @@
  * The daemon's options (src/daemon/opts.c, compiled into this test): the
  * defaults, each kind of row (size, number, enum, string, flag), the
  * bounds, the options that need another, and that every refusal is the
- * one line "dlfs: -o NAME=VALUE: ..." with status 2.
+ * one line "dlfs: -o NAME=VALUE: ..." with status 2; and that allow_other
+ * is noticed, though it is libfuse's.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -67,7 +68,17 @@ int main(void)
 	CHECK(o.seed_from == DLFS_SEED_DATASET && !o.kernel_readahead_given &&
 	      !o.mpi);
 	CHECK(!o.cache_dir && !o.rd.cache_dir && !o.ctl_dir);
+	CHECK(!o.allow_other);
 	CHECK_EQ(said[0], '\0');
+	dlfs_opts_free(&o);
+
+	/* FUSE's allow_other and allow_root stay libfuse's, and are seen
+	 * (a mount that fails says what a user needs for them). */
+	CHECK_EQ(parse("ram_cache=64M,allow_other", &o), 0);
+	CHECK(o.allow_other && !strcmp(o.allow_other, "allow_other"));
+	dlfs_opts_free(&o);
+	CHECK_EQ(parse("allow_root", &o), 0);
+	CHECK(o.allow_other && !strcmp(o.allow_other, "allow_root"));
 	dlfs_opts_free(&o);
 
 	CHECK_EQ(parse("ram_cache=512M,max_threads=8,shuffle=chunked,"
