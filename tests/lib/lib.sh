@@ -14,7 +14,8 @@
 #   DLFS_TEST_KEEP=1         keep the temp dir (its path is printed)
 #
 # It creates the temp dir $T and removes it (unmounting what the test
-# registered with add_mount) in an EXIT trap, also on failure.
+# registered with add_mount, and running what it registered with at_exit)
+# in an EXIT trap, also on failure.
 
 LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC_ROOT=$(cd "$LIB_DIR/../.." && pwd)
@@ -50,6 +51,17 @@ unset _b
 _MOUNTS=()
 add_mount() { _MOUNTS+=("$1"); }
 
+# at_exit CMD...: run CMD at exit, also on failure, after the mounts and
+# daemons are gone and before $T is removed; the last registered runs
+# first. For what a test changes outside $T (a user it made, a device's
+# mode): register the undo before making the change.
+_AT_EXIT=()
+at_exit() {
+	local q
+	printf -v q '%q ' "$@"
+	_AT_EXIT+=("$q")
+}
+
 _cleanup() {
 	local rc=$? m
 	set +e
@@ -57,6 +69,12 @@ _cleanup() {
 	for m in $(jobs -p); do kill -KILL "$m" 2>/dev/null; done
 	for m in "${_MOUNTS[@]}"; do
 		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
+	done
+	for ((m = ${#_AT_EXIT[@]} - 1; m >= 0; m--)); do
+		if ! eval "${_AT_EXIT[m]}"; then
+			echo "FAIL [$TEST_NAME]: at exit: ${_AT_EXIT[m]}failed" >&2
+			case $rc in 0 | 77) rc=1 ;; esac
+		fi
 	done
 	if [ -n "${T:-}" ] && [ -d "$T" ]; then
 		if [ "${DLFS_TEST_KEEP:-0}" = 1 ]; then
