@@ -16,7 +16,8 @@
 #    0666 to ask for); -o allow_other without user_allow_other in
 #    /etc/fuse.conf (names /etc/fuse.conf; left out, with a note, where
 #    the real file has the line: the test never edits it); a mountpoint
-#    the user may not write to (names it).
+#    the user may not write to (names it). A cache_dir the user may not
+#    create is refused before mounting, naming it.
 # fusermount3 missing or not setuid root are tests/unit/test_mounthint.c's.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
@@ -229,6 +230,14 @@ fi
 
 mkdir -m 0755 "$T/rootmnt"
 refused "a mountpoint of root's" "$T/rootmnt" "dlfs: mountpoint $T/rootmnt: Permission denied (mode 0755, owner root)"
+
+# A cache_dir the user may not create is refused before mounting (README).
+st=0
+tmo "$AS" "$DLFS" "$DS" "$MNT" -o cache_dir="$T/rootmnt/c" </dev/null >"$T/ref.out" 2>"$T/ref.err" || st=$?
+! is_mounted "$MNT" || fail "cache_dir of root's: $MNT is mounted"
+[ "$st" = 1 ] || fail "cache_dir of root's: dlfs exited $st, expected 1: $(cat "$T/ref.err")"
+grep -qF "dlfs: cache_dir $T/rootmnt/c: Permission denied" "$T/ref.err" ||
+	fail "cache_dir of root's: the refusal does not name it: $(cat "$T/ref.err")"
 
 # And with all that, a mount works again.
 user_mount "$T/dlfs-4.log"
