@@ -55,12 +55,14 @@ static int in_group(gid_t gid)
 {
 	if (getegid() == gid)
 		return 1;
-	gid_t groups[NGROUPS_MAX];
-	int n = getgroups(NGROUPS_MAX, groups);
-	for (int i = 0; i < n; i++)
-		if (groups[i] == gid)
-			return 1;
-	return 0;
+	int n = getgroups(0, NULL), found = 0;
+	gid_t *groups = n > 0 ? calloc((size_t)n, sizeof(*groups)) : NULL;
+	if (groups)
+		n = getgroups(n, groups);
+	for (int i = 0; groups && i < n; i++)
+		found |= groups[i] == gid;
+	free(groups);
+	return found;
 }
 
 /* Do st's permission bits let uid (this process's groups) read and

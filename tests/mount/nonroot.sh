@@ -2,7 +2,7 @@
 # nonroot: dlfs for a user who is not root (issue 27, item 3), as a
 # throwaway user this test makes (useradd; userdel at exit).
 #  - /dev/fuse made usable by all (mode 0666, as Debian ships it; its own
-#    mode is put back at exit, on every path): the user mounts with
+#    mode and group are put back at exit, on every path): the user mounts with
 #    `dlfs DS MNT -f` on a directory of its own, reads every file (bytes
 #    compared with the source), unmounts with `fusermount3 -u`, and the
 #    daemon exits 0 with a clean log;
@@ -13,7 +13,8 @@
 #  - what a failed mount says, one hint line each and only the one that
 #    applies, with exit status 1 and nothing left mounted or running:
 #    /dev/fuse back at 0600 (the line names /dev/fuse, its mode, and mode
-#    0666 to ask for); -o allow_other without user_allow_other in
+#    0666 to ask for), or 0660 for a group the user is not in (it names
+#    the group too); -o allow_other without user_allow_other in
 #    /etc/fuse.conf (names /etc/fuse.conf; left out, with a note, where
 #    the real file has the line: the test never edits it); a mountpoint
 #    the user may not write to (names it). A cache_dir the user may not
@@ -68,8 +69,10 @@ note "user $NU ($NU_UID:$NU_GID)"
 # The device's mode, put back at exit whatever happens (registered after
 # the user, so it runs before userdel).
 DEV_MODE=$(stat -c %a /dev/fuse)
+DEV_GID=$(stat -c %g /dev/fuse)
+at_exit chgrp "$DEV_GID" /dev/fuse
 at_exit chmod "$DEV_MODE" /dev/fuse
-note "/dev/fuse has mode $DEV_MODE; it is put back at exit"
+note "/dev/fuse has mode $DEV_MODE, group $DEV_GID; both are put back at exit"
 
 # $AS CMD...: CMD as the user, with its groups, HOME in $T.
 mkdir -m 0700 "$T/home"
@@ -220,6 +223,16 @@ chmod 0600 /dev/fuse
 refused "/dev/fuse at 0600" "$MNT" "dlfs: /dev/fuse: Permission denied: mode 0600"
 grep -qF "mode 0666 (as Debian ships it)" "$T/hints" || fail "the /dev/fuse hint does not say what to ask for: $(cat "$T/hints")"
 grep -qF "dlfs-run" "$T/hints" || fail "the /dev/fuse hint does not name dlfs-run: $(cat "$T/hints")"
+# A group the user is not in may read and write it: membership is
+# another way.
+OTHER_GID=65534
+OTHER_GROUP=$(getent group "$OTHER_GID" | cut -d: -f1)
+[ -n "$OTHER_GROUP" ] || OTHER_GROUP=$OTHER_GID
+chgrp "$OTHER_GID" /dev/fuse
+chmod 0660 /dev/fuse
+refused "/dev/fuse at 0660, group $OTHER_GROUP" "$MNT" "dlfs: /dev/fuse: Permission denied: mode 0660"
+grep -qF "or membership of group $OTHER_GROUP;" "$T/hints" || fail "the /dev/fuse hint does not name its group: $(cat "$T/hints")"
+chgrp "$DEV_GID" /dev/fuse
 chmod 0666 /dev/fuse
 
 if grep -qE '^[[:space:]]*user_allow_other[[:space:]]*(#.*)?$' /etc/fuse.conf 2>/dev/null; then
