@@ -57,17 +57,30 @@ void dlfs_fetch_file_set(struct dlfs_fetch *f, uint64_t ino, int ok)
 					  memory_order_relaxed);
 }
 
-/* A container read: counted while in flight, and in the PFS stats. */
-static void pfs_begin(struct dlfs_fetch *f)
+/* A container read: counted while in flight, and in the PFS stats with
+ * its time. @return its start, for pfs_end. */
+static uint64_t pfs_begin(struct dlfs_fetch *f)
 {
 	atomic_fetch_add_explicit(&f->pfs_inflight, 1, memory_order_relaxed);
+	return dlfs_stats_clock();
 }
 
-static void pfs_end(struct dlfs_fetch *f, int ret, uint64_t bytes)
+static void pfs_end(struct dlfs_fetch *f, uint64_t t0, int ret,
+		    uint64_t bytes)
 {
 	atomic_fetch_sub_explicit(&f->pfs_inflight, 1, memory_order_relaxed);
-	if (!ret)
+	if (!ret) {
+		dlfs_stats_time(f->stats, DLFS_TIER_PFS, t0);
 		dlfs_stats_pfs_read(f->stats, bytes);
+	}
+}
+
+/* An NVMe read that started at t0 ended with ret: timed when it served. */
+static int nvme_timed(struct dlfs_fetch *f, uint64_t t0, int ret)
+{
+	if (!ret)
+		dlfs_stats_time(f->stats, DLFS_TIER_NVME, t0);
+	return ret;
 }
 
 static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
@@ -82,8 +95,11 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 		ret = dlfs_chunk_get(txn, c, k, &cr, l->err);
 		if (ret)
 			return ret;
-		if (dlfs_nvme_read_chunk(f->nvme, c, k, cr.length, cr.xxh3,
-					 l->buf, l->cap) == 0) {
+		uint64_t t0 = dlfs_stats_clock();
+		if (nvme_timed(f, t0,
+			       dlfs_nvme_read_chunk(f->nvme, c, k, cr.length,
+						    cr.xxh3, l->buf,
+						    l->cap)) == 0) {
 			l->len = cr.length;
 			l->kept = 1;
 			return 0;
@@ -107,10 +123,10 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 			dlfs_stats_add(&f->stats->err_peer, 1);
 		}
 	}
-	pfs_begin(f);
+	uint64_t t0 = pfs_begin(f);
 	ret = dlfs_chunk_read(f->ds, txn, c, k, l->buf, l->cap, &l->len,
 			      l->err);
-	pfs_end(f, ret, l->len);
+	pfs_end(f, t0, ret, l->len);
 	if (ret)
 		return ret;
 	l->kept = tier && dlfs_nvme_put(f->nvme, c, k, l->buf, l->len, 0);
@@ -150,9 +166,11 @@ static int load_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
 				    (unsigned long long)in->ino,
 				    (unsigned long long)in->size);
 	l->len = (size_t)in->size;
+	uint64_t t0 = dlfs_stats_clock();
 	if (nvme_has_file(f, in) &&
-	    dlfs_nvme_pread(f->nvme, in->container, in->offset, l->len,
-			    l->buf, &data, &stable) == 0) {
+	    nvme_timed(f, t0,
+		       dlfs_nvme_pread(f->nvme, in->container, in->offset,
+				       l->len, l->buf, &data, &stable)) == 0) {
 		l->off = (size_t)(data - (const uint8_t *)l->buf);
 		if (file_sum_ok(in, l->buf, l->off)) {
 			l->kept = 1;
@@ -166,10 +184,10 @@ static int load_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
 		for (uint64_t k = k0; k <= k1; k++)
 			dlfs_nvme_drop(f->nvme, in->container, k);
 	}
-	pfs_begin(f);
+	t0 = pfs_begin(f);
 	ret = dlfs_ds_read_range(f->ds, in->container, in->offset, l->len,
 				 l->buf, l->cap, &l->off, l->err);
-	pfs_end(f, ret,
+	pfs_end(f, t0, ret,
 		dlfs_roundup(in->offset + in->size, 4096) -
 			(in->offset & ~UINT64_C(4095)));
 	if (ret)
@@ -213,19 +231,22 @@ int dlfs_fetch_file_nvme(struct dlfs_fetch *f, const struct dlfs_inode *in,
 	if (len + 8192 > DLFS_FETCH_BUF_SIZE)
 		return -ENOENT;
 	uint32_t c = in->container;
+	uint64_t t0 = dlfs_stats_clock();
 	if (dlfs_fetch_file_known(f, in->ino)) {
 		if (dlfs_nvme_pread(f->nvme, c, in->offset + off, len, buf,
 				    data, &stable))
 			return -ENOENT;
 		if (stable)
-			return 0;
+			return nvme_timed(f, t0, 0);
 		/* Chunks were evicted and rewritten meanwhile: check. */
+		t0 = dlfs_stats_clock();
 	}
 	if (in->size > DLFS_FETCH_FILE_CHECK_MAX)
 		return -ENOENT; /* the chunk path reads and verifies chunks */
 	/* Read the whole file and check it against its own checksum. */
-	if (dlfs_nvme_pread(f->nvme, c, in->offset, (size_t)in->size, buf,
-			    &got, &stable))
+	if (nvme_timed(f, t0,
+		       dlfs_nvme_pread(f->nvme, c, in->offset,
+				       (size_t)in->size, buf, &got, &stable)))
 		return -ENOENT;
 	if (XXH3_64bits(got, in->size) != in->xxh3) {
 		/* The cached bytes or the index record are wrong: drop the
@@ -255,10 +276,10 @@ int dlfs_fetch_salvage(struct dlfs_fetch *f, const struct dlfs_inode *in,
 		*buf = b;
 		*cap = want;
 	}
-	pfs_begin(f);
+	uint64_t t0 = pfs_begin(f);
 	int ret = dlfs_file_pread(f->ds, in, *buf, (size_t)in->size, 0, &got,
 				  err);
-	pfs_end(f, ret, got);
+	pfs_end(f, t0, ret, got);
 	if (ret)
 		return ret;
 	if (got != in->size || XXH3_64bits(*buf, got) != in->xxh3)

@@ -670,7 +670,10 @@ int dlfs_read(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 	struct dlfs_err err = {0};
 	struct dlfs_inode in;
 	uint64_t k0, k1, kf, kl;
-	int ret;
+	int ret, from_ram = 0;
+	/* Timed for the RAM tier's latency; a miss is timed in the tier
+	 * that loads it (fetch.c). */
+	const uint64_t t0 = dlfs_stats_clock();
 
 	x->n_refs = 0;
 	out->iov = x->iov;
@@ -691,6 +694,7 @@ int dlfs_read(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 	dlfs_file_chunks(r->chunk_size, &in, 0, in.size, &kf, &kl);
 	const int one_chunk = kf == kl; /* all its bytes in one chunk */
 	if (off == 0) {
+		dlfs_stats_add(&r->stats.files_read, 1);
 		if (r->observer)
 			r->observer(r->observer_arg, x->txn, ino);
 		for (uint64_t k = kf; r->fill && k <= kl; k++)
@@ -706,11 +710,14 @@ int dlfs_read(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 					       fref) == 0) {
 		x->served[x->n_refs++] = (size_t)len;
 		piece(x, out, fref->data + off, (size_t)len);
+		from_ram = 1;
 		goto served;
 	}
 	ret = from_chunks(x, &in, off, len, k0, k1, 0, out, &err);
-	if (ret == 0)
+	if (ret == 0) {
+		from_ram = 1;
 		goto check;
+	}
 	for (unsigned i = 0; i < x->n_refs; i++)
 		x->served[i] = 0; /* served below, not from these */
 	dlfs_read_done(x);
@@ -761,6 +768,10 @@ check:
 		goto fail;
 served:
 	dlfs_stats_add(&r->stats.bytes_served, out->len);
+	if (from_ram) {
+		dlfs_stats_add(&r->stats.ram_bytes, out->len);
+		dlfs_stats_time(&r->stats, DLFS_TIER_RAM, t0);
+	}
 	return 0;
 fail:
 	dlfs_read_done(x);
@@ -801,6 +812,8 @@ void dlfs_reader_snapshot(struct dlfs_reader *r, struct dlfs_tier_snap *t,
 			  struct dlfs_fill_stats *fill,
 			  struct dlfs_grain_stats *grain)
 {
+	t->pfs_inflight = atomic_load_explicit(&r->fetch.pfs_inflight,
+					       memory_order_relaxed);
 	t->direct_enabled = r->share != NULL;
 	memset(&t->direct, 0, sizeof(t->direct));
 	if (r->share) {
@@ -813,6 +826,8 @@ void dlfs_reader_snapshot(struct dlfs_reader *r, struct dlfs_tier_snap *t,
 		t->direct.nvme = __atomic_load_n(&n->nvme, __ATOMIC_RELAXED);
 		t->direct.checked = __atomic_load_n(&n->checked,
 						    __ATOMIC_RELAXED);
+		t->direct.ram_bytes = __atomic_load_n(&n->ram_bytes,
+						      __ATOMIC_RELAXED);
 		t->direct_seen = atomic_load_explicit(&r->seen,
 						      memory_order_relaxed);
 	}

@@ -32,6 +32,35 @@ void dlfs_stats_pfs_read(struct dlfs_stats *s, uint64_t len)
 	dlfs_stats_add(&s->pfs_hist[b], 1);
 }
 
+uint64_t dlfs_stats_clock(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void dlfs_stats_time_ns(struct dlfs_stats *s, enum dlfs_tier tier,
+			uint64_t ns)
+{
+	struct dlfs_time_hist *h = &s->lat[tier];
+	unsigned b = 0;
+	while (b + 1 < DLFS_TIME_BUCKETS && ns > (UINT64_C(1000) << b))
+		b++;
+	dlfs_stats_add(&h->b[b], 1);
+	dlfs_stats_add(&h->sum_ns, ns);
+}
+
+void dlfs_stats_time(struct dlfs_stats *s, enum dlfs_tier tier, uint64_t t0)
+{
+	uint64_t t1 = dlfs_stats_clock();
+	dlfs_stats_time_ns(s, tier, t1 > t0 ? t1 - t0 : 0);
+}
+
+double dlfs_stats_uptime(const struct dlfs_stats *s)
+{
+	return now() - s->start;
+}
+
 static const char *op_names[DLFS_OP_COUNT] = {
 	"lookup",  "getattr",  "readdir",  "readdirplus", "read",
 	"readlink", "statfs", "getxattr", "listxattr",   "control",
@@ -42,16 +71,7 @@ static unsigned long long ld(const _Atomic uint64_t *c)
 	return (unsigned long long)atomic_load_explicit(c, memory_order_relaxed);
 }
 
-/* Appends to a bounded buffer, counting what would not fit. */
-struct out {
-	char *buf;
-	size_t len, at;
-};
-
-static void put(struct out *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void put(struct out *o, const char *fmt, ...)
+void dlfs_out_put(struct dlfs_out *o, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -64,50 +84,68 @@ static void put(struct out *o, const char *fmt, ...)
 
 #define U(x) ((unsigned long long)(x))
 
+/* The mean of a latency histogram, in microseconds (0 when empty). */
+static uint64_t lat_avg_us(const struct dlfs_time_hist *h)
+{
+	uint64_t n = 0;
+	for (int b = 0; b < DLFS_TIME_BUCKETS; b++)
+		n += atomic_load_explicit(&h->b[b], memory_order_relaxed);
+	return n ? atomic_load_explicit(&h->sum_ns, memory_order_relaxed) /
+			   n / 1000
+		 : 0;
+}
+
 size_t dlfs_stats_json(const struct dlfs_stats *s,
 		       const struct dlfs_tier_snap *t, char *buf, size_t len)
 {
 	const struct dlfs_cache_stats *ram = &t->ram;
 	const struct dlfs_nvme_stats *nv = &t->nvme;
-	struct out o = {buf, len, 0};
-	put(&o, "{\n  \"uptime_s\": %.3f,\n  \"ops\": {", now() - s->start);
+	struct dlfs_out o = {buf, len, 0};
+	dlfs_out_put(&o, "{\n  \"uptime_s\": %.3f,\n  \"ops\": {",
+		     dlfs_stats_uptime(s));
 	for (int i = 0; i < DLFS_OP_COUNT; i++)
-		put(&o, "%s\"%s\": %llu", i ? ", " : "", op_names[i],
+		dlfs_out_put(&o, "%s\"%s\": %llu", i ? ", " : "", op_names[i],
 		    ld(&s->ops[i]));
-	put(&o, "},\n  \"bytes_served\": %llu,\n  \"tiers\": {\n",
+	dlfs_out_put(&o, "},\n  \"bytes_served\": %llu,\n  \"tiers\": {\n",
 	    ld(&s->bytes_served));
-	put(&o,
+	dlfs_out_put(&o,
 	    "    \"ram\": {\"hits\": %llu, \"misses\": %llu, \"bytes\": %llu, "
 	    "\"capacity_bytes\": %llu, \"used_bytes\": %llu, \"chunks\": "
 	    "%llu, \"uncached_loads\": %llu, \"evicted_bytes\": %llu, "
-	    "\"evicted_unused_bytes\": %llu, \"held\": %llu},\n",
+	    "\"evicted_unused_bytes\": %llu, \"held\": %llu, "
+	    "\"served_bytes\": %llu, \"latency_us_avg\": %llu},\n",
 	    (unsigned long long)ram->hits, (unsigned long long)ram->misses,
 	    (unsigned long long)ram->used_bytes,
 	    (unsigned long long)ram->capacity_bytes,
 	    (unsigned long long)ram->used_bytes,
 	    (unsigned long long)ram->chunks, (unsigned long long)ram->bypass,
-	    U(ram->evicted_bytes), U(ram->evicted_unused_bytes), U(ram->held));
-	put(&o,
+	    U(ram->evicted_bytes), U(ram->evicted_unused_bytes), U(ram->held),
+	    ld(&s->ram_bytes), U(lat_avg_us(&s->lat[DLFS_TIER_RAM])));
+	dlfs_out_put(&o,
 	    "    \"nvme\": {\"enabled\": %d, \"policy\": \"%s\", \"hits\": %llu, "
 	    "\"misses\": %llu, \"bytes\": %llu, \"capacity_bytes\": %llu, "
 	    "\"used_bytes\": %llu, \"chunks\": %llu, \"written_chunks\": "
 	    "%llu, \"written_bytes\": %llu, \"write_dropped\": %llu, "
-	    "\"evicted\": %llu, \"corrupt\": %llu, \"errors\": %llu},\n",
+	    "\"evicted\": %llu, \"corrupt\": %llu, \"errors\": %llu, "
+	    "\"latency_us_avg\": %llu},\n",
 	    t->nvme_enabled, t->nvme_policy ? t->nvme_policy : "none",
 	    U(nv->hits), U(nv->misses), U(nv->bytes), U(nv->capacity_bytes),
 	    U(nv->used_bytes), U(nv->chunks), U(nv->written_chunks),
 	    U(nv->written_bytes), U(nv->write_dropped), U(nv->evicted),
-	    U(nv->corrupt), U(nv->errors));
-	put(&o,
+	    U(nv->corrupt), U(nv->errors),
+	    U(lat_avg_us(&s->lat[DLFS_TIER_NVME])));
+	dlfs_out_put(&o,
 	    "    \"direct\": {\"enabled\": %d, \"reads\": %llu, \"bytes\": "
 	    "%llu, \"ram\": %llu, \"nvme\": %llu, \"checked\": %llu, "
-	    "\"seen\": %llu},\n",
+	    "\"seen\": %llu, \"ram_bytes\": %llu},\n",
 	    t->direct_enabled, U(t->direct.reads), U(t->direct.bytes),
 	    U(t->direct.ram), U(t->direct.nvme), U(t->direct.checked),
-	    U(t->direct_seen));
-	put(&o, "    \"pfs\": {\"reads\": %llu, \"bytes\": %llu, "
+	    U(t->direct_seen), U(t->direct.ram_bytes));
+	dlfs_out_put(&o, "    \"pfs\": {\"reads\": %llu, \"bytes\": %llu, "
+		"\"in_flight\": %u, \"latency_us_avg\": %llu, "
 		"\"read_size_hist\": {",
-	    ld(&s->pfs_reads), ld(&s->pfs_bytes));
+	    ld(&s->pfs_reads), ld(&s->pfs_bytes), t->pfs_inflight,
+	    U(lat_avg_us(&s->lat[DLFS_TIER_PFS])));
 	/* Bucket b counts reads of at most 4K << b; the last, the rest. */
 	for (int b = 0; b < DLFS_HIST_BUCKETS; b++) {
 		int last = b == DLFS_HIST_BUCKETS - 1;
@@ -119,23 +157,23 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 		else
 			snprintf(label, sizeof(label), "%lluK",
 				 (unsigned long long)kib);
-		put(&o, "%s\"%s%s\": %llu", b ? ", " : "",
+		dlfs_out_put(&o, "%s\"%s%s\": %llu", b ? ", " : "",
 		    last ? ">" : "", label,
 		    ld(&s->pfs_hist[b]));
 	}
-	put(&o, "}}\n  },\n");
+	dlfs_out_put(&o, "}}\n  },\n");
 	const struct dlfs_fill_stats *fs = t->fill;
 	struct dlfs_fill_stats none = {0};
 	if (!fs)
 		fs = &none;
-	put(&o,
+	dlfs_out_put(&o,
 	    "  \"prefetch\": {\"enabled\": %d, \"window_max_bytes\": %llu, "
 	    "\"issued\": %llu, \"used\": %llu, \"wasted\": %llu, "
 	    "\"pending\": %llu, \"planned\": %llu, \"streamed\": %llu},\n",
 	    t->pf_enabled, U(t->pf_window_max), U(ram->pf_issued),
 	    U(ram->pf_used), U(ram->pf_wasted), U(ram->pf_pending),
 	    U(fs->planned), U(fs->streamed));
-	put(&o,
+	dlfs_out_put(&o,
 	    "  \"fill\": {\"depth\": %u, \"planned\": %llu, \"streamed\": "
 	    "%llu, \"swept\": %llu, \"from_ram\": %llu, \"bytes\": %llu, "
 	    "\"held\": %llu, \"yields\": %llu, \"sweeping\": %d, "
@@ -145,7 +183,7 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	    fs->sweeping,
 	    fs->swept_all);
 	if (t->grain)
-		put(&o,
+		dlfs_out_put(&o,
 		    "  \"read_unit\": {\"option\": \"%s\", \"now\": \"%s\", "
 		    "\"switches\": %llu, \"file_reads\": %llu, "
 		    "\"ghost_loaded\": %llu, \"ghost_unused\": %llu},\n",
@@ -154,7 +192,7 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 		    U(t->grain->switches), U(t->grain->file_reads),
 		    U(t->grain->ghost_loaded), U(t->grain->ghost_unused));
 	const struct dlfs_peer_snap *ps = &t->peer;
-	put(&o,
+	dlfs_out_put(&o,
 	    "  \"peer\": {\"enabled\": %d, \"rank\": %u, \"ranks\": %u, "
 	    "\"requests\": %llu, \"hits\": %llu, \"bytes\": %llu, "
 	    "\"timeouts\": %llu, \"lost\": %llu, \"errors\": %llu, \"latency_us_avg\": %llu, "
@@ -165,13 +203,13 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	    U(ps->hits ? ps->latency_us_sum / ps->hits : 0),
 	    U(ps->latency_us_max), U(ps->served), U(ps->served_bytes));
 	for (int b = 0; b < DLFS_LAT_BUCKETS; b++)
-		put(&o, "%s%llu", b ? ", " : "", U(ps->lat_hist[b]));
-	put(&o, "]},\n");
-	put(&o,
+		dlfs_out_put(&o, "%s%llu", b ? ", " : "", U(ps->lat_hist[b]));
+	dlfs_out_put(&o, "]},\n");
+	dlfs_out_put(&o,
 	    "  \"stage\": {\"mode\": \"%s\", \"chunks\": %llu, \"done\": "
 	    "%d},\n",
 	    t->stage ? t->stage : "none", U(fs->swept), fs->swept_all);
-	put(&o,
+	dlfs_out_put(&o,
 	    "  \"index\": {\"source\": \"%s\", \"where\": \"%s\", "
 	    "\"sealed\": %d, \"bytes\": %llu, \"pfs_bytes\": %llu, "
 	    "\"seconds\": %.3f},\n",
@@ -179,11 +217,12 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	    t->index_where ? t->index_where : "pfs", t->index_sealed,
 	    U(t->index_bytes), U(t->index_pfs_bytes), t->index_seconds);
 	if (t->epoch == UINT64_MAX)
-		put(&o, "  \"epoch\": null,\n");
+		dlfs_out_put(&o, "  \"epoch\": null,\n");
 	else
-		put(&o, "  \"epoch\": %llu,\n", U(t->epoch));
-	put(&o, "  \"files_checked\": %llu,\n", ld(&s->files_checked));
-	put(&o, "  \"errors\": {\"checksum\": %llu, \"container\": "
+		dlfs_out_put(&o, "  \"epoch\": %llu,\n", U(t->epoch));
+	dlfs_out_put(&o, "  \"files_checked\": %llu,\n", ld(&s->files_checked));
+	dlfs_out_put(&o, "  \"files_read\": %llu,\n", ld(&s->files_read));
+	dlfs_out_put(&o, "  \"errors\": {\"checksum\": %llu, \"container\": "
 		"%llu, \"io\": %llu, \"nvme\": %llu, \"peer\": %llu, "
 		"\"index\": %llu}\n}\n",
 	    ld(&s->err_checksum), ld(&s->err_container), ld(&s->err_io),

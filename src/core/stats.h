@@ -1,5 +1,7 @@
 /*
- * Live counters of a mount, rendered as the JSON of /.dlfs/stats.
+ * Live counters of a mount, rendered as the JSON of /.dlfs/stats (here)
+ * and as the Prometheus text of /.dlfs/metrics (metrics.h), both from
+ * the same counters and the same snapshot of the tiers.
  *
  * Counters are relaxed atomics: each update is one atomic add, no lock,
  * and a reader sees each counter exactly though not all at one instant.
@@ -36,6 +38,23 @@ enum dlfs_op {
 /* PFS read sizes, by powers of two from 4 KiB to 64 MiB and more. */
 #define DLFS_HIST_BUCKETS 15
 
+/* The tiers whose reads the read core times (the peers time their own:
+ * struct dlfs_peer_snap). */
+enum dlfs_tier {
+	DLFS_TIER_RAM,  /* a read() served from the RAM tier, no load */
+	DLFS_TIER_NVME, /* one read of an NVMe cache file */
+	DLFS_TIER_PFS,  /* one read of a container */
+	DLFS_TIER_COUNT
+};
+
+/* Read latencies: bucket b counts reads of at most 1 us << b (the last:
+ * all longer, so 1 us to 4.2 s and more); sum_ns is their total. */
+#define DLFS_TIME_BUCKETS 24
+struct dlfs_time_hist {
+	_Atomic uint64_t b[DLFS_TIME_BUCKETS];
+	_Atomic uint64_t sum_ns;
+};
+
 struct dlfs_stats {
 	double start; /* CLOCK_MONOTONIC seconds at mount */
 	_Atomic uint64_t ops[DLFS_OP_COUNT];
@@ -45,6 +64,9 @@ struct dlfs_stats {
 	_Atomic uint64_t err_checksum, err_container, err_io, err_peer;
 	_Atomic uint64_t err_index;    /* damaged index records met */
 	_Atomic uint64_t files_checked; /* files checked against their XXH3 */
+	_Atomic uint64_t files_read;    /* reads from a file's first byte */
+	_Atomic uint64_t ram_bytes;     /* bytes of reads served from RAM */
+	struct dlfs_time_hist lat[DLFS_TIER_COUNT];
 };
 
 void dlfs_stats_init(struct dlfs_stats *s);
@@ -56,6 +78,18 @@ static inline void dlfs_stats_add(_Atomic uint64_t *c, uint64_t v)
 
 /* Count one read of len bytes from a container. */
 void dlfs_stats_pfs_read(struct dlfs_stats *s, uint64_t len);
+
+/* CLOCK_MONOTONIC in nanoseconds: the start of a timed read. One vDSO
+ * call, some 20-30 ns. */
+uint64_t dlfs_stats_clock(void);
+
+/* Count one read of tier that started at t0 (dlfs_stats_clock) and
+ * ended now. */
+void dlfs_stats_time(struct dlfs_stats *s, enum dlfs_tier tier, uint64_t t0);
+
+/* Count one read of tier that took ns nanoseconds. */
+void dlfs_stats_time_ns(struct dlfs_stats *s, enum dlfs_tier tier,
+			uint64_t ns);
 
 /* The MPI peers' counters, as the daemon copies them in. lat_hist[b]
  * counts answers within 16 << b microseconds (the last: all longer). */
@@ -93,6 +127,9 @@ struct dlfs_tier_snap {
 	int direct_enabled;
 	struct dlfs_shm_count direct;
 	uint64_t direct_seen; /* their reads from a file's start handed on */
+	unsigned pfs_inflight; /* container reads in flight now */
+	/* Who the mount is, for the metrics' dlfs_info (NULL: unknown). */
+	const char *dataset_id, *dataset_path, *mountpoint, *front_end;
 };
 
 /*
@@ -101,5 +138,18 @@ struct dlfs_tier_snap {
  */
 size_t dlfs_stats_json(const struct dlfs_stats *s,
 		       const struct dlfs_tier_snap *t, char *buf, size_t len);
+
+/* Seconds since s was initialised. */
+double dlfs_stats_uptime(const struct dlfs_stats *s);
+
+/* A bounded output buffer that counts what would not fit: the renderers'
+ * (stats.c, metrics.c). at may exceed len; buf is then cut short but
+ * always NUL-terminated (when len > 0). */
+struct dlfs_out {
+	char *buf;
+	size_t len, at;
+};
+void dlfs_out_put(struct dlfs_out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

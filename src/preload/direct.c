@@ -194,6 +194,8 @@ static void count(int tier, uint64_t bytes, int checked)
 	__atomic_fetch_add(&n->reads, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&n->bytes, bytes, __ATOMIC_RELAXED);
 	__atomic_fetch_add(tier ? &n->nvme : &n->ram, 1, __ATOMIC_RELAXED);
+	if (!tier)
+		__atomic_fetch_add(&n->ram_bytes, bytes, __ATOMIC_RELAXED);
 	if (checked)
 		__atomic_fetch_add(&n->checked, 1, __ATOMIC_RELAXED);
 }

@@ -9,7 +9,9 @@
  * its own field (every field set to a different value), renders zeros,
  * no fill, no read-unit choice and no epoch as documented, and is cut
  * short safely: the length it needs is returned, the text is always
- * NUL-terminated.
+ * NUL-terminated. Read latencies land in the bucket of their time (1 us
+ * << b, the last all longer), and what timing a read costs is measured
+ * and printed (two clock reads and two atomic adds).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include "fill.h"
 #include "grain.h"
 #include "stats.h"
+#include "statsfill.h"
 #include "tutil.h"
 
 /* ---- a JSON checker ---- */
@@ -310,6 +313,63 @@ static void test_buckets(void)
 	CHECK(atomic_load(&s.pfs_bytes) == bytes);
 }
 
+/* A read of ns nanoseconds lands in bucket b: at most 1 us << b, the last
+ * all longer than 4.2 s; the sum adds up. */
+static void test_time_buckets(void)
+{
+	static const struct {
+		uint64_t ns;
+		unsigned b;
+	} cases[] = {
+		{0, 0}, {999, 0}, {1000, 0}, {1001, 1}, {2000, 1}, {2001, 2},
+		{1000000, 10}, {UINT64_C(4194304000), 22},
+		{UINT64_C(4194304001), 23}, {UINT64_C(1) << 50, 23},
+	};
+	struct dlfs_stats s;
+	dlfs_stats_init(&s);
+	uint64_t sum = 0;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		const struct dlfs_time_hist *h = &s.lat[DLFS_TIER_NVME];
+		uint64_t before = atomic_load(&h->b[cases[i].b]);
+		dlfs_stats_time_ns(&s, DLFS_TIER_NVME, cases[i].ns);
+		sum += cases[i].ns;
+		if (atomic_load(&h->b[cases[i].b]) != before + 1) {
+			fprintf(stderr, "a read of %llu ns not in bucket %u\n",
+				(unsigned long long)cases[i].ns, cases[i].b);
+			t_failures++;
+		}
+	}
+	CHECK(atomic_load(&s.lat[DLFS_TIER_NVME].sum_ns) == sum);
+	for (unsigned b = 0; b < DLFS_TIME_BUCKETS; b++) {
+		CHECK_EQ(atomic_load(&s.lat[DLFS_TIER_RAM].b[b]), 0);
+		CHECK_EQ(atomic_load(&s.lat[DLFS_TIER_PFS].b[b]), 0);
+	}
+	/* A time that went back (it cannot, but) counts as 0. */
+	dlfs_stats_time(&s, DLFS_TIER_RAM, UINT64_MAX);
+	CHECK_EQ(atomic_load(&s.lat[DLFS_TIER_RAM].b[0]), 1);
+}
+
+/* What timing a read costs the read core: a clock read at its start,
+ * another and the bucket's adds at its end. Printed; bounded loosely
+ * (sanitizers and busy cores make it slower, never this slow). */
+static void test_clock_cost(void)
+{
+	enum { N = 1000000 };
+	struct dlfs_stats s;
+	dlfs_stats_init(&s);
+	uint64_t t0 = dlfs_stats_clock();
+	for (unsigned i = 0; i < N; i++)
+		dlfs_stats_time(&s, DLFS_TIER_RAM, dlfs_stats_clock());
+	uint64_t t1 = dlfs_stats_clock();
+	double per = (double)(t1 - t0) / N;
+	uint64_t n = 0;
+	for (unsigned b = 0; b < DLFS_TIME_BUCKETS; b++)
+		n += atomic_load(&s.lat[DLFS_TIER_RAM].b[b]);
+	CHECK_EQ(n, N);
+	printf("timing one read costs %.1f ns\n", per);
+	CHECK(per < 5000);
+}
+
 enum { THREADS = 4, PER_THREAD = 50000 };
 
 static void *count(void *arg)
@@ -441,76 +501,6 @@ static void test_zero(void)
 	free(j);
 }
 
-/* Every counter set to its own value, so that each key is seen to render
- * its own field. */
-static void fill_snap(struct dlfs_stats *s, struct dlfs_tier_snap *t,
-		      struct dlfs_fill_stats *fs, struct dlfs_grain_stats *gs)
-{
-	dlfs_stats_init(s);
-	for (int i = 0; i < DLFS_OP_COUNT; i++)
-		atomic_store(&s->ops[i], 100 + i);
-	atomic_store(&s->bytes_served, 1001);
-	dlfs_stats_pfs_read(s, 4096);
-	dlfs_stats_pfs_read(s, 5000);
-	dlfs_stats_pfs_read(s, UINT64_C(1) << 30);
-	atomic_store(&s->err_checksum, 1002);
-	atomic_store(&s->err_container, 1003);
-	atomic_store(&s->err_io, 1004);
-	atomic_store(&s->err_peer, 1005);
-	atomic_store(&s->err_index, 1006);
-	atomic_store(&s->files_checked, 1007);
-	memset(t, 0, sizeof(*t));
-	t->ram = (struct dlfs_cache_stats){
-		.hits = 2001, .misses = 2002, .bypass = 2003,
-		.capacity_bytes = 2004, .used_bytes = 2005, .chunks = 2006,
-		.pf_issued = 2007, .pf_used = 2008, .pf_wasted = 2009,
-		.pf_pending = 2010, .evicted_bytes = 2011,
-		.evicted_unused_bytes = 2012, .held = 2013};
-	t->nvme_enabled = 1;
-	t->nvme_policy = "lru";
-	t->nvme = (struct dlfs_nvme_stats){
-		.hits = 3001, .misses = 3002, .bytes = 3003,
-		.capacity_bytes = 3004, .used_bytes = 3005, .chunks = 3006,
-		.written_chunks = 3007, .written_bytes = 3008,
-		.write_dropped = 3009, .evicted = 3010, .corrupt = 3011,
-		.errors = 3012};
-	t->direct_enabled = 1;
-	t->direct = (struct dlfs_shm_count){.reads = 3101, .bytes = 3102,
-					    .ram = 3103, .nvme = 3104,
-					    .checked = 3105};
-	t->direct_seen = 3106;
-	t->pf_enabled = 1;
-	t->pf_window_max = 4001;
-	*fs = (struct dlfs_fill_stats){
-		.planned = 5001, .streamed = 5002, .swept = 5003, .bytes = 5004,
-		.from_ram = 5005, .held = 5006, .waits = 5007, .sweeping = 1,
-		.swept_all = 1, .depth = 5008};
-	t->fill = fs;
-	*gs = (struct dlfs_grain_stats){.file_mode = 1, .switches = 6001,
-					.file_reads = 6002,
-					.ghost_loaded = 6003,
-					.ghost_unused = 6004};
-	t->grain = gs;
-	t->read_unit = "auto";
-	t->epoch = 7001;
-	t->peer_enabled = 1;
-	t->rank = 3;
-	t->ranks = 8;
-	t->peer = (struct dlfs_peer_snap){
-		.requests = 8001, .hits = 8, .bytes = 8002, .timeouts = 8003,
-		.lost = 8004, .errors = 8005, .latency_us_sum = 8000,
-		.latency_us_max = 8006, .served = 8007, .served_bytes = 8008};
-	for (int b = 0; b < DLFS_LAT_BUCKETS; b++)
-		t->peer.lat_hist[b] = 8100 + (uint64_t)b;
-	t->stage = "home";
-	t->index_source = "copied";
-	t->index_where = "cache_dir";
-	t->index_sealed = 1;
-	t->index_bytes = 9001;
-	t->index_pfs_bytes = 9002;
-	t->index_seconds = 1.25;
-}
-
 static int check_tiers(const struct json *j)
 {
 	static const struct {
@@ -534,7 +524,11 @@ static int check_tiers(const struct json *j)
 		{"tiers.direct.enabled", 1}, {"tiers.direct.reads", 3101},
 		{"tiers.direct.bytes", 3102}, {"tiers.direct.ram", 3103},
 		{"tiers.direct.nvme", 3104}, {"tiers.direct.checked", 3105},
-		{"tiers.direct.seen", 3106},
+		{"tiers.direct.seen", 3106}, {"tiers.direct.ram_bytes", 3100},
+		{"tiers.ram.served_bytes", 1008},
+		{"tiers.ram.latency_us_avg", 1}, {"tiers.nvme.latency_us_avg", 100},
+		{"tiers.pfs.latency_us_avg", 5001000},
+		{"tiers.pfs.in_flight", 1010},
 		{"tiers.pfs.reads", 3},
 		{"tiers.pfs.bytes", 4096 + 5000 + (UINT64_C(1) << 30)},
 		{"tiers.pfs.read_size_hist.4K", 1},
@@ -576,7 +570,8 @@ static int check_rest(const struct json *j)
 		{"peer.latency_us_hist[19]", 8119}, {"stage.chunks", 5003},
 		{"stage.done", 1}, {"index.sealed", 1}, {"index.bytes", 9001},
 		{"index.pfs_bytes", 9002}, {"epoch", 7001},
-		{"files_checked", 1007}, {"errors.checksum", 1002},
+		{"files_checked", 1007}, {"files_read", 1009},
+		{"errors.checksum", 1002},
 		{"errors.container", 1003}, {"errors.io", 1004},
 		{"errors.nvme", 3012}, {"errors.peer", 1005},
 		{"errors.index", 1006},
@@ -603,7 +598,7 @@ static void test_values(void)
 	struct dlfs_fill_stats fs;
 	struct dlfs_grain_stats gs;
 	struct json *j = malloc(sizeof(*j));
-	fill_snap(&s, &t, &fs, &gs);
+	stats_fill(&s, &t, &fs, &gs);
 	char *b = render(&s, &t);
 	CHECK(valid(j, b));
 	CHECK(check_tiers(j));
@@ -626,7 +621,7 @@ static void test_short(void)
 	struct dlfs_tier_snap t;
 	struct dlfs_fill_stats fs;
 	struct dlfs_grain_stats gs;
-	fill_snap(&s, &t, &fs, &gs);
+	stats_fill(&s, &t, &fs, &gs);
 	char *full = render(&s, &t);
 	size_t n = strlen(full);
 	/* The uptime's digits change between renders; its length does
@@ -652,6 +647,8 @@ int main(void)
 {
 	test_checker();
 	test_buckets();
+	test_time_buckets();
+	test_clock_cost();
 	test_threads();
 	test_zero();
 	test_values();

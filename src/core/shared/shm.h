@@ -153,7 +153,8 @@ struct dlfs_shm_count {
 	uint64_t reads, bytes;      /* reads served without the server */
 	uint64_t ram, nvme;         /* ... of them from each tier */
 	uint64_t checked;           /* files they checked whole */
-	uint64_t pad[3];
+	uint64_t ram_bytes;         /* bytes of the reads from RAM */
+	uint64_t pad[2];
 };
 
 #define DLFS_SHM_SEEN 4096 /* entries of the seen ring, a power of 2 */
