@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "dlfs/format.h"
+#include "metrics.h"
 #include "mountpoint.h"
 
 void dlfs_fs_log(void *arg, int prio, const char *msg)
@@ -247,46 +248,70 @@ int dlfs_fs_join_index(struct dlfs_fs *fs, const struct dlfs_seal *seal,
 	return ret;
 }
 
-/* /.dlfs/stats: the reader's tiers, the peers, the epoch. */
-static int render_stats(void *arg, char **json, size_t *len)
+/* The counters' snapshot: the reader's tiers, the peers, the epoch, the
+ * index, and who the mount is. */
+static void snapshot(struct dlfs_fs *fs, struct dlfs_tier_snap *ts,
+		     struct dlfs_fill_stats *fill,
+		     struct dlfs_grain_stats *grain)
 {
-	struct dlfs_fs *fs = arg;
-	struct dlfs_tier_snap ts;
-	struct dlfs_fill_stats fill;
-	struct dlfs_grain_stats grain;
-	memset(&ts, 0, sizeof(ts));
-	dlfs_reader_snapshot(fs->reader, &ts, &fill, &grain);
-	ts.epoch = dlfs_views_current(fs->views);
-	ts.peer_enabled = fs->peer != NULL;
-	ts.rank = dlfs_peer_rank(fs->peer);
-	ts.ranks = dlfs_peer_size(fs->peer);
+	memset(ts, 0, sizeof(*ts));
+	dlfs_reader_snapshot(fs->reader, ts, fill, grain);
+	ts->epoch = dlfs_views_current(fs->views);
+	ts->peer_enabled = fs->peer != NULL;
+	ts->rank = dlfs_peer_rank(fs->peer);
+	ts->ranks = dlfs_peer_size(fs->peer);
 	if (fs->peer) {
 		struct dlfs_peer_stats p;
 		dlfs_peer_get_stats(fs->peer, &p);
-		ts.peer = (struct dlfs_peer_snap){
+		ts->peer = (struct dlfs_peer_snap){
 			p.requests, p.hits, p.bytes, p.timeouts, p.lost, p.errors,
 			p.latency_us_sum, p.latency_us_max, p.served,
 			p.served_bytes, {0}};
 		_Static_assert(DLFS_LAT_BUCKETS == DLFS_PEER_LAT_BUCKETS,
 			       "one latency histogram");
-		memcpy(ts.peer.lat_hist, p.latency_hist,
-		       sizeof(ts.peer.lat_hist));
+		memcpy(ts->peer.lat_hist, p.latency_hist,
+		       sizeof(ts->peer.lat_hist));
 	}
-	ts.stage = dlfs_fill_mode_name(fs->opts->rd.fill);
-	ts.index_source = fs->ix.source;
-	ts.index_where = fs->ix.where;
-	ts.index_sealed = fs->ix.sealed;
-	ts.index_bytes = fs->ix.bytes;
-	ts.index_pfs_bytes = fs->ix.pfs_bytes;
-	ts.index_seconds = fs->ix.seconds;
-	size_t need = dlfs_stats_json(&fs->reader->stats, &ts, NULL, 0);
-	char *b = malloc(need + 1);
-	if (!b)
-		return -ENOMEM;
-	dlfs_stats_json(&fs->reader->stats, &ts, b, need + 1);
-	*json = b;
-	*len = need;
-	return 0;
+	ts->stage = dlfs_fill_mode_name(fs->opts->rd.fill);
+	ts->index_source = fs->ix.source;
+	ts->index_where = fs->ix.where;
+	ts->index_sealed = fs->ix.sealed;
+	ts->index_bytes = fs->ix.bytes;
+	ts->index_pfs_bytes = fs->ix.pfs_bytes;
+	ts->index_seconds = fs->ix.seconds;
+	ts->dataset_id = dlfs_ds_info(fs->ds)->dataset_id_hex;
+	ts->dataset_path = dlfs_ds_path(fs->ds);
+	ts->mountpoint = fs->mountpoint ? fs->mountpoint : "";
+	ts->front_end = fs->mountpoint ? "fuse" : "serve";
+}
+
+/* /.dlfs/stats and /.dlfs/metrics: one snapshot, rendered as fmt. */
+static int render_stats(void *arg, enum dlfs_ctl_fmt fmt, char **out,
+			size_t *len)
+{
+	struct dlfs_fs *fs = arg;
+	struct dlfs_tier_snap ts;
+	struct dlfs_fill_stats fill;
+	struct dlfs_grain_stats grain;
+	const struct dlfs_stats *s = &fs->reader->stats;
+	size_t (*render)(const struct dlfs_stats *,
+			 const struct dlfs_tier_snap *, char *, size_t) =
+		fmt == DLFS_CTL_JSON ? dlfs_stats_json : dlfs_metrics_text;
+	snapshot(fs, &ts, &fill, &grain);
+	/* The counters move meanwhile: room to spare, and again if short. */
+	size_t cap = render(s, &ts, NULL, 0) + 256, n;
+	for (;;) {
+		char *b = malloc(cap);
+		if (!b)
+			return -ENOMEM;
+		if ((n = render(s, &ts, b, cap)) < cap) {
+			*out = b;
+			*len = n;
+			return 0;
+		}
+		free(b);
+		cap = n + 256;
+	}
 }
 
 int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)

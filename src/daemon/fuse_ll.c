@@ -125,7 +125,7 @@ static int add_entry(void *arg, const char *name, size_t len,
 			.generation = 1,
 			.attr = *st,
 			/* The stats change all the time. */
-			.attr_timeout = st->st_ino == DLFS_CTL_STATS
+			.attr_timeout = dlfs_ctl_live(st->st_ino)
 						? 0
 						: d->fs->timeout,
 			.entry_timeout = d->fs->timeout,

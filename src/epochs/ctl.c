@@ -161,33 +161,46 @@ int dlfs_ctl_name_check(struct dlfs_ds *ds, const char *name,
 void dlfs_ctl_destroy(struct dlfs_ctl *c)
 {
 	free(c->info_json);
-	free(c->stats_snap);
+	for (int f = 0; f < DLFS_CTL_FMTS; f++)
+		free(c->snap[f].buf);
 	dlfs_tree_free(c->tree);
 	pthread_mutex_destroy(&c->lock);
 }
 
-/* Render the stats into the snapshot, padded to whole 4 KiB pages so its
- * size rarely changes between a getattr and the read after it. */
-static int stats_snapshot(struct dlfs_ctl *c)
+/* The rendering a control file serves, or -1. */
+static int fmt_of(uint64_t ino)
 {
-	char *json;
+	return ino == DLFS_CTL_STATS	 ? DLFS_CTL_JSON
+	       : ino == DLFS_CTL_METRICS ? DLFS_CTL_METRICS_TEXT
+					 : -1;
+}
+
+/* Render the counters into the snapshot of fmt, padded to whole 4 KiB
+ * pages so its size rarely changes between a getattr and the read after
+ * it: JSON with spaces, the metrics with one comment line of them. */
+static int stats_snapshot(struct dlfs_ctl *c, int fmt)
+{
+	char *text;
 	size_t n;
-	int ret = c->stats(c->stats_arg, &json, &n);
+	int ret = c->stats(c->stats_arg, (enum dlfs_ctl_fmt)fmt, &text, &n);
 	if (ret)
 		return ret;
 	size_t size = dlfs_roundup(n + 1, 4096);
-	char *b = realloc(json, size);
+	char *b = realloc(text, size);
 	if (!b) {
-		free(json);
+		free(text);
 		return -ENOMEM;
 	}
 	memset(b + n, ' ', size - n);
+	if (fmt == DLFS_CTL_METRICS_TEXT && size - n > 1)
+		b[n] = '#';
 	b[size - 1] = '\n';
+	struct dlfs_ctl_snap *s = &c->snap[fmt];
 	pthread_mutex_lock(&c->lock);
-	free(c->stats_snap);
-	c->stats_snap = b;
-	c->stats_len = size;
-	clock_gettime(CLOCK_REALTIME, &c->stats_time);
+	free(s->buf);
+	s->buf = b;
+	s->len = size;
+	clock_gettime(CLOCK_REALTIME, &s->time);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
@@ -242,16 +255,19 @@ int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		st->st_size = (off_t)c->info_len;
 		return 0;
 	case DLFS_CTL_STATS:
-		if ((ret = stats_snapshot(c)))
+	case DLFS_CTL_METRICS: {
+		const struct dlfs_ctl_snap *s = &c->snap[fmt_of(ino)];
+		if ((ret = stats_snapshot(c, fmt_of(ino))))
 			return ret;
 		base_attr(c, ino, st, 0);
 		pthread_mutex_lock(&c->lock);
-		st->st_size = (off_t)c->stats_len;
+		st->st_size = (off_t)s->len;
 		/* A new mtime makes the kernel drop its cached pages. */
-		st->st_mtim = c->stats_time;
+		st->st_mtim = s->time;
 		pthread_mutex_unlock(&c->lock);
 		*attr_timeout = 0;
 		return 0;
+	}
 	}
 	if (!c->views)
 		return -ENOENT;
@@ -365,6 +381,8 @@ int dlfs_ctl_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t parent,
 			*ino = DLFS_CTL_INFO;
 		else if (!strcmp(name, "stats"))
 			*ino = DLFS_CTL_STATS;
+		else if (!strcmp(name, "metrics"))
+			*ino = DLFS_CTL_METRICS;
 		else if (!strcmp(name, "epochs") && c->views)
 			*ino = DLFS_CTL_EPOCHS;
 		else
@@ -440,11 +458,12 @@ int dlfs_ctl_readdir(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		uint64_t child;
 		const char *n = name;
 		if (ino == DLFS_CTL_DIR) {
-			static const char *const names[] = {"info", "stats",
-							    "epochs"};
+			static const char *const names[] = {
+				"info", "stats", "metrics", "epochs"};
 			static const uint64_t inos[] = {
-				DLFS_CTL_INFO, DLFS_CTL_STATS, DLFS_CTL_EPOCHS};
-			if (i >= (c->views ? 3u : 2u))
+				DLFS_CTL_INFO, DLFS_CTL_STATS, DLFS_CTL_METRICS,
+				DLFS_CTL_EPOCHS};
+			if (i >= (c->views ? 4u : 3u))
 				return 0;
 			n = names[i];
 			child = inos[i];
@@ -529,15 +548,17 @@ int dlfs_ctl_read(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		*got = copy_range(c->info_json, c->info_len, off, size, buf);
 		return 0;
 	}
-	if (ino == DLFS_CTL_STATS) {
+	int fmt = fmt_of(ino);
+	if (fmt >= 0) {
+		const struct dlfs_ctl_snap *s = &c->snap[fmt];
 		pthread_mutex_lock(&c->lock);
-		if (!c->stats_snap) {
+		if (!s->buf) {
 			pthread_mutex_unlock(&c->lock);
-			if ((ret = stats_snapshot(c)))
+			if ((ret = stats_snapshot(c, fmt)))
 				return ret;
 			pthread_mutex_lock(&c->lock);
 		}
-		*got = copy_range(c->stats_snap, c->stats_len, off, size, buf);
+		*got = copy_range(s->buf, s->len, off, size, buf);
 		pthread_mutex_unlock(&c->lock);
 		return 0;
 	}

@@ -4,6 +4,7 @@
  *
  *   /.dlfs/info                 the dataset's metadata, JSON
  *   /.dlfs/stats                live counters, JSON (rendered by a callback)
+ *   /.dlfs/metrics              the same, Prometheus text (the same callback)
  *   /.dlfs/epochs/E/files       this node's share of epoch E, a path a line
  *   /.dlfs/epochs/E/samples/N.ext  the same order as files named by position
  *   /.dlfs/epochs/E/tree/DIR/N.ext the same samples, each in its directory
@@ -36,6 +37,7 @@
 #define DLFS_CTL_INFO (DLFS_CTL_BASE + 2)
 #define DLFS_CTL_STATS (DLFS_CTL_BASE + 3)
 #define DLFS_CTL_EPOCHS (DLFS_CTL_BASE + 4)
+#define DLFS_CTL_METRICS (DLFS_CTL_BASE + 5)
 #define DLFS_CTL_NAME ".dlfs"
 
 static inline int dlfs_ctl_is(uint64_t ino)
@@ -43,8 +45,27 @@ static inline int dlfs_ctl_is(uint64_t ino)
 	return ino > DLFS_CTL_BASE;
 }
 
-/* Render the stats JSON into a malloc'd buffer. @return 0 or -ENOMEM. */
-typedef int (*dlfs_ctl_stats_fn)(void *arg, char **json, size_t *len);
+/* A control file that changes all the time (its attributes must not be
+ * cached). */
+static inline int dlfs_ctl_live(uint64_t ino)
+{
+	return ino == DLFS_CTL_STATS || ino == DLFS_CTL_METRICS;
+}
+
+/* The renderings of the live counters: the files stats and metrics. */
+enum dlfs_ctl_fmt { DLFS_CTL_JSON, DLFS_CTL_METRICS_TEXT, DLFS_CTL_FMTS };
+
+/* Render the counters as fmt into a malloc'd buffer of *len bytes (the
+ * text ends in a newline). @return 0 or -ENOMEM. */
+typedef int (*dlfs_ctl_stats_fn)(void *arg, enum dlfs_ctl_fmt fmt,
+				 char **out, size_t *len);
+
+/* One rendering as last served: getattr renders it, reads read it. */
+struct dlfs_ctl_snap {
+	char *buf;
+	size_t len;
+	struct timespec time;
+};
 
 struct dlfs_ctl {
 	const char *name; /* of the control directory at the root (borrowed) */
@@ -60,10 +81,8 @@ struct dlfs_ctl {
 	void *log_arg;
 	char *info_json; /* rendered once */
 	size_t info_len;
-	pthread_mutex_t lock; /* guards the stats snapshot */
-	char *stats_snap;
-	size_t stats_len;
-	struct timespec stats_time;
+	pthread_mutex_t lock; /* guards the snapshots */
+	struct dlfs_ctl_snap snap[DLFS_CTL_FMTS];
 };
 
 int dlfs_ctl_init(struct dlfs_ctl *c, struct dlfs_ds *ds,
