@@ -10,6 +10,7 @@
 
 #include "dlfs/check.h"
 #include "dlfs/dataset.h"
+#include "live.h"
 #include "reader.h"
 
 #define PROG "dlfs-inspect"
@@ -26,6 +27,7 @@ static void usage(FILE *f)
 		"file\n"
 		"  extract DIR            recreate the tree in DIR\n"
 		"  stats MOUNTPOINT [--json]  live counters of a dlfs mount\n"
+		"  top MOUNTPOINT [-i SECONDS] [-n COUNT]  its rates, live\n"
 		"See dlfs-inspect(1).\n");
 }
 
@@ -405,15 +407,7 @@ static int print_flat(const char *j)
 static int cmd_stats(const char *mnt, int json, struct dlfs_err *err)
 {
 	char path[4096];
-	snprintf(path, sizeof(path), "%s/.dlfs/stats", mnt);
-	FILE *f = fopen(path, "r");
-	if (!f && errno == ENOENT) {
-		/* The control directory itself (mounted with -o ctl_dir). */
-		snprintf(path, sizeof(path), "%s/stats", mnt);
-		f = fopen(path, "r");
-		if (!f)
-			snprintf(path, sizeof(path), "%s/.dlfs/stats", mnt);
-	}
+	FILE *f = dlfs_live_open(mnt, "stats", path, sizeof(path));
 	if (!f)
 		return dlfs_err_sys(err, -errno,
 				    "%s: not a dlfs mount? cannot open %s", mnt,
@@ -454,6 +448,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	const char *cmd = argv[1], *dspath = NULL;
+	if (!strcmp(cmd, "top"))
+		return dlfs_live_top(argc - 1, argv + 1);
 	int json = 0, lng = 0, dashdash = 0;
 	const char *args[2] = {NULL, NULL};
 	int na = 0;

@@ -1,0 +1,277 @@
+/* dlfs-inspect on a live mount: see live.h. */
+#include "live.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PROG "dlfs-inspect"
+
+/* A header every this many rows, as iostat does. */
+#define HEADER_EVERY 20
+
+FILE *dlfs_live_open(const char *mnt, const char *name, char *path,
+		     size_t len)
+{
+	snprintf(path, len, "%s/.dlfs/%s", mnt, name);
+	FILE *f = fopen(path, "r");
+	if (!f && errno == ENOENT) {
+		/* The control directory itself (mounted with -o ctl_dir). */
+		char alt[4096];
+		snprintf(alt, sizeof(alt), "%s/%s", mnt, name);
+		f = fopen(alt, "r");
+		if (!f)
+			errno = ENOENT;
+	}
+	return f;
+}
+
+/* The series top reads, by their exact names and labels. */
+enum {
+	V_FILES,        /* files this process read */
+	V_FILES_DIRECT, /* files dlfs-run's readers read themselves */
+	V_SERVED,
+	V_DIRECT_RAM,
+	V_DIRECT_NVME,
+	V_RAM,
+	V_NVME,
+	V_PEER,
+	V_PFS,
+	V_RAM_HITS,
+	V_RAM_MISSES,
+	V_NVME_HITS,
+	V_NVME_MISSES,
+	V_INFLIGHT,
+	V_COUNT
+};
+
+static const char *const series[V_COUNT] = {
+	"dlfs_files_read_total",
+	"dlfs_direct_reads_followed_total",
+	"dlfs_served_bytes_total",
+	"dlfs_direct_read_bytes_total{tier=\"ram\"}",
+	"dlfs_direct_read_bytes_total{tier=\"nvme\"}",
+	"dlfs_tier_read_bytes_total{tier=\"ram\"}",
+	"dlfs_tier_read_bytes_total{tier=\"nvme\"}",
+	"dlfs_tier_read_bytes_total{tier=\"peer\"}",
+	"dlfs_tier_read_bytes_total{tier=\"pfs\"}",
+	"dlfs_tier_hits_total{tier=\"ram\"}",
+	"dlfs_tier_misses_total{tier=\"ram\"}",
+	"dlfs_tier_hits_total{tier=\"nvme\"}",
+	"dlfs_tier_misses_total{tier=\"nvme\"}",
+	"dlfs_pfs_reads_in_flight",
+};
+
+struct sample {
+	double t; /* CLOCK_MONOTONIC seconds when read */
+	double v[V_COUNT];
+};
+
+static double mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Pick the series out of the text. @return 0, or -1 when one is
+ * missing (not dlfs's metrics). */
+static int parse(char *text, struct sample *s)
+{
+	unsigned found = 0;
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#' || line[0] == ' ')
+			continue;
+		char *sp = strrchr(line, ' ');
+		if (!sp)
+			continue;
+		*sp = '\0';
+		for (int i = 0; i < V_COUNT; i++)
+			if (!strcmp(line, series[i])) {
+				s->v[i] = strtod(sp + 1, NULL);
+				found |= 1u << i;
+			}
+	}
+	return found == (1u << V_COUNT) - 1 ? 0 : -1;
+}
+
+/* Read the metrics once. @return 0, or -1 after saying why. */
+static int take(const char *mnt, struct sample *s)
+{
+	char path[4096];
+	FILE *f = dlfs_live_open(mnt, "metrics", path, sizeof(path));
+	if (!f) {
+		fprintf(stderr,
+			PROG ": top: %s: not a dlfs mount? cannot open %s: "
+			     "%s\n",
+			mnt, path, strerror(errno));
+		return -1;
+	}
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t n = getdelim(&buf, &cap, '\0', f);
+	int rerr = ferror(f) ? errno : 0;
+	fclose(f);
+	s->t = mono();
+	int ret = 0;
+	if (n <= 0 || rerr) {
+		fprintf(stderr, PROG ": top: %s: %s\n", path,
+			rerr ? strerror(rerr) : "empty");
+		ret = -1;
+	} else if (parse(buf, s)) {
+		fprintf(stderr,
+			PROG ": top: %s: not the metrics of a dlfs mount (of "
+			     "another version?)\n",
+			path);
+		ret = -1;
+	}
+	free(buf);
+	return ret;
+}
+
+static void header(void)
+{
+	printf("%8s %8s %8s %8s %8s %8s %8s %6s %6s %6s\n", "time", "files/s",
+	       "MB/s", "ram", "nvme", "peer", "pfs", "ram%", "nvme%",
+	       "pfs-q");
+}
+
+/* A hit ratio in percent, or "-" when there were no lookups. */
+static void ratio(char *out, size_t len, double hits, double misses)
+{
+	if (hits + misses <= 0)
+		snprintf(out, len, "-");
+	else
+		snprintf(out, len, "%.1f", 100.0 * hits / (hits + misses));
+}
+
+static void row(const struct sample *a, const struct sample *b)
+{
+	double dt = b->t - a->t, d[V_COUNT];
+	char when[16], rh[16], nh[16];
+	time_t now = time(NULL);
+	struct tm tm;
+	if (dt <= 0)
+		dt = 1e-9;
+	for (int i = 0; i < V_COUNT; i++)
+		d[i] = b->v[i] - a->v[i];
+	strftime(when, sizeof(when), "%H:%M:%S", localtime_r(&now, &tm));
+	ratio(rh, sizeof(rh), d[V_RAM_HITS], d[V_RAM_MISSES]);
+	ratio(nh, sizeof(nh), d[V_NVME_HITS], d[V_NVME_MISSES]);
+	const double mb = 1e6 * dt;
+	printf("%8s %8.0f %8.1f %8.1f %8.1f %8.1f %8.1f %6s %6s %6.0f\n", when,
+	       (d[V_FILES] + d[V_FILES_DIRECT]) / dt,
+	       (d[V_SERVED] + d[V_DIRECT_RAM] + d[V_DIRECT_NVME]) / mb,
+	       (d[V_RAM] + d[V_DIRECT_RAM]) / mb,
+	       (d[V_NVME] + d[V_DIRECT_NVME]) / mb, d[V_PEER] / mb,
+	       d[V_PFS] / mb, rh, nh, b->v[V_INFLIGHT]);
+}
+
+static int top_usage(const char *why)
+{
+	fprintf(stderr,
+		PROG ": top: %s\nusage: " PROG
+		     " top MOUNTPOINT [-i SECONDS] [-n COUNT]\n",
+		why);
+	return 2;
+}
+
+/* Wait until deadline (CLOCK_MONOTONIC seconds) with SIGINT and SIGTERM
+ * blocked in set. @return 1 if one of them came. */
+static int wait_until(double deadline, const sigset_t *set)
+{
+	for (;;) {
+		double left = deadline - mono();
+		if (left <= 0)
+			return 0;
+		struct timespec ts = {(time_t)left,
+				      (long)((left - (double)(time_t)left) *
+					     1e9)};
+		int sig = sigtimedwait(set, NULL, &ts);
+		if (sig > 0)
+			return 1;
+		if (errno != EAGAIN && errno != EINTR)
+			return 0;
+	}
+}
+
+int dlfs_live_top(int argc, char **argv)
+{
+	const char *mnt = NULL;
+	double interval = 1;
+	long count = -1;
+	char why[256];
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-i") || !strcmp(a, "-n")) {
+			if (i + 1 == argc) {
+				snprintf(why, sizeof(why), "%s needs a value",
+					 a);
+				return top_usage(why);
+			}
+			const char *v = argv[++i];
+			char *end;
+			errno = 0;
+			if (a[1] == 'i') {
+				interval = strtod(v, &end);
+				if (errno || end == v || *end ||
+				    !(interval >= 0.01 && interval <= 86400)) {
+					snprintf(why, sizeof(why),
+						 "-i '%s': the interval must be "
+						 "seconds from 0.01 to 86400",
+						 v);
+					return top_usage(why);
+				}
+			} else {
+				count = strtol(v, &end, 10);
+				if (errno || end == v || *end || count < 1) {
+					snprintf(why, sizeof(why),
+						 "-n '%s': the count must be a "
+						 "whole number of rows, 1 or "
+						 "more",
+						 v);
+					return top_usage(why);
+				}
+			}
+		} else if (a[0] == '-' && a[1]) {
+			snprintf(why, sizeof(why), "unknown option '%s'", a);
+			return top_usage(why);
+		} else if (!mnt) {
+			mnt = a;
+		} else {
+			return top_usage("one MOUNTPOINT only");
+		}
+	}
+	if (!mnt)
+		return top_usage("no MOUNTPOINT given");
+
+	/* Signals are taken in the waits, so that ^C ends it cleanly. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	struct sample prev, cur;
+	if (take(mnt, &prev))
+		return 1;
+	double next = prev.t;
+	for (long n = 0; count < 0 || n < count; n++) {
+		next += interval;
+		if (wait_until(next, &set))
+			break;
+		if (take(mnt, &cur))
+			return 1;
+		if (n % HEADER_EVERY == 0)
+			header();
+		row(&prev, &cur);
+		if (fflush(stdout))
+			return 1;
+		prev = cur;
+	}
+	return 0;
+}
