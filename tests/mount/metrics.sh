@@ -1,0 +1,342 @@
+#!/bin/bash
+# metrics: MNT/.dlfs/metrics, the counters in Prometheus text, and
+# dlfs-inspect top (issue 27):
+#  - after reading every file through a FUSE mount: .dlfs lists metrics;
+#    `promtool check metrics` (Debian's prometheus) takes the file as
+#    served, padding and all, with exit 0 and no lint at all; its values
+#    agree with .dlfs/stats read in between (bytes served, PFS reads and
+#    bytes, RAM hits and misses, files read), each chunk was read from
+#    the PFS once, every histogram's +Inf bucket equals its _count, the
+#    PFS latency histogram counts every PFS read, dlfs_info names the
+#    dataset id, the mountpoint and the fuse front end;
+#  - a second pass from the RAM tier: the RAM tier's bytes grow by what
+#    was served, its latency histogram counts reads, the PFS's do not;
+#  - dlfs-inspect top MNT -n 3 -i 0.5 while a reader runs, piped: a
+#    header and three rows, a nonzero files/s and MB/s among them; it
+#    ends with 0 on SIGINT; a directory that is not a mount (1), bad -i
+#    and -n (2) are refused with one clear line;
+#  - through dlfs-run (dlfs --serve): the same file passes promtool, says
+#    front_end="serve", and its served plus direct bytes cover every byte
+#    read; dlfs-inspect top runs under dlfs-run too.
+set -euo pipefail
+. "$(dirname "$0")/../lib/lib.sh"
+mount_setup
+: "${DLFS_RUN:=$SRC_ROOT/build/tools/dlfs-run}"
+[ -x "$DLFS_RUN" ] || fail "dlfs-run not found: $DLFS_RUN (set DLFS_RUN)"
+command -v promtool >/dev/null ||
+	fail "promtool not found (Debian package prometheus: tools/dev/deps check)"
+
+SRC="$T/src"
+mkdir -p "$SRC/a" "$SRC/b"
+"$PYTHON" - "$SRC" <<'PY'
+import os, random, sys
+r = random.Random(27)
+d = sys.argv[1]
+for i in range(300):
+    open(os.path.join(d, "a/s%03d" % i), "wb").write(r.randbytes(r.randrange(1, 9000)))
+for i, n in enumerate([65536, 100000, 300001]):
+    open(os.path.join(d, "b/m%d" % i), "wb").write(r.randbytes(n))
+PY
+DS="$T/ds.dlfs"
+pack "$SRC" -o "$DS" --chunk-size 64K --container-size 512K -q
+expect_ok "pack"
+MNT="$T/mnt"
+mkdir "$MNT"
+dlfs_mount "$DS" "$MNT" -o ram_cache=64M
+
+# promcheck FILE WHAT: promtool takes FILE, exit 0, nothing printed.
+promcheck() {
+	local st=0
+	tmo promtool check metrics <"$1" >"$T/prom.out" 2>&1 || st=$?
+	if [ "$st" != 0 ] || [ -s "$T/prom.out" ]; then
+		cat "$T/prom.out" >&2
+		fail "$2: promtool check metrics exited $st or printed lint"
+	fi
+}
+
+# The exposition format's samples as {series: value}, for the checks.
+cat >"$T/prom.py" <<'PY'
+import re
+def load(path):
+    out = {}
+    for line in open(path):
+        line = line.rstrip("\n")
+        if not line.strip() or line.startswith("#"):
+            continue
+        key, val = line.rsplit(" ", 1)
+        out[key] = float(val)
+    return out
+def histograms(m):
+    """{family{labels without le}: (buckets by le, sum, count)}"""
+    h = {}
+    for k, v in m.items():
+        g = re.match(r'^(\w+)_bucket\{(.*?),?le="([^"]+)"\}$', k)
+        if g:
+            base = g.group(1) + ("{%s}" % g.group(2) if g.group(2) else "")
+            h.setdefault(base, {})[g.group(3)] = v
+    return h
+def series(base, suffix):
+    """dlfs_x{a="b"} -> dlfs_x_sum{a="b"}"""
+    if "{" in base:
+        n, l = base.split("{", 1)
+        return n + suffix + "{" + l
+    return base + suffix
+PY
+
+# readall: every file under MNT in full, past the page cache; prints the
+# bytes read.
+readall() {
+	tmo "$PYTHON" - "$MNT" "$SRC" <<'PY' || fail "reading the files through the mount failed"
+import os, sys
+mnt, src = sys.argv[1], sys.argv[2]
+total = 0
+for dp, dn, fn in sorted(os.walk(src)):
+    for n in sorted(fn):
+        rel = os.path.relpath(os.path.join(dp, n), src)
+        fd = os.open(os.path.join(mnt, rel), os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        data = b""
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            data += b
+        os.close(fd)
+        if data != open(os.path.join(src, rel), "rb").read():
+            sys.exit("  %s: content differs from the source" % rel)
+        total += len(data)
+print(total)
+PY
+}
+
+# snap TAG: MNT's metrics and stats, once two reads of the metrics agree
+# on what the stats are compared with (background reads may still end).
+snap() {
+	local tag=$1 i
+	for ((i = 0; i < 300; i++)); do
+		tmo cat "$MNT/.dlfs/metrics" >"$T/$tag.prom" || fail "cannot read $MNT/.dlfs/metrics"
+		tmo cat "$MNT/.dlfs/stats" >"$T/$tag.json" || fail "cannot read $MNT/.dlfs/stats"
+		tmo cat "$MNT/.dlfs/metrics" >"$T/$tag.prom2" || fail "cannot read $MNT/.dlfs/metrics"
+		"$PYTHON" - "$T/$tag.prom" "$T/$tag.prom2" "$T" <<'PY' && return 0
+import sys
+sys.path.insert(0, sys.argv[3])
+import prom
+a, b = prom.load(sys.argv[1]), prom.load(sys.argv[2])
+keys = ["dlfs_pfs_reads_total", "dlfs_served_bytes_total", "dlfs_pfs_reads_in_flight",
+        'dlfs_tier_hits_total{tier="ram"}', 'dlfs_tier_misses_total{tier="ram"}']
+sys.exit(0 if all(a[k] == b[k] for k in keys) and a["dlfs_pfs_reads_in_flight"] == 0 else 1)
+PY
+		sleep 0.2
+	done
+	fail "the counters did not settle within 60 s"
+}
+
+note "after one pass: promtool, and the values against .dlfs/stats"
+ls -a "$MNT/.dlfs" | grep -qx metrics || fail ".dlfs does not list metrics: $(ls -a "$MNT/.dlfs" | tr '\n' ' ')"
+SUM=$(readall)
+snap one
+promcheck "$T/one.prom" "after one pass"
+tmo cat "$MNT/.dlfs/info" >"$T/info.json"
+
+"$PYTHON" - "$T" "$DS" "$SUM" "$MNT" "$SRC" <<'PY' || fail "the metrics are wrong (see above)"
+import json, os, struct, sys
+T, ds, total, mnt, src = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+sys.path.insert(0, T)
+import prom
+m = prom.load(T + "/one.prom")
+s = json.load(open(T + "/one.json"))
+info = json.load(open(T + "/info.json"))
+bad = []
+def eq(key, want, what):
+    got = m.get(key)
+    if got != want:
+        bad.append("%s = %r, but %s is %r" % (key, got, what, want))
+chunks = data = 0
+for n in sorted(os.listdir(ds)):
+    if n.endswith(".dlc"):
+        cs, _, dsize = struct.unpack_from("<QQQ", open(os.path.join(ds, n), "rb").read(64), 40)
+        chunks += (dsize + cs - 1) // cs
+        data += dsize
+eq("dlfs_served_bytes_total", s["bytes_served"], "stats bytes_served")
+eq("dlfs_pfs_reads_total", s["tiers"]["pfs"]["reads"], "stats tiers.pfs.reads")
+eq("dlfs_pfs_reads_total", chunks, "the number of chunks")
+eq('dlfs_tier_read_bytes_total{tier="pfs"}', s["tiers"]["pfs"]["bytes"], "stats tiers.pfs.bytes")
+eq('dlfs_tier_read_bytes_total{tier="pfs"}', data, "the containers' data")
+eq('dlfs_tier_hits_total{tier="ram"}', s["tiers"]["ram"]["hits"], "stats tiers.ram.hits")
+eq('dlfs_tier_misses_total{tier="ram"}', s["tiers"]["ram"]["misses"], "stats tiers.ram.misses")
+eq('dlfs_tier_read_bytes_total{tier="ram"}', s["tiers"]["ram"]["served_bytes"], "stats tiers.ram.served_bytes")
+eq("dlfs_files_read_total", s["files_read"], "stats files_read")
+eq("dlfs_ram_capacity_bytes", 64 << 20, "ram_cache")
+eq('dlfs_tier_read_seconds_count{tier="pfs"}', chunks, "the number of chunks")
+eq("dlfs_pfs_read_size_bytes_count", chunks, "the number of chunks")
+if m.get("dlfs_served_bytes_total", 0) < total:
+    bad.append("dlfs_served_bytes_total %r < %d bytes read" % (m.get("dlfs_served_bytes_total"), total))
+nfiles = sum(len(f) for _, _, f in os.walk(src))
+if m.get("dlfs_files_read_total", 0) < nfiles:
+    bad.append("dlfs_files_read_total %r < %d files read" % (m.get("dlfs_files_read_total"), nfiles))
+if not m.get('dlfs_tier_read_seconds_sum{tier="pfs"}', 0) > 0:
+    bad.append("the PFS reads took no time")
+want_info = 'dlfs_info{dataset_id="%s",dataset="%s",mountpoint="%s",front_end="fuse",rank="0",ranks="1"}' % (
+    info["dataset_id"], info["path"], mnt)
+eq(want_info, 1, "the mount's identity")
+hs = prom.histograms(m)
+if len(hs) != 5:
+    bad.append("%d histogram series, want 5 (4 tiers, PFS sizes): %r" % (len(hs), sorted(hs)))
+for base, b in hs.items():
+    count = m.get(prom.series(base, "_count"))
+    if "+Inf" not in b or b["+Inf"] != count:
+        bad.append("%s: +Inf bucket %r, _count %r" % (base, b.get("+Inf"), count))
+    if prom.series(base, "_sum") not in m:
+        bad.append("%s: no _sum" % base)
+    vals = [v for k, v in sorted(b.items(), key=lambda kv: float(kv[0]))]
+    if vals != sorted(vals):
+        bad.append("%s: buckets not cumulative: %r" % (base, b))
+if any(v for k, v in m.items() if k.startswith("dlfs_errors_total")):
+    bad.append("errors: %r" % {k: v for k, v in m.items() if k.startswith("dlfs_errors_total")})
+for b in bad:
+    print("  " + b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+
+note "a second pass, from the RAM tier"
+SUM2=$(readall)
+snap two
+promcheck "$T/two.prom" "after the second pass"
+"$PYTHON" - "$T" "$SUM2" <<'PY' || fail "the second pass's metrics are wrong (see above)"
+import sys
+T, total = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, T)
+import prom
+a, b = prom.load(T + "/one.prom"), prom.load(T + "/two.prom")
+d = lambda k: b[k] - a[k]
+bad = []
+ram = 'dlfs_tier_read_bytes_total{tier="ram"}'
+if d(ram) != d("dlfs_served_bytes_total") or d(ram) < total:
+    bad.append("RAM bytes grew by %d, served bytes by %d, %d bytes read" % (d(ram), d("dlfs_served_bytes_total"), total))
+if d('dlfs_tier_read_seconds_count{tier="ram"}') <= 0:
+    bad.append("no RAM read was timed")
+if d('dlfs_tier_read_seconds_count{tier="pfs"}') or d("dlfs_pfs_reads_total"):
+    bad.append("the PFS was read again")
+for x in bad:
+    print("  " + x, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+
+note "dlfs-inspect top while a reader runs"
+# The reader: passes over the files, past the page cache, until told to
+# stop (at most 120 s); $T/reading once its first pass is done.
+"$PYTHON" - "$MNT" "$T" <<'PY' &
+import os, sys, time
+mnt, T = sys.argv[1], sys.argv[2]
+end = time.time() + 120
+while time.time() < end and not os.path.exists(T + "/stop"):
+    for dp, dn, fn in os.walk(mnt):
+        for n in fn:
+            fd = os.open(os.path.join(dp, n), os.O_RDONLY)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            while os.read(fd, 1 << 20):
+                pass
+            os.close(fd)
+    open(T + "/reading", "w").close()
+PY
+READER=$!
+for ((i = 0; i < 600; i++)); do
+	[ -e "$T/reading" ] && break
+	kill -0 "$READER" 2>/dev/null || fail "the reader died"
+	sleep 0.1
+done
+[ -e "$T/reading" ] || fail "the reader did not finish a pass in 60 s"
+inspect top "$MNT" -n 3 -i 0.5
+touch "$T/stop"
+expect_ok "dlfs-inspect top MNT -n 3 -i 0.5"
+[ ! -s "$T/err" ] || { _show; fail "dlfs-inspect top wrote to stderr"; }
+"$PYTHON" - "$T/out" <<'PY' || { _show; fail "dlfs-inspect top's rows are wrong (see above)"; }
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+head = lines[0].split() if lines else []
+want = ["time", "files/s", "MB/s", "ram", "nvme", "peer", "pfs", "ram%", "nvme%", "pfs-q"]
+if head != want:
+    sys.exit("  header %r, want %r" % (head, want))
+rows = [l.split() for l in lines[1:]]
+if len(rows) != 3 or any(len(r) != len(want) for r in rows):
+    sys.exit("  want 3 rows of %d columns: %r" % (len(want), rows))
+if not any(float(r[1]) > 0 and float(r[2]) > 0 for r in rows):
+    sys.exit("  no row shows files/s and MB/s above 0 while a reader runs: %r" % rows)
+PY
+wait_exit "$READER" 60
+[ "$WAIT_RC" = 0 ] || fail "the reader ended with $WAIT_RC"
+
+note "top ends cleanly on SIGINT"
+"$DLFS_INSPECT" top "$MNT" -i 0.1 >"$T/top.out" 2>"$T/top.err" &
+TOP=$!
+for ((i = 0; i < 600; i++)); do
+	[ "$(wc -l <"$T/top.out")" -ge 2 ] && break
+	kill -0 "$TOP" 2>/dev/null || break
+	sleep 0.1
+done
+[ "$(wc -l <"$T/top.out")" -ge 2 ] || { cat "$T/top.err" >&2; fail "top printed no row within 60 s"; }
+kill -INT "$TOP"
+wait_exit "$TOP" 30
+[ "$WAIT_RC" = 0 ] || fail "top ended with $WAIT_RC after SIGINT, not 0"
+
+note "top refuses bad input"
+inspect top "$SRC" -n 1
+expect_rc 1 "top on a directory that is not a mount"
+err_has "not a dlfs mount" "top on a directory that is not a mount"
+for bad in "-i 0" "-i x" "-i" "-n 0" "-n 1.5" "-q"; do
+	# shellcheck disable=SC2086
+	inspect top "$MNT" $bad
+	expect_rc 2 "top $bad"
+	[ "$(grep -c '' "$T/err")" = 2 ] && grep -q '^usage: dlfs-inspect top' "$T/err" ||
+		{ _show; fail "top $bad: want one line saying why, then the usage"; }
+done
+inspect top
+expect_rc 2 "top without a mountpoint"
+
+check_log "$DLFS_LOG"
+dlfs_umount "$MNT"
+check_log "$DLFS_LOG"
+
+note "through dlfs-run (dlfs --serve)"
+export DLFS_DAEMON=$DLFS
+export TMPDIR="$T/tmp"
+mkdir "$TMPDIR"
+unset XDG_RUNTIME_DIR
+P=/dlfs-test/metrics
+# --private: the server is the test's own and ends with dlfs-run.
+timeout -k 10 "$DLFS_CMD_TIMEOUT" "$DLFS_RUN" --private -o ram_cache=64M "$DS:$P" -- bash -c '
+	set -e
+	for pass in 1 2; do
+		"$1" - "$4" <<PY
+import os, sys
+total = 0
+for dp, dn, fn in os.walk(sys.argv[1]):
+    for n in fn:
+        with open(os.path.join(dp, n), "rb") as f:
+            total += len(f.read())
+print(total)
+PY
+	done
+	cat "$4/.dlfs/metrics" >"$2/serve.prom"
+	"$3" top "$4" -n 1 -i 0.2 >"$2/serve.top"
+' _ "$PYTHON" "$T" "$DLFS_INSPECT" "$P" >"$T/serve.out" 2>&1 ||
+	{ cat "$T/serve.out" >&2; fail "reading through dlfs-run failed"; }
+promcheck "$T/serve.prom" "through dlfs-run"
+"$PYTHON" - "$T" "$(head -n 1 "$T/serve.out")" <<'PY' || fail "the metrics through dlfs-run are wrong (see above)"
+import sys
+T, total = sys.argv[1], int(sys.argv[2])
+sys.path.insert(0, T)
+import prom
+m = prom.load(T + "/serve.prom")
+bad = []
+if not any(k.startswith("dlfs_info{") and 'front_end="serve"' in k for k in m):
+    bad.append("no dlfs_info with front_end=\"serve\"")
+got = m["dlfs_served_bytes_total"] + sum(v for k, v in m.items() if k.startswith("dlfs_direct_read_bytes_total"))
+if got < 2 * total:
+    bad.append("served and direct bytes %d < %d read in two passes" % (got, 2 * total))
+for x in bad:
+    print("  " + x, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+[ "$(grep -c '' "$T/serve.top")" = 2 ] || { cat "$T/serve.top" >&2; fail "top under dlfs-run: want a header and a row"; }
+exit 0
