@@ -267,6 +267,7 @@ wait_exit "$READER" 60
 [ "$WAIT_RC" = 0 ] || fail "the reader ended with $WAIT_RC"
 
 note "top ends cleanly on SIGINT"
+: >"$T/top.out" # there before the child opens it
 "$DLFS_INSPECT" top "$MNT" -i 0.1 >"$T/top.out" 2>"$T/top.err" &
 TOP=$!
 for ((i = 0; i < 600; i++)); do
