@@ -83,30 +83,13 @@ def series(base, suffix):
     return base + suffix
 PY
 
-# readall: every file under MNT in full, past the page cache; prints the
-# bytes read.
+# readall: every file under MNT in full, past the page cache, checked
+# against SRC; prints the bytes read.
 readall() {
-	tmo "$PYTHON" - "$MNT" "$SRC" <<'PY' || fail "reading the files through the mount failed"
-import os, sys
-mnt, src = sys.argv[1], sys.argv[2]
-total = 0
-for dp, dn, fn in sorted(os.walk(src)):
-    for n in sorted(fn):
-        rel = os.path.relpath(os.path.join(dp, n), src)
-        fd = os.open(os.path.join(mnt, rel), os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        data = b""
-        while True:
-            b = os.read(fd, 1 << 20)
-            if not b:
-                break
-            data += b
-        os.close(fd)
-        if data != open(os.path.join(src, rel), "rb").read():
-            sys.exit("  %s: content differs from the source" % rel)
-        total += len(data)
-print(total)
-PY
+	local out
+	out=$(tmo "$PYTHON" "$LIB_DIR/readtree.py" "$SRC" "$MNT") ||
+		fail "reading the files through the mount failed"
+	echo "${out#* }"
 }
 
 # snap TAG: MNT's metrics and stats, once two reads of the metrics agree
@@ -225,20 +208,13 @@ PY
 note "dlfs-inspect top while a reader runs"
 # The reader: passes over the files, past the page cache, until told to
 # stop (at most 120 s); $T/reading once its first pass is done.
-"$PYTHON" - "$MNT" "$T" <<'PY' &
-import os, sys, time
-mnt, T = sys.argv[1], sys.argv[2]
-end = time.time() + 120
-while time.time() < end and not os.path.exists(T + "/stop"):
-    for dp, dn, fn in os.walk(mnt):
-        for n in fn:
-            fd = os.open(os.path.join(dp, n), os.O_RDONLY)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            while os.read(fd, 1 << 20):
-                pass
-            os.close(fd)
-    open(T + "/reading", "w").close()
-PY
+(
+	end=$((SECONDS + 120))
+	while [ ! -e "$T/stop" ] && [ "$SECONDS" -lt "$end" ]; do
+		"$PYTHON" "$LIB_DIR/readtree.py" "$SRC" "$MNT" >/dev/null || exit 1
+		: >"$T/reading"
+	done
+) &
 READER=$!
 for ((i = 0; i < 600; i++)); do
 	[ -e "$T/reading" ] && break
@@ -308,22 +284,14 @@ P=/dlfs-test/metrics
 timeout -k 10 "$DLFS_CMD_TIMEOUT" "$DLFS_RUN" --private -o ram_cache=64M "$DS:$P" -- bash -c '
 	set -e
 	for pass in 1 2; do
-		"$1" - "$4" <<PY
-import os, sys
-total = 0
-for dp, dn, fn in os.walk(sys.argv[1]):
-    for n in fn:
-        with open(os.path.join(dp, n), "rb") as f:
-            total += len(f.read())
-print(total)
-PY
+		"$1" "$5/readtree.py" "$6" "$4"
 	done
 	cat "$4/.dlfs/metrics" >"$2/serve.prom"
 	"$3" top "$4" -n 1 -i 0.2 >"$2/serve.top"
-' _ "$PYTHON" "$T" "$DLFS_INSPECT" "$P" >"$T/serve.out" 2>&1 ||
+' _ "$PYTHON" "$T" "$DLFS_INSPECT" "$P" "$LIB_DIR" "$SRC" >"$T/serve.out" 2>&1 ||
 	{ cat "$T/serve.out" >&2; fail "reading through dlfs-run failed"; }
 promcheck "$T/serve.prom" "through dlfs-run"
-"$PYTHON" - "$T" "$(head -n 1 "$T/serve.out")" <<'PY' || fail "the metrics through dlfs-run are wrong (see above)"
+"$PYTHON" - "$T" "$(head -n 1 "$T/serve.out" | cut -d' ' -f2)" <<'PY' || fail "the metrics through dlfs-run are wrong (see above)"
 import sys
 T, total = sys.argv[1], int(sys.argv[2])
 sys.path.insert(0, T)

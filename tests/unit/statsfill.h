@@ -1,16 +1,67 @@
 /*
- * A snapshot of the counters with every field set to its own value, so
- * that a renderer is seen to render each from its own field: shared by
- * test_stats (the JSON) and test_metrics (the Prometheus text).
+ * What test_stats (the JSON) and test_metrics (the Prometheus text)
+ * share: a snapshot of the counters with every field set to its own
+ * value, so that a renderer is seen to render each from its own field,
+ * and the checks common to both renderers.
  */
 #ifndef DLFS_TEST_STATSFILL_H
 #define DLFS_TEST_STATSFILL_H
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "fill.h"
 #include "grain.h"
 #include "stats.h"
+#include "tutil.h"
+
+/* dlfs_stats_json and dlfs_metrics_text. */
+typedef size_t (*stats_render_fn)(const struct dlfs_stats *s,
+				  const struct dlfs_tier_snap *t, char *buf,
+				  size_t len);
+
+/* Render into a buffer of the size it asks for. Caller frees. */
+static inline char *stats_render(stats_render_fn fn,
+				 const struct dlfs_stats *s,
+				 const struct dlfs_tier_snap *t)
+{
+	size_t n = fn(s, t, NULL, 0);
+	char *b = malloc(n + 1);
+	CHECK_EQ(fn(s, t, b, n + 1), n);
+	CHECK_EQ(strlen(b), n);
+	return b;
+}
+
+/*
+ * Too small a buffer, every length up to 200 and some above: the length
+ * it needs is returned, the text is a NUL-terminated prefix of the whole
+ * and nothing is written past the buffer. The uptime's digits change
+ * between renders, its length does not (under 10 s): the text is
+ * compared from marker on. @return how many checks failed.
+ */
+static inline int stats_short_wrong(stats_render_fn fn,
+				    const struct dlfs_stats *s,
+				    const struct dlfs_tier_snap *t,
+				    const char *marker)
+{
+	char *full = stats_render(fn, s, t);
+	size_t n = strlen(full);
+	const char *rest = strstr(full, marker);
+	size_t from = rest ? (size_t)(rest - full) : n;
+	char *b = malloc(n + 1);
+	int bad = !rest;
+	for (size_t len = 1; len <= n; len += len < 200 ? 1 : 97) {
+		memset(b, 'x', n + 1);
+		bad += fn(s, t, b, len) != n;
+		bad += strlen(b) != len - 1;
+		if (len - 1 > from)
+			bad += memcmp(b + from, full + from, len - 1 - from) != 0;
+		bad += b[len] != 'x';
+	}
+	free(b);
+	free(full);
+	return bad;
+}
 
 /* Every counter set to its own value; the dataset path has a quote, a
  * backslash and a newline. */
