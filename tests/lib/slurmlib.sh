@@ -10,7 +10,8 @@
 # removed, then lib.sh's cleanup runs.
 #
 # The node is this host (hostname -s) with the CPUs and memory slurmd -C
-# finds; jobs run as root; ProctrackType is proctrack/cgroup where cgroup
+# finds; jobs run as root; TaskPlugin is task/affinity (srun accepts
+# --cpu-bind); ProctrackType is proctrack/cgroup where cgroup
 # v1's freezer is mounted (what sites run: it ends every process of a
 # job, also those that left its process group), else proctrack/linuxproc.
 # KillWait=5 and OverTimeLimit=0 keep the jobs that are cancelled or run
@@ -101,7 +102,7 @@ SlurmctldDebug=${SLURM_DEBUG_LEVEL:-info}
 SlurmdDebug=${SLURM_DEBUG_LEVEL:-info}
 MailProg=/bin/true
 ProctrackType=$proctrack
-TaskPlugin=task/none
+TaskPlugin=task/affinity
 MpiDefault=none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core

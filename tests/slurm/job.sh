@@ -1,22 +1,27 @@
 #!/bin/bash
 # slurm: dlfs in Slurm batch jobs, on a real one-node cluster of Debian's
 # slurm-wlm (tests/lib/slurmlib.sh: private munged, slurmctld, slurmd;
-# proctrack/cgroup), with the shipped recipe (tools/slurm/dlfs-slurm.sh,
-# sourced by /bin/sh job scripts) and the shipped prolog and epilog
-# (tools/slurm/dlfs-prolog, dlfs-epilog). Each job mounts a dataset of
-# 300 images with dlfs_slurm_mount and reads it with a PyTorch DataLoader
-# (loader.py, in an srun step: the daemons' step must not hold the job's
-# CPU), comparing every byte with the source.
-#   (a) the epilog alone, outside Slurm: with nothing left it says and
-#       does nothing; a daemon of "job 9001" (SLURM_JOB_ID in its
-#       environment) and its mount under the job directory are stopped
-#       and removed, while "job 9002"'s daemon and mount are untouched.
+# proctrack/cgroup, task/affinity), with the shipped recipe
+# (tools/slurm/dlfs-slurm.sh, sourced by the job scripts) and the shipped
+# prolog and epilog (tools/slurm/dlfs-prolog, dlfs-epilog, which slurmd
+# runs). Each job mounts a dataset of 300 images with dlfs_slurm_mount
+# and reads it with a PyTorch DataLoader (loader.py, in an srun step: the
+# daemons' step must not hold the job's CPU), comparing every byte with
+# the source.
+#   (a) the prolog alone, outside Slurm: it makes the job's directory
+#       for the job's user, mode 0700, and replaces a symlink already
+#       there without touching its target. The epilog alone: with
+#       nothing left it says and does nothing; the daemon of "job 9001"
+#       (SLURM_JOB_ID in its environment) and its mount under the job's
+#       directory are stopped and removed while "job 9002"'s stay and
+#       read right; then 9002's dead mount (daemon SIGKILLed) is removed.
 #   (t) a job with --time=1 reads until Slurm ends it at its time limit;
 #       it runs beside every job below (two jobs share the node), and
 #       holds the NVMe tier of the cache_dir they all share.
-#   (n) a job that ends normally: exit 0, the other job's mount
-#       busy in its cache_dir runs without the tier (said in its log) and
-#       reads right.
+#   (n) a job (a bash script; the others are /bin/sh) that ends
+#       normally: exit 0; with the tier of the shared cache_dir held by
+#       the other job, its mount runs without it (and says so) and reads
+#       right.
 #   (c) scancel while the loader reads.
 #   (k) the daemon and then the script SIGKILLed (an OOM kill): only the
 #       epilog is left to remove the dead mount, and does.
@@ -86,6 +91,23 @@ err_has "dlfs-epilog: job 9002: unmounted $DLFS_SLURM_BASE/dlfs-9002/data" \
 	"the epilog removes a dead mount"
 jobdir_clean 9002 "epilog of job 9002"
 
+note "(a) the prolog alone"
+B=$DLFS_SLURM_BASE
+run env SLURM_JOB_ID=9003 SLURM_JOB_UID=65534 SLURM_JOB_GID=65534 "$PROLOG"
+expect_ok "prolog"
+[ ! -s "$T/err" ] || fail "the prolog said: $(cat "$T/err")"
+[ "$(stat -c %u:%g:%a "$B/dlfs-9003")" = 65534:65534:700 ] ||
+	fail "the prolog made $B/dlfs-9003 $(stat -c %u:%g:%a "$B/dlfs-9003"), expected 65534:65534:700"
+# Taken before the job (a symlink another user left in a shared /tmp).
+ln -s "$T" "$B/dlfs-9004"
+run env SLURM_JOB_ID=9004 SLURM_JOB_UID=65534 "$PROLOG"
+expect_ok "prolog over a symlink"
+err_has "dlfs-prolog: job 9004: $B/dlfs-9004 was there before the job: replacing it" "the prolog says"
+[ ! -L "$B/dlfs-9004" ] && [ "$(stat -c %u:%a "$B/dlfs-9004")" = 65534:700 ] ||
+	fail "the prolog did not replace the symlink $B/dlfs-9004"
+[ -d "$T/src" ] || fail "the prolog removed the symlink's target"
+rm -r "$B/dlfs-9003" "$B/dlfs-9004"
+
 # The prolog and epilog run by slurmd log to $T/prolog.log, epilog.log.
 for s in prolog epilog; do
 	cat >"$T/$s.sh" <<EOF
@@ -97,10 +119,11 @@ EOF
 done
 SLURM_PROLOG="$T/prolog.sh" SLURM_EPILOG="$T/epilog.sh" slurm_start
 
-# job_script TAG LOADER_ARGS [BEFORE_END]: a /bin/sh batch script.
+# job_script TAG LOADER_ARGS [BEFORE_END]: a batch script, for /bin/sh
+# (or $JOB_SHELL).
 job_script() {
 	cat >"$T/$1.sh" <<EOF
-#!/bin/sh
+#!${JOB_SHELL:-/bin/sh}
 set -e
 . "$RECIPE"
 cat /proc/self/cgroup >"$T/$1.cgroup"
@@ -135,7 +158,7 @@ grep -q "freezer:/slurm_$SLURM_NODE/" "$T/tl.cgroup" ||
 	fail "the prolog's job directory is $(stat -c %u:%a "$DLFS_SLURM_BASE/dlfs-$TL"), expected 0:700"
 
 note "(n) a job that ends normally, beside it"
-job_script n ""
+JOB_SHELL=/bin/bash job_script n ""
 N=$(submit "$T/n.sh")
 job_wait_state "$N" 120 COMPLETED
 [ "$(job_field "$N" ExitCode)" = 0:0 ] || { job_show "$N"; fail "job $N exit code $(job_field "$N" ExitCode)"; }

@@ -175,7 +175,7 @@ dlfs_slurm_mount() {
 		fi
 		if [ -n "$_dlfs_slurm_end" ] &&
 		   [ "$(date +%s)" -ge "$_dlfs_slurm_end" ]; then
-			kill "$_dlfs_slurm_wpid" 2>/dev/null
+			kill "$_dlfs_slurm_wpid" 2>/dev/null || :
 			break
 		fi
 		sleep 0.2
@@ -225,9 +225,9 @@ dlfs_slurm_umount() {
 		_dlfs_slurm_reap "$_dlfs_slurm_tmo" "$_dlfs_slurm_pid" && continue
 		# srun passes SIGTERM on to the daemons, which unmount.
 		_dlfs_slurm_say "daemons still running after $_dlfs_slurm_tmo s: SIGTERM"
-		kill -TERM "$_dlfs_slurm_pid" 2>/dev/null
+		kill -TERM "$_dlfs_slurm_pid" 2>/dev/null || :
 		_dlfs_slurm_reap 30 "$_dlfs_slurm_pid" ||
-			kill -KILL "$_dlfs_slurm_pid" 2>/dev/null
+			kill -KILL "$_dlfs_slurm_pid" 2>/dev/null || :
 	done
 	_dlfs_slurm_names= _dlfs_slurm_pids=
 	return 0
