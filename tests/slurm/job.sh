@@ -26,7 +26,8 @@
 #   (k) the daemon and then the script SIGKILLed (an OOM kill): only the
 #       epilog is left to remove the dead mount, and does.
 #   (e) a dataset that does not exist: dlfs_slurm_mount fails at once,
-#       saying which node and why; the job fails.
+#       saying which node and why, and the mount made before it still
+#       reads; the job's exit status is the script's.
 # After each job: no dlfs mount under its directory (findmnt -t
 # fuse.dlfs), no dlfs daemon of the job, its directory gone, the epilog
 # had nothing to do except in (k), and the time-limit job's mount still
@@ -79,8 +80,8 @@ err_has "dlfs-epilog: job 9001: dlfs daemons still running:" "the epilog names t
 [ -z "$(job_daemons 9001)" ] || fail "the epilog left job 9001's daemon"
 jobdir_clean 9001 "epilog of job 9001"
 [ -n "$(job_daemons 9002)" ] || fail "the epilog of job 9001 stopped job 9002's daemon"
-cmp "$SRC/$(cd "$SRC" && find . -type f | head -1)" \
-	"$DLFS_SLURM_BASE/dlfs-9002/data/$(cd "$SRC" && find . -type f | head -1)" ||
+F1=$(cd "$SRC" && find . -type f -print -quit)
+cmp "$SRC/$F1" "$DLFS_SLURM_BASE/dlfs-9002/data/$F1" ||
 	fail "job 9002's mount does not read right after job 9001's epilog"
 # A dead mount (its daemon SIGKILLed) is removed too.
 kill -KILL "$DLFS_PID"
@@ -200,8 +201,13 @@ note "(e) a dataset that does not exist"
 cat >"$T/e.sh" <<EOF
 #!/bin/sh
 . "$RECIPE"
-dlfs_slurm_mount "$T/missing.dlfs" data || exit 3
-echo "not reached"
+dlfs_slurm_mount "$DS" ok || exit 4
+ok=\$DLFS_MNT
+if dlfs_slurm_mount "$T/missing.dlfs" data; then
+	exit 5
+fi
+cmp "$SRC/$F1" "\$ok/$F1" || exit 6
+exit 3
 EOF
 E=$(submit "$T/e.sh")
 job_wait_state "$E" 60 FAILED

@@ -24,14 +24,16 @@
 # names the daemon (default: dlfs, from PATH); DLFS_SLURM_SRUN_ARGS adds
 # options to the daemon's srun (e.g. --mpi=pmix).
 #
-# On scancel or a time limit, Slurm sends SIGTERM to every step: each
-# daemon unmounts its node and exits, with no new step needed (the job is
-# ending and could not start one). A daemon still there after KillWait
-# is killed; the epilog then removes its dead mount.
+# On scancel or a time limit, Slurm sends SIGTERM to the task of every
+# step: the daemons' task passes it on to its daemon, which unmounts its
+# node and exits, with no new step needed (the job is ending and could
+# not start one). A daemon still there after KillWait is killed; the
+# epilog then removes its dead mount.
 
 _dlfs_slurm_names=
 _dlfs_slurm_pids=
 _dlfs_slurm_sig=
+_dlfs_slurm_trapped=
 
 _dlfs_slurm_say() {
 	echo "dlfs-slurm: $*" >&2
@@ -145,7 +147,8 @@ dlfs_slurm_mount() {
 	_dlfs_slurm_mnt=$DLFS_SLURM_DIR/$_dlfs_slurm_name
 	_dlfs_slurm_status=$DLFS_SLURM_DIR/.$_dlfs_slurm_name.status
 
-	if [ -z "$_dlfs_slurm_names" ]; then
+	if [ -z "$_dlfs_slurm_trapped" ]; then
+		_dlfs_slurm_trapped=1
 		trap dlfs_slurm_umount EXIT
 		trap '_dlfs_slurm_sig=1; exit 129' HUP
 		trap '_dlfs_slurm_sig=1; exit 130' INT
@@ -156,8 +159,6 @@ dlfs_slurm_mount() {
 		"$_dlfs_slurm_name" "${DLFS:-dlfs}" "$_dlfs_slurm_ds" \
 		"$_dlfs_slurm_mnt" -f "$@" </dev/null &
 	_dlfs_slurm_pid=$!
-	_dlfs_slurm_names="$_dlfs_slurm_names $_dlfs_slurm_name"
-	_dlfs_slurm_pids="$_dlfs_slurm_pids $_dlfs_slurm_pid"
 
 	_dlfs_slurm_srun --job-name="dlfs-wait-$_dlfs_slurm_name" \
 		sh -c "$_dlfs_slurm_wait" dlfs-slurm-wait "$_dlfs_slurm_mnt" \
@@ -181,12 +182,15 @@ dlfs_slurm_mount() {
 		sleep 0.2
 	done
 	if wait "$_dlfs_slurm_wpid" && kill -0 "$_dlfs_slurm_pid" 2>/dev/null; then
+		_dlfs_slurm_names="$_dlfs_slurm_names $_dlfs_slurm_name"
+		_dlfs_slurm_pids="$_dlfs_slurm_pids $_dlfs_slurm_pid"
 		DLFS_MNT=$_dlfs_slurm_mnt
 		_dlfs_slurm_say "$_dlfs_slurm_ds is mounted at $DLFS_MNT on $_dlfs_slurm_nn node(s)"
 		return 0
 	fi
 	_dlfs_slurm_say "mounting $_dlfs_slurm_ds at $_dlfs_slurm_mnt failed"
-	dlfs_slurm_umount
+	# This mount only: those made before stay.
+	_dlfs_slurm_down "$_dlfs_slurm_name" "$_dlfs_slurm_pid"
 	return 1
 }
 
@@ -202,7 +206,14 @@ _dlfs_slurm_reap() {
 }
 
 dlfs_slurm_umount() {
-	[ -n "$_dlfs_slurm_names" ] || return 0
+	[ -z "$_dlfs_slurm_names" ] ||
+		_dlfs_slurm_down "$_dlfs_slurm_names" "$_dlfs_slurm_pids"
+	_dlfs_slurm_names='' _dlfs_slurm_pids=''
+	return 0
+}
+
+# Unmounts the names $1 on every node and reaps their daemons' steps $2.
+_dlfs_slurm_down() {
 	_dlfs_slurm_nn=${SLURM_JOB_NUM_NODES:-${SLURM_NNODES:-1}}
 	_dlfs_slurm_tmo=${DLFS_SLURM_TIMEOUT:-300}
 	DLFS_SLURM_DIR=${DLFS_SLURM_BASE:-/tmp}/dlfs-$SLURM_JOB_ID
@@ -217,11 +228,10 @@ dlfs_slurm_umount() {
 				fusermount3 -u "$dir/$n" 2>/dev/null ||
 					fusermount3 -uz "$dir/$n" 2>/dev/null
 			done
-			exit 0' dlfs-slurm-umount "$DLFS_SLURM_DIR" \
-			$_dlfs_slurm_names </dev/null ||
+			exit 0' dlfs-slurm-umount "$DLFS_SLURM_DIR" $1 </dev/null ||
 			_dlfs_slurm_say "the unmount step failed; stopping the daemons"
 	fi
-	for _dlfs_slurm_pid in $_dlfs_slurm_pids; do
+	for _dlfs_slurm_pid in $2; do
 		_dlfs_slurm_reap "$_dlfs_slurm_tmo" "$_dlfs_slurm_pid" && continue
 		# srun passes SIGTERM on to the daemons, which unmount.
 		_dlfs_slurm_say "daemons still running after $_dlfs_slurm_tmo s: SIGTERM"
@@ -229,6 +239,4 @@ dlfs_slurm_umount() {
 		_dlfs_slurm_reap 30 "$_dlfs_slurm_pid" ||
 			kill -KILL "$_dlfs_slurm_pid" 2>/dev/null || :
 	done
-	_dlfs_slurm_names= _dlfs_slurm_pids=
-	return 0
 }
