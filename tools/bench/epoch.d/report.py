@@ -759,9 +759,10 @@ def main():
         w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         names = {"plain": "plain tree on the PFS",
                  "staged": "staged to local disk",
-                 "dlfs": "dlfs (epoch 2 from the NVMe tier)"}
+                 "dlfs": "dlfs (epoch 2 from the NVMe tier)",
+                 "dlfs_tree": "dlfs tree view, in its order (epoch 1 only)"}
         lrows = {}
-        for sysn in ("plain", "staged", "dlfs"):
+        for sysn in ("plain", "staged", "dlfs", "dlfs_tree"):
             ep = {r["epoch"]: r for r in lds if r["label"] == sysn}
             if not ep:
                 continue
@@ -789,6 +790,18 @@ def main():
         w("x staged: time of staged (copy + 2 epochs) / time of the row's "
           "2 epochs (higher is better).")
         w("")
+        if "dlfs_tree" in lrows and "dlfs" in lrows:
+            tt = lrows["dlfs_tree"][1].get(1)
+            td = lrows["dlfs"][1].get(1)
+            tp = lrows.get("plain", (0, {}))[1].get(1)
+            w("dlfs tree view: `loader.py MNT/.dlfs/epochs/1/tree 1 4 64 0 "
+              "name` (ImageFolder over the view, a sampler in name order: "
+              "the view's order, labels from the directories), fresh "
+              "cache_dir. Epoch 1 samples/s: %s the dlfs row's epoch 1 "
+              "(DataLoader shuffle over the plain path), %s plain's." % (
+                  ratio(td, tt) if td and tt else "n/a",
+                  ratio(tp, tt) if tp and tt else "n/a"))
+            w("")
 
     # ---------------------------------------------------------- targets
     w("### Targets (design, \"Performance goals\"), details of the C passes")

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch DataLoader throughput for tools/bench/mount (not part of dlfs).
 
-  loader.py ROOT EPOCHS [WORKERS] [BATCH] [WARMUP]
+  loader.py ROOT EPOCHS [WORKERS] [BATCH] [WARMUP] [ORDER]
 
 torchvision ImageFolder(ROOT) with PIL decoding + ToTensor, DataLoader with
 shuffle=True (generator seeded with 0, so every system sees the same order),
@@ -12,6 +12,7 @@ Prints one JSON object: samples, per-epoch seconds, samples/s of the median
 epoch, and the ImageFolder scan time.
 """
 import json
+import os
 import statistics
 import sys
 import time
@@ -30,14 +31,23 @@ def main():
     workers = int(sys.argv[3]) if len(sys.argv) > 3 else 4
     batch = int(sys.argv[4]) if len(sys.argv) > 4 else 64
     warmup = int(sys.argv[5]) if len(sys.argv) > 5 else 1
+    order = sys.argv[6] if len(sys.argv) > 6 else "shuffle"
+    if order not in ("shuffle", "name"):
+        sys.exit("loader.py: ORDER is shuffle or name, not %s" % order)
     torch.manual_seed(0)
     t0 = time.perf_counter()
     ds = datasets.ImageFolder(root, transform=transforms.ToTensor())
     scan = time.perf_counter() - t0
     g = torch.Generator()
     g.manual_seed(0)
-    dl = DataLoader(ds, batch_size=batch, shuffle=True, num_workers=workers,
-                    generator=g)
+    if order == "name":
+        by_name = sorted(range(len(ds)),
+                         key=lambda i: os.path.basename(ds.samples[i][0]))
+        dl = DataLoader(ds, batch_size=batch, sampler=by_name,
+                        num_workers=workers)
+    else:
+        dl = DataLoader(ds, batch_size=batch, shuffle=True,
+                        num_workers=workers, generator=g)
     secs = []
     for e in range(warmup + epochs):
         n = 0
