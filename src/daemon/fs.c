@@ -66,6 +66,15 @@ int dlfs_fs_ctx(struct dlfs_fs *fs, struct dlfs_reader_ctx **out)
 	return 0;
 }
 
+/* The epoch orders' seed: the options', or the default of the dataset
+ * whose id is given. */
+static uint64_t seed_for(const struct dlfs_opts *o, const uint8_t *id)
+{
+	return o->seed_from == DLFS_SEED_DATASET
+		       ? dlfs_epoch_default_seed(id, DLFS_ID_SIZE)
+		       : o->seed;
+}
+
 int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 		 const struct dlfs_opts *opts, const char *mountpoint,
 		 int foreground, struct dlfs_err *err)
@@ -73,11 +82,7 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 	memset(fs, 0, sizeof(*fs));
 	fs->ds = ds;
 	fs->opts = opts;
-	fs->seed = opts->seed_from == DLFS_SEED_DATASET
-			   ? dlfs_epoch_default_seed(
-				     dlfs_ds_info(ds)->super.dataset_id,
-				     DLFS_ID_SIZE)
-			   : opts->seed;
+	fs->seed = seed_for(opts, dlfs_ds_info(ds)->super.dataset_id);
 	fs->mountpoint = mountpoint;
 	fs->foreground = foreground;
 	fs->timeout = 86400.0 * 365; /* the dataset never changes */
@@ -149,13 +154,15 @@ static int peer_get(void *arg, uint64_t g, void *buf, size_t cap,
 	return dlfs_peer_get(arg, g, buf, cap, len);
 }
 
-/* The peer layer's settings from the options; the dataset's part is the
- * caller's. */
-static void peer_conf(struct dlfs_fs *fs, struct dlfs_peer_conf *pc)
+/* The peer layer's settings from the options, with the orders' seed (a
+ * sealed dataset's index comes while joining, so the caller knows its
+ * id); the dataset's part is the caller's. */
+static void peer_conf(struct dlfs_fs *fs, uint64_t seed,
+		      struct dlfs_peer_conf *pc)
 {
 	*pc = (struct dlfs_peer_conf){
 		.force = fs->opts->mpi,
-		.seed = fs->seed,
+		.seed = seed,
 		/* Only a drawn seed is rank 0's to give: the others must
 		 * agree. */
 		.seed_given = fs->opts->seed_from != DLFS_SEED_RANDOM,
@@ -209,7 +216,7 @@ int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err)
 		sum = XXH3_64bits(v, sizeof(v));
 	}
 	struct dlfs_peer_conf pc;
-	peer_conf(fs, &pc);
+	peer_conf(fs, fs->seed, &pc);
 	pc.dataset_id_hex = info->dataset_id_hex;
 	pc.index_sum = sum;
 	pc.n_chunks = dlfs_ds_n_chunks(fs->ds);
@@ -229,7 +236,8 @@ int dlfs_fs_join_index(struct dlfs_fs *fs, const struct dlfs_seal *seal,
 	struct dlfs_ixsrc_share *sh;
 	*peer = NULL;
 	*ds = NULL;
-	peer_conf(fs, &pc);
+	/* fs is not initialised yet: the seal has the dataset's id. */
+	peer_conf(fs, seed_for(fs->opts, seal->id), &pc);
 	int ret = dlfs_ixsrc_share_begin(fs->opts->dataset,
 					 fs->opts->rd.cache_dir, seal, &pc,
 					 &sh, dlfs_fs_log, fs, err);

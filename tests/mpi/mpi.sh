@@ -14,6 +14,7 @@
 #     rank's peer.latency_us_hist counts every answer (sums to its hits).
 # (d) plain tree, fresh job: each rank reads every file by its plain path in
 #     its own random order; PFS bytes summed stay <= 1.1x the data (not 4x).
+#     No seed given: every rank has the dataset's default seed, the same.
 # (e) chunked shuffle without any cache dir: PFS reads are whole chunks
 #     (only chunk-sized reads, plus at most one short last chunk per
 #     container), and over the ranks every chunk is read exactly once.
@@ -146,6 +147,20 @@ job_stop b
 # ------------------------------------------------------------------- (d)
 note "(d) plain tree, each rank in its own random order"
 job_start d "cache_dir=NV"
+# No seed given: every rank derives the default from the dataset's id
+# (the sealed index comes while joining), the same as one mount alone.
+for ((r = 0; r < NP; r++)); do
+	grep -q '"seed_from": "dataset"' "$T/d-mnt$r/.dlfs/info" ||
+		soft_fail "(d) rank $r: .dlfs/info does not say seed_from dataset"
+	echo "$(json_get "$T/d-mnt$r/.dlfs/info" seed)" >>"$T/d-seeds"
+done
+[ "$(sort -u "$T/d-seeds" | wc -l)" = 1 ] || soft_fail "(d) the ranks have different seeds: $(tr '\n' ' ' <"$T/d-seeds")"
+mkdir "$T/alone"
+dlfs_mount "$DS" "$T/alone"
+ALONE=$(json_get "$T/alone/.dlfs/info" seed)
+dlfs_umount "$T/alone"
+[ "$(head -n 1 "$T/d-seeds")" = "$ALONE" ] ||
+	soft_fail "(d) the job's default seed $(head -n 1 "$T/d-seeds") is not a lone mount's, $ALONE"
 for ((r = 0; r < NP; r++)); do
 	( cd "$T/d-mnt$r" && find . -type f | shuf --random-source=<(yes "$r") | xargs cat | md5sum ) >"$T/d-sum$r" &
 	PIDS+=($!)
