@@ -83,7 +83,9 @@ note "remount on the full tmpfs without cache_size ($HELD bytes held)"
 [ "$HELD" -gt 0 ] || fail "test setup: the tier held nothing before the remount"
 dlfs_mount "$DS" "$MNT" -o "cache_dir=$NV,ram_cache=256K"
 snap "$MNT" "$T/s4.json"
-sassert "$T/s4.json" -- "nvme.used_bytes == $HELD" "nvme.capacity_bytes >= $HELD" ||
+# At least HELD: a write queued before the unmount may still have landed
+# after that count (wait_settled only sees 1.5 s without a write).
+sassert "$T/s4.json" -- "nvme.used_bytes >= $HELD" "nvme.capacity_bytes >= $HELD" ||
 	fail "a remount without cache_size evicted what the full tier held (dlfs(1): the default counts it)"
 readtree "$MNT" "$SRC" --seed 5 >/dev/null
 snap "$MNT" "$T/s5.json"
