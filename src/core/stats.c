@@ -3,6 +3,7 @@
 
 #include "fill.h"
 #include "grain.h"
+#include "metrics.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,6 +55,14 @@ void dlfs_stats_time(struct dlfs_stats *s, enum dlfs_tier tier, uint64_t t0)
 {
 	uint64_t t1 = dlfs_stats_clock();
 	dlfs_stats_time_ns(s, tier, t1 > t0 ? t1 - t0 : 0);
+}
+
+size_t dlfs_stats_render(enum dlfs_stats_fmt f, const struct dlfs_stats *s,
+			 const struct dlfs_tier_snap *t, char *buf,
+			 size_t len)
+{
+	return f == DLFS_STATS_PROMETHEUS ? dlfs_metrics_text(s, t, buf, len)
+					  : dlfs_stats_json(s, t, buf, len);
 }
 
 double dlfs_stats_uptime(const struct dlfs_stats *s)

@@ -139,6 +139,16 @@ struct dlfs_tier_snap {
 size_t dlfs_stats_json(const struct dlfs_stats *s,
 		       const struct dlfs_tier_snap *t, char *buf, size_t len);
 
+/* The two renderings of the same counters: the JSON of /.dlfs/stats and
+ * the Prometheus text of /.dlfs/metrics (metrics.h). */
+enum dlfs_stats_fmt { DLFS_STATS_JSON, DLFS_STATS_PROMETHEUS };
+
+/* Render as f, as dlfs_stats_json does (its length, or the length it
+ * would need). */
+size_t dlfs_stats_render(enum dlfs_stats_fmt f, const struct dlfs_stats *s,
+			 const struct dlfs_tier_snap *t, char *buf,
+			 size_t len);
+
 /* Seconds since s was initialised. */
 double dlfs_stats_uptime(const struct dlfs_stats *s);
 
