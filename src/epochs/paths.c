@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "dlfs/format.h"
+#include "util.h"
 
 #define NB DLFS_PATHS_BLOCK
 #define NONE UINT32_MAX
@@ -54,27 +55,12 @@ struct dlfs_paths {
 #define UNKNOWN 0x80
 #define CYCLE 0x20 /* neither is an S_IX* bit (0111 is 0x49) */
 
-static int grow(void **a, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *na = realloc(*a, n * size);
-	if (!na)
-		return -ENOMEM;
-	*a = na;
-	*cap = n;
-	return 0;
-}
-
 static int names_add(struct names *s, const uint8_t *name, size_t len)
 {
 	uint8_t *q;
 	if (s->n % NB == 0) {
 		if (!s->n_slabs || SLAB - s->used < BLOCK_ROOM + 1) {
-			if (grow((void **)&s->slabs, &s->cap_slabs,
+			if (dlfs_grow((void **)&s->slabs, &s->cap_slabs,
 				 s->n_slabs + 1, sizeof(*s->slabs)))
 				return -ENOMEM;
 			if (!(s->slabs[s->n_slabs] = malloc(SLAB)))
@@ -82,7 +68,7 @@ static int names_add(struct names *s, const uint8_t *name, size_t len)
 			s->n_slabs++;
 			s->used = 0;
 		}
-		if (grow((void **)&s->block, &s->cap_blocks, s->n / NB + 1,
+		if (dlfs_grow((void **)&s->block, &s->cap_blocks, s->n / NB + 1,
 			 sizeof(*s->block)))
 			return -ENOMEM;
 		s->block[s->n / NB] =

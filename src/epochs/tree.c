@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util.h"
+
 /* One directory's view in one epoch. */
 struct listing {
 	uint64_t e, d, tick; /* tick 0: unused */
@@ -59,31 +61,16 @@ void dlfs_tree_free(struct dlfs_tree *t)
 	free(t);
 }
 
-static int grow(void **a, size_t *cap, size_t need, size_t size)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *na = realloc(*a, n * size);
-	if (!na)
-		return -ENOMEM;
-	*a = na;
-	*cap = n;
-	return 0;
-}
-
 /* A dlfs_dir_cb: subdirectories with their names, and files. */
 static int collect(void *arg, const struct dlfs_dirent *de)
 {
 	struct listing *l = arg;
 	if (de->type == S_IFDIR) {
-		if (grow((void **)&l->sub, &l->cap_sub, l->n_sub + 1,
+		if (dlfs_grow((void **)&l->sub, &l->cap_sub, l->n_sub + 1,
 			 sizeof(*l->sub)) ||
-		    grow((void **)&l->name_off, &l->cap_off, l->n_sub + 2,
+		    dlfs_grow((void **)&l->name_off, &l->cap_off, l->n_sub + 2,
 			 sizeof(*l->name_off)) ||
-		    grow((void **)&l->names, &l->names_cap,
+		    dlfs_grow((void **)&l->names, &l->names_cap,
 			 l->names_len + de->name_len, 1))
 			return l->full = 1;
 		if (!l->n_sub)
@@ -93,7 +80,7 @@ static int collect(void *arg, const struct dlfs_dirent *de)
 		l->sub[l->n_sub++] = de->ino;
 		l->name_off[l->n_sub] = (uint32_t)l->names_len;
 	} else if (de->type == S_IFREG) {
-		if (grow((void **)&l->file, &l->cap_file, l->n_file + 1,
+		if (dlfs_grow((void **)&l->file, &l->cap_file, l->n_file + 1,
 			 sizeof(*l->file)))
 			return l->full = 1;
 		l->file[l->n_file++] = de->ino;

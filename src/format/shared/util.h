@@ -8,8 +8,10 @@
 #ifndef DLFS_UTIL_H
 #define DLFS_UTIL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/types.h>
 
 /* pread until len bytes or EOF. @return bytes read (< len only at EOF), or
@@ -57,6 +59,28 @@ static inline uint64_t dlfs_roundup(uint64_t v, uint64_t a)
  * out holds outlen bytes; the result is always NUL-terminated.
  */
 void dlfs_quote(const char *in, size_t len, char *out, size_t outlen);
+
+/*
+ * Grow array *a of elements of size bytes so that it holds need of them:
+ * doubling from 64, *cap counts elements. @return 0 or -ENOMEM (then *a
+ * and *cap are as they were).
+ */
+static inline int dlfs_grow(void **a, size_t *cap, size_t need, size_t size)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 64;
+	while (n < need)
+		n *= 2;
+	if (n > SIZE_MAX / size)
+		return -ENOMEM;
+	void *na = realloc(*a, n * size);
+	if (!na)
+		return -ENOMEM;
+	*a = na;
+	*cap = n;
+	return 0;
+}
 
 /* Translate an LMDB return code into a negative errno: the one place
  * (the index, and the packer's index writer and LMDB source). */
