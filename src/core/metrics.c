@@ -22,12 +22,42 @@ static void family(struct dlfs_out *o, const char *name, const char *type,
 		     name, type);
 }
 
-/* One sample; labels is "" or the inside of {...}. */
+/*
+ * The renderers' output: the buffer, and the mount label every series
+ * carries (mount="MOUNTPOINT", or --serve's socket), so that two mounts
+ * on one node never give the same series. The renderers take the
+ * struct dlfs_out at its start.
+ */
+struct mout {
+	struct dlfs_out o;
+	char mount[4096]; /* the label's value, escaped */
+};
+
+/* A series' name and labels, without the value: dlfs_NAME{mount="...",
+ * labels}. labels is "" or more label pairs. */
+static void series(struct dlfs_out *o, const char *name, const char *labels)
+{
+	const struct mout *m = (const struct mout *)o;
+	dlfs_out_put(o, "dlfs_%s{mount=\"%s\"%s%s}", name, m->mount,
+		     *labels ? "," : "", labels);
+}
+
+/* One sample; labels is "" or more label pairs. */
 static void sample(struct dlfs_out *o, const char *name, const char *labels,
 		   uint64_t v)
 {
-	dlfs_out_put(o, "dlfs_%s%s%s%s %llu\n", name, *labels ? "{" : "",
-		     labels, *labels ? "}" : "", U(v));
+	series(o, name, labels);
+	dlfs_out_put(o, " %llu\n", U(v));
+}
+
+/* One sample of a value in seconds (or another fraction). */
+static void sample_f(struct dlfs_out *o, const char *name, const char *fmt,
+		     double v)
+{
+	series(o, name, "");
+	dlfs_out_put(o, " ");
+	dlfs_out_put(o, fmt, v);
+	dlfs_out_put(o, "\n");
 }
 
 static void counter(struct dlfs_out *o, const char *name, const char *help,
@@ -92,23 +122,25 @@ static void histogram(struct dlfs_out *o, const char *name,
 		      le_fn le, const char *sum_fmt, double sum)
 {
 	const char *sep = *labels ? "," : "";
-	char bound[32];
+	char bound[32], lb[256], nm[96];
 	uint64_t acc = 0;
+	snprintf(nm, sizeof(nm), "%s_bucket", name);
 	for (unsigned b = 0; b < nb; b++) {
 		acc += n[b];
 		if (b + 1 < nb)
 			le(b, bound, sizeof(bound));
 		else
 			snprintf(bound, sizeof(bound), "+Inf");
-		dlfs_out_put(o, "dlfs_%s_bucket{%s%sle=\"%s\"} %llu\n", name,
-			     labels, sep, bound, U(acc));
+		snprintf(lb, sizeof(lb), "%s%sle=\"%s\"", labels, sep, bound);
+		sample(o, nm, lb, acc);
 	}
-	dlfs_out_put(o, "dlfs_%s_sum%s%s%s ", name, *labels ? "{" : "",
-		     labels, *labels ? "}" : "");
+	snprintf(nm, sizeof(nm), "%s_sum", name);
+	series(o, nm, labels);
+	dlfs_out_put(o, " ");
 	dlfs_out_put(o, sum_fmt, sum);
 	dlfs_out_put(o, "\n");
-	dlfs_out_put(o, "dlfs_%s_count%s%s%s %llu\n", name,
-		     *labels ? "{" : "", labels, *labels ? "}" : "", U(acc));
+	snprintf(nm, sizeof(nm), "%s_count", name);
+	sample(o, nm, labels, acc);
 }
 
 static const char *const op_names[DLFS_OP_COUNT] = {
@@ -127,13 +159,14 @@ static void identity(struct dlfs_out *o, const struct dlfs_stats *s,
 	family(o, "info", "gauge",
 	       "Who this mount is: dataset id and path, mountpoint (empty "
 	       "for dlfs --serve), front end, MPI rank; always 1.");
-	dlfs_out_put(o,
-		     "dlfs_info{dataset_id=\"%s\",dataset=\"%s\","
-		     "mountpoint=\"%s\",front_end=\"%s\",rank=\"%u\","
-		     "ranks=\"%u\"} 1\n",
-		     id, ds, mnt, fe, t->rank, t->ranks ? t->ranks : 1);
+	char lb[sizeof(id) + sizeof(ds) + sizeof(mnt) + sizeof(fe) + 128];
+	snprintf(lb, sizeof(lb),
+		 "dataset_id=\"%s\",dataset=\"%s\",mountpoint=\"%s\","
+		 "front_end=\"%s\",rank=\"%u\",ranks=\"%u\"",
+		 id, ds, mnt, fe, t->rank, t->ranks ? t->ranks : 1);
+	sample(o, "info", lb, 1);
 	family(o, "uptime_seconds", "gauge", "Seconds since the mount started.");
-	dlfs_out_put(o, "dlfs_uptime_seconds %.3f\n", dlfs_stats_uptime(s));
+	sample_f(o, "uptime_seconds", "%.3f", dlfs_stats_uptime(s));
 	if (t->epoch != UINT64_MAX)
 		gauge(o, "epoch",
 		      "The epoch the epoch views follow now (absent before "
@@ -366,8 +399,8 @@ static void peer(struct dlfs_out *o, const struct dlfs_tier_snap *t)
 		p->served_bytes);
 	family(o, "peer_latency_max_seconds", "gauge",
 	       "The longest a peer took to answer.");
-	dlfs_out_put(o, "dlfs_peer_latency_max_seconds %.6f\n",
-		     (double)p->latency_us_max / 1e6);
+	sample_f(o, "peer_latency_max_seconds", "%.6f",
+		 (double)p->latency_us_max / 1e6);
 }
 
 static void errors(struct dlfs_out *o, const struct dlfs_stats *s,
@@ -393,25 +426,28 @@ static void index_(struct dlfs_out *o, const struct dlfs_tier_snap *t)
 	      t->index_pfs_bytes);
 	family(o, "index_load_seconds", "gauge",
 	       "Seconds it took to have the index at mount.");
-	dlfs_out_put(o, "dlfs_index_load_seconds %.3f\n", t->index_seconds);
+	sample_f(o, "index_load_seconds", "%.3f", t->index_seconds);
 }
 
 size_t dlfs_metrics_text(const struct dlfs_stats *s,
 			 const struct dlfs_tier_snap *t, char *buf, size_t len)
 {
-	struct dlfs_out o = {buf, len, 0};
+	struct mout m = {{buf, len, 0}, ""};
+	struct dlfs_out *o = &m.o;
 	if (len)
 		buf[0] = '\0';
-	identity(&o, s, t);
-	reads(&o, s);
-	tiers(&o, s, t);
-	pfs(&o, s, t);
-	ram(&o, &t->ram);
-	nvme(&o, t);
-	direct(&o, t);
-	background(&o, t);
-	peer(&o, t);
-	errors(&o, s, t);
-	index_(&o, t);
-	return o.at;
+	label_value(t->mount ? t->mount : t->mountpoint, m.mount,
+		    sizeof(m.mount));
+	identity(o, s, t);
+	reads(o, s);
+	tiers(o, s, t);
+	pfs(o, s, t);
+	ram(o, &t->ram);
+	nvme(o, t);
+	direct(o, t);
+	background(o, t);
+	peer(o, t);
+	errors(o, s, t);
+	index_(o, t);
+	return o->at;
 }

@@ -7,10 +7,11 @@
  *
  * Every family has # HELP and # TYPE; counters end in _total; sizes are
  * bytes and times seconds; histograms have cumulative _bucket{le=...}
- * series up to le="+Inf", then _sum and _count. Tiers are told apart by
- * a tier label (ram, nvme, peer, pfs), and dlfs_info carries who the
- * mount is (dataset id and path, mountpoint, front end, rank). man
- * dlfs(1) lists the families.
+ * series up to le="+Inf", then _sum and _count. Every series has the
+ * label mount first (t->mount, else t->mountpoint), so that two mounts'
+ * series never collide; tiers are told apart by a tier label (ram, nvme,
+ * peer, pfs), and dlfs_info carries who the mount is (dataset id and
+ * path, mountpoint, front end, rank). man dlfs(1) lists the families.
  *
  * No state and no lock: safe from any thread.
  */

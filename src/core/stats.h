@@ -130,6 +130,9 @@ struct dlfs_tier_snap {
 	unsigned pfs_inflight; /* container reads in flight now */
 	/* Who the mount is, for the metrics' dlfs_info (NULL: unknown). */
 	const char *dataset_id, *dataset_path, *mountpoint, *front_end;
+	/* The mount label of every metrics series: the mountpoint, or the
+	 * socket of dlfs --serve (NULL: the mountpoint). */
+	const char *mount;
 };
 
 /*

@@ -290,6 +290,9 @@ static void snapshot(struct dlfs_fs *fs, struct dlfs_tier_snap *ts,
 	ts->dataset_path = dlfs_ds_path(fs->ds);
 	ts->mountpoint = fs->mountpoint ? fs->mountpoint : "";
 	ts->front_end = fs->mountpoint ? "fuse" : "serve";
+	ts->mount = fs->mountpoint ? fs->mountpoint
+		    : fs->socket   ? fs->socket
+				   : "";
 }
 
 /* /.dlfs/stats and /.dlfs/metrics: one snapshot, rendered as fmt. */

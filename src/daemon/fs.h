@@ -44,6 +44,7 @@ struct dlfs_fs {
 	gid_t gid;
 	int foreground;           /* log to stderr; else syslog */
 	const char *mountpoint;
+	const char *socket;       /* --serve: its socket; NULL for a mount */
 	_Atomic int kernel_ra_set; /* the mount's read-ahead was set */
 	struct dlfs_ixsrc ix;     /* where the index came from */
 };

@@ -324,6 +324,7 @@ static int serve_main(int argc, char **argv, const struct serve_args *sa)
 		goto out;
 	}
 	fs.ix = ix;
+	fs.socket = sa->socket;
 	ix.path = NULL;
 	dlfs_fatal_install(o.dataset, sa->socket, 1);
 	ret = serve_socket(&fs, sa, users);

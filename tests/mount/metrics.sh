@@ -18,6 +18,8 @@
 #  - through dlfs-run (dlfs --serve): the same file passes promtool, says
 #    front_end="serve", and its served plus direct bytes cover every byte
 #    read; dlfs-inspect top runs under dlfs-run too.
+#  - every series carries a mount label, first: the mountpoint, or the
+#    server's socket, so that two mounts on a node never collide.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 mount_setup
@@ -57,6 +59,7 @@ promcheck() {
 # The exposition format's samples as {series: value}, for the checks.
 cat >"$T/prom.py" <<'PY'
 import re
+MOUNTS = set()  # the mount labels seen: every series has one, first
 def load(path):
     out = {}
     for line in open(path):
@@ -64,6 +67,11 @@ def load(path):
         if not line.strip() or line.startswith("#"):
             continue
         key, val = line.rsplit(" ", 1)
+        g = re.match(r'^(\w+)\{mount="((?:[^"\\]|\\.)*)",?(.*)\}$', key)
+        if not g:
+            raise SystemExit("a series without the mount label first: " + key)
+        MOUNTS.add(g.group(2))
+        key = g.group(1) + ("{%s}" % g.group(3) if g.group(3) else "")
         out[key] = float(val)
     return out
 def histograms(m):
@@ -162,6 +170,8 @@ if not m.get('dlfs_tier_read_seconds_sum{tier="pfs"}', 0) > 0:
 want_info = 'dlfs_info{dataset_id="%s",dataset="%s",mountpoint="%s",front_end="fuse",rank="0",ranks="1"}' % (
     info["dataset_id"], info["path"], mnt)
 eq(want_info, 1, "the mount's identity")
+if prom.MOUNTS != {mnt}:
+    bad.append("mount labels %r, want only the mountpoint %r" % (sorted(prom.MOUNTS), mnt))
 hs = prom.histograms(m)
 if len(hs) != 5:
     bad.append("%d histogram series, want 5 (4 tiers, PFS sizes): %r" % (len(hs), sorted(hs)))
@@ -300,6 +310,9 @@ m = prom.load(T + "/serve.prom")
 bad = []
 if not any(k.startswith("dlfs_info{") and 'front_end="serve"' in k for k in m):
     bad.append("no dlfs_info with front_end=\"serve\"")
+# The server's series carry its socket as their mount label.
+if len(prom.MOUNTS) != 1 or not next(iter(prom.MOUNTS)).startswith("/"):
+    bad.append("mount labels %r, want the server's socket" % sorted(prom.MOUNTS))
 got = m["dlfs_served_bytes_total"] + sum(v for k, v in m.items() if k.startswith("dlfs_direct_read_bytes_total"))
 if got < 2 * total:
     bad.append("served and direct bytes %d < %d read in two passes" % (got, 2 * total))

@@ -24,7 +24,7 @@
 /* ---- a checker of the text format ---- */
 
 struct series {
-	char key[160]; /* name{labels} as rendered */
+	char key[640]; /* name{labels} as rendered, without mount */
 	double v;
 };
 
@@ -35,6 +35,8 @@ struct expo {
 	int n;
 	const char *why; /* the first error, or NULL */
 	int line;
+	char mount[256]; /* the series' mount label, as rendered */
+	int n_lines, n_mount; /* sample lines; those with the mount label */
 };
 
 static int bad(struct expo *e, const char *why)
@@ -98,7 +100,7 @@ static int labels(struct expo *e, const char *p, char *le, size_t le_cap)
 
 /* The state of the histogram series being read. */
 struct hstate {
-	char base[160]; /* its key without le */
+	char base[512]; /* its key without le */
 	double last_le, last_count;
 	int inf;        /* +Inf seen, with this count: */
 	double inf_count;
@@ -108,13 +110,13 @@ static int sample_line(struct expo *e, char *line, const char *fam,
 		       const char *type, struct hstate *h)
 {
 	size_t n = name_len(line, 1);
-	char name[96], le[32] = "", key[160];
+	char name[96], le[32] = "", key[640];
 	if (!n || n >= sizeof(name))
 		return bad(e, "a sample line must start with a name");
 	memcpy(name, line, n);
 	name[n] = '\0';
 	const char *p = line + n;
-	char lab[160] = "";
+	char lab[512] = "";
 	if (*p == '{') {
 		int l = labels(e, p + 1, le, sizeof(le));
 		if (l < 0)
@@ -125,6 +127,25 @@ static int sample_line(struct expo *e, char *line, const char *fam,
 		lab[l - 1] = '\0';
 		p += l + 1;
 	}
+	/* dlfs's series carry the mount label first, the same in all
+	 * (counted: the callers check every sample had it); the keys below
+	 * leave it out. */
+	e->n_lines++;
+	size_t q = 7;
+	if (strncmp(lab, "mount=\"", 7))
+		goto keyed;
+	while (lab[q] && lab[q] != '"')
+		q += lab[q] == '\\' && lab[q + 1] ? 2 : 1;
+	if (q - 7 >= sizeof(e->mount))
+		return bad(e, "a mount label too long for the checker");
+	if (!e->mount[0] && !e->n)
+		snprintf(e->mount, sizeof(e->mount), "%.*s", (int)(q - 7), lab + 7);
+	else if (strlen(e->mount) != q - 7 || strncmp(e->mount, lab + 7, q - 7))
+		return bad(e, "series with different mount labels");
+	memmove(lab, lab + q + 1 + (lab[q + 1] == ','),
+		strlen(lab + q + 1 + (lab[q + 1] == ',')) + 1);
+	e->n_mount++;
+keyed:
 	if (*p++ != ' ')
 		return bad(e, "a single space must separate the value");
 	char *end;
@@ -142,7 +163,7 @@ static int sample_line(struct expo *e, char *line, const char *fam,
 			return bad(e, "a histogram's sample is not _bucket, "
 				      "_sum or _count");
 		/* The series without le: where its labels were. */
-		char base[160];
+		char base[512];
 		snprintf(base, sizeof(base), "%s", lab);
 		char *lp = strstr(base, "le=\"");
 		if (lp) {
@@ -462,6 +483,11 @@ static void test_values(void)
 	char *b = render(&s, &t);
 	CHECK(check(e, b) == 0);
 	CHECK(check_values(e));
+	/* Every series is labelled with the mount, so that two mounts on a
+	 * node never give the same series: the mountpoint, or the socket of
+	 * dlfs --serve. */
+	CHECK(e->n_lines > 100 && e->n_mount == e->n_lines);
+	CHECK(!strcmp(e->mount, "/mnt/x"));
 	double up = get(e, "dlfs_uptime_seconds");
 	CHECK(up >= 0 && up < 60);
 	free(b);
@@ -471,6 +497,13 @@ static void test_values(void)
 	b = render(&s, &t);
 	CHECK(check(e, b) == 0);
 	CHECK(has(e, "dlfs_direct_read_bytes_total{tier=\"nvme\"}", 3800));
+	free(b);
+	t.mountpoint = "";
+	t.mount = "/run/a \"b\".sock";
+	b = render(&s, &t);
+	CHECK(check(e, b) == 0);
+	CHECK(e->n_mount == e->n_lines);
+	CHECK(!strcmp(e->mount, "/run/a \\\"b\\\".sock"));
 	free(b);
 	free(e);
 }

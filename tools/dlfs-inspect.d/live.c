@@ -77,6 +77,26 @@ static double mono(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* Take the mount label (every series has it first) out of a series
+ * name, in place: dlfs_x{mount="M",a="b"} -> dlfs_x{a="b"}, and
+ * dlfs_x{mount="M"} -> dlfs_x. */
+static void unlabel(char *line)
+{
+	char *b = strstr(line, "{mount=\"");
+	if (!b)
+		return;
+	char *q = b + 8;
+	while (*q && *q != '"')
+		q += *q == '\\' && q[1] ? 2 : 1;
+	if (!*q)
+		return;
+	q++;
+	if (*q == ',')
+		memmove(b + 1, q + 1, strlen(q + 1) + 1);
+	else if (*q == '}')
+		memmove(b, q + 1, strlen(q + 1) + 1);
+}
+
 /* Pick the series out of the text. @return 0, or -1 when one is
  * missing (not dlfs's metrics). */
 static int parse(char *text, struct sample *s)
@@ -91,6 +111,7 @@ static int parse(char *text, struct sample *s)
 		if (!sp)
 			continue;
 		*sp = '\0';
+		unlabel(line);
 		for (int i = 0; i < V_COUNT; i++)
 			if (!strcmp(line, series[i])) {
 				s->v[i] = strtod(sp + 1, NULL);
