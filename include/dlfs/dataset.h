@@ -38,6 +38,7 @@ struct dlfs_inode {
 	uint32_t container;
 	uint64_t offset; /* of the first byte inside the container file */
 	uint64_t xxh3;
+	uint64_t path_hash; /* format 1.1 path_bound: its entry's; else 0 */
 	const char *target;
 };
 
@@ -146,11 +147,35 @@ int dlfs_stat_range(struct dlfs_txn *txn, uint64_t first, uint64_t n,
 
 /*
  * Look up name (len bytes, not NUL-terminated) in directory parent.
+ * In a dataset whose inode records are bound to their names (format 1.1,
+ * feature path_bound), the entry's inode record is read too, and an
+ * entry that leads to a record bound to another name (a damaged entry
+ * pointing at another intact inode) fails with -EUCLEAN, err naming the
+ * parent, the name and the inode reached.
  * @return 0 with *ino set, -ENOENT, -ENOTDIR if parent is not a directory
  * (only detected when it has no such entry), -ENAMETOOLONG, -EUCLEAN.
  */
 int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
 		size_t len, uint64_t *ino, struct dlfs_err *err);
+
+/*
+ * dlfs_lookup and dlfs_stat of what it finds in one call, with the same
+ * check (the record read once). @return as dlfs_lookup, and dlfs_stat.
+ */
+int dlfs_lookup_stat(struct dlfs_txn *txn, uint64_t parent, const char *name,
+		     size_t len, struct dlfs_inode *out, struct dlfs_err *err);
+
+/*
+ * dlfs_stat of inode ino, reached through the entry name (len bytes) of
+ * directory parent, as dlfs_readdir handed it out: the way from an entry
+ * to its inode for every walker of the tree, so that the record is
+ * checked against the entry as dlfs_lookup checks it. @return as
+ * dlfs_stat, or -EUCLEAN when the record is bound to another name
+ * (err names the parent, the name and ino).
+ */
+int dlfs_stat_entry(struct dlfs_txn *txn, uint64_t parent, const char *name,
+		    size_t len, uint64_t ino, struct dlfs_inode *out,
+		    struct dlfs_err *err);
 
 /*
  * Resolve a '/'-separated path relative to the root ("" and "/" are the

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define DLFS_FORMAT_MAJOR 1
-#define DLFS_FORMAT_MINOR 0
+#define DLFS_FORMAT_MINOR 1 /* what this dlfs writes; it reads 1.0 too */
 
 #define DLFS_INDEX_NAME "index"
 #define DLFS_CONTAINER_SUFFIX ".dlc"
@@ -34,6 +34,10 @@
 /* Named LMDB databases inside the index. */
 #define DLFS_DB_META "meta"       /* string key -> value                  */
 #define DLFS_DB_INODES "inodes"   /* be64 block -> dlfs_inode_rec[16]    */
+/* The inodes database of a dataset with any feature bit set (1.1 and
+ * later): a 1.0 reader, which knows no features, then finds no "inodes"
+ * and refuses the dataset instead of misreading it (dlfs-format(5)). */
+#define DLFS_DB_INODES_F "inodes.f"
 #define DLFS_DB_SYMLINKS "symlinks" /* be64 ino -> target bytes            */
 #define DLFS_DB_DIRENTS "dirents" /* be64 parent || name -> le64 dirent    */
 #define DLFS_DB_CHUNKS "chunks"   /* be32 container || be32 chunk -> rec   */
@@ -45,8 +49,27 @@
 #define DLFS_META_ORDER "order"     /* the --order the dataset was packed with */
 
 /*
+ * Feature flags (the superblock's features, format 1.1): bit, name as
+ * dlfs-format(5) and dlfs-inspect info spell it. A reader refuses a
+ * dataset with a bit it does not know. A new feature is one line here.
+ */
+#define DLFS_FEATURES(X) X(0, PATH_BOUND, "path_bound")
+#define DLFS_FEATURE_ENUM_(bit, id, name) DLFS_FEATURE_BIT_##id = (bit),
+enum dlfs_feature_bit { DLFS_FEATURES(DLFS_FEATURE_ENUM_) };
+/* The flag of feature id: DLFS_FEATURE(PATH_BOUND). */
+#define DLFS_FEATURE(id) (UINT64_C(1) << DLFS_FEATURE_BIT_##id)
+#define DLFS_FEATURE_ALL_(bit, id, name) | (UINT64_C(1) << (bit))
+#define DLFS_FEATURES_KNOWN (0 DLFS_FEATURES(DLFS_FEATURE_ALL_))
+
+/* The name of feature bit (0 to 63), or NULL when this dlfs does not
+ * know it. */
+const char *dlfs_feature_name(unsigned bit);
+
+/*
  * The superblock. format_major comes first so that any future layout can
- * still be told apart: a reader checks it before anything else.
+ * still be told apart: a reader checks it before anything else. Format
+ * 1.0's is DLFS_SUPER_REC_SIZE_10 bytes, without features (0); 1.1 and
+ * later minors add features.
  */
 struct dlfs_super_rec {
 	uint32_t format_major;
@@ -63,8 +86,10 @@ struct dlfs_super_rec {
 	uint64_t n_containers;
 	uint64_t total_file_bytes;
 	int64_t max_mtime_sec; /* newest mtime in the tree; the root's default */
+	uint64_t features;     /* DLFS_FEATURE() bits; 0 in format 1.0 */
 };
-#define DLFS_SUPER_REC_SIZE 112
+#define DLFS_SUPER_REC_SIZE 120
+#define DLFS_SUPER_REC_SIZE_10 112
 _Static_assert(sizeof(struct dlfs_super_rec) == DLFS_SUPER_REC_SIZE,
 	       "dlfs_super_rec layout");
 
@@ -81,6 +106,12 @@ _Static_assert(sizeof(struct dlfs_super_rec) == DLFS_SUPER_REC_SIZE,
  * file, so the index stays under 100 bytes per file.
  * loc packs the container number (high 16 bits) and the offset of the
  * file's first byte inside that container file (low 48 bits).
+ *
+ * With DLFS_FEATURE(PATH_BOUND) a record is DLFS_INODE_REC_SIZE bytes and
+ * ends with path_hash (dlfs_path_hash of the one directory entry that
+ * names it; 0 for the root), so that a damaged entry that names another
+ * intact inode is caught; without it, DLFS_INODE_REC_SIZE_10 bytes and
+ * path_hash is 0.
  */
 struct dlfs_inode_rec {
 	uint32_t mode; /* st_mode: type and permission bits */
@@ -89,10 +120,28 @@ struct dlfs_inode_rec {
 	uint64_t size;
 	uint64_t loc;
 	uint64_t xxh3;
+	uint64_t path_hash;
 };
-#define DLFS_INODE_REC_SIZE 40
+#define DLFS_INODE_REC_SIZE 48
+#define DLFS_INODE_REC_SIZE_10 40
 _Static_assert(sizeof(struct dlfs_inode_rec) == DLFS_INODE_REC_SIZE,
 	       "dlfs_inode_rec layout");
+
+/* Bytes of one inode record, and the inodes database's name, in a
+ * dataset with these features. */
+static inline size_t dlfs_inode_rec_size(uint64_t features)
+{
+	return features & DLFS_FEATURE(PATH_BOUND) ? DLFS_INODE_REC_SIZE
+						  : DLFS_INODE_REC_SIZE_10;
+}
+static inline const char *dlfs_inodes_db(uint64_t features)
+{
+	return features ? DLFS_DB_INODES_F : DLFS_DB_INODES;
+}
+
+/* XXH3-64 of the parent's inode number as 8 little-endian bytes, then
+ * the name's len bytes: what binds an inode record to its entry. */
+uint64_t dlfs_path_hash(uint64_t parent, const char *name, size_t len);
 #define DLFS_INODES_PER_BLOCK 16
 #define DLFS_LOC_CONTAINER_SHIFT 48
 #define DLFS_LOC_OFFSET_MASK ((UINT64_C(1) << 48) - 1)
@@ -218,10 +267,21 @@ _Static_assert(sizeof(struct dlfs_seal_rec) == DLFS_SEAL_REC_SIZE,
 	       "dlfs_seal_rec layout");
 
 /* Encoders write exactly the record's size in bytes; decoders read it. */
-void dlfs_super_encode(const struct dlfs_super_rec *r, uint8_t *out);
-void dlfs_super_decode(const uint8_t *in, struct dlfs_super_rec *r);
-void dlfs_inode_encode(const struct dlfs_inode_rec *r, uint8_t *out);
-void dlfs_inode_decode(const uint8_t *in, struct dlfs_inode_rec *r);
+/* The superblock's size follows its minor version: format_minor 0 writes
+ * DLFS_SUPER_REC_SIZE_10 bytes (no features), later ones
+ * DLFS_SUPER_REC_SIZE. @return the bytes written. */
+size_t dlfs_super_encode(const struct dlfs_super_rec *r, uint8_t *out);
+/* Decode the len bytes of a superblock, len >= DLFS_SUPER_REC_SIZE_10.
+ * features is read when format_minor is 1 or more. @return 0, or
+ * -EUCLEAN when a superblock of that minor cannot be so short. */
+int dlfs_super_decode(const uint8_t *in, size_t len, struct dlfs_super_rec *r);
+/* Inode records as a dataset with these features stores them
+ * (dlfs_inode_rec_size bytes; without path_bound, path_hash is neither
+ * written nor read, and decodes as 0). */
+void dlfs_inode_encode(const struct dlfs_inode_rec *r, uint64_t features,
+		       uint8_t *out);
+void dlfs_inode_decode(const uint8_t *in, uint64_t features,
+		       struct dlfs_inode_rec *r);
 void dlfs_chunk_encode(const struct dlfs_chunk_rec *r, uint8_t *out);
 void dlfs_chunk_decode(const uint8_t *in, struct dlfs_chunk_rec *r);
 void dlfs_container_rec_encode(const struct dlfs_container_rec *r,

@@ -207,8 +207,7 @@ int dlfs_fs_join(struct dlfs_fs *fs, struct dlfs_err *err)
 	 * record (which carries its footer's checksum), not the whole
 	 * index, so that joining stays O(containers). */
 	uint8_t sb[DLFS_SUPER_REC_SIZE];
-	dlfs_super_encode(&info->super, sb);
-	uint64_t sum = XXH3_64bits(sb, sizeof(sb));
+	uint64_t sum = XXH3_64bits(sb, dlfs_super_encode(&info->super, sb));
 	for (uint32_t c = 0; c < nc; c++) {
 		const struct dlfs_container *cr = dlfs_ds_container(fs->ds, c);
 		uint64_t v[3] = {sum, cr->footer_xxh3, cr->data_size};

@@ -1,11 +1,13 @@
 /* Encoding of the on-disk records: see include/dlfs/format.h. */
 #include "dlfs/format.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <xxhash.h>
 
 #include "bytes.h"
+#include "dlfs/err.h"
 
 void dlfs_put_le32(uint8_t *p, uint32_t v) { bytes_put_le32(p, v); }
 uint32_t dlfs_get_le32(const uint8_t *p) { return bytes_get_le32(p); }
@@ -32,7 +34,7 @@ static uint32_t r32(struct cur *c) { uint32_t v = bytes_get_le32(c->r); c->r += 
 static uint64_t r64(struct cur *c) { uint64_t v = bytes_get_le64(c->r); c->r += 8; return v; }
 static void rby(struct cur *c, uint8_t *b, size_t n) { memcpy(b, c->r, n); c->r += n; }
 
-void dlfs_super_encode(const struct dlfs_super_rec *r, uint8_t *out)
+size_t dlfs_super_encode(const struct dlfs_super_rec *r, uint8_t *out)
 {
 	struct cur c = {.w = out};
 	w32(&c, r->format_major);
@@ -49,9 +51,12 @@ void dlfs_super_encode(const struct dlfs_super_rec *r, uint8_t *out)
 	w64(&c, r->n_containers);
 	w64(&c, r->total_file_bytes);
 	w64(&c, (uint64_t)r->max_mtime_sec);
+	if (r->format_minor >= 1)
+		w64(&c, r->features);
+	return (size_t)(c.w - out);
 }
 
-void dlfs_super_decode(const uint8_t *in, struct dlfs_super_rec *r)
+int dlfs_super_decode(const uint8_t *in, size_t len, struct dlfs_super_rec *r)
 {
 	struct cur c = {.r = in};
 	r->format_major = r32(&c);
@@ -68,9 +73,19 @@ void dlfs_super_decode(const uint8_t *in, struct dlfs_super_rec *r)
 	r->n_containers = r64(&c);
 	r->total_file_bytes = r64(&c);
 	r->max_mtime_sec = (int64_t)r64(&c);
+	/* Format 1.0 has no features, whatever follows its 112 bytes: a
+	 * minor version only ever adds. */
+	r->features = 0;
+	if (r->format_minor == 0)
+		return 0;
+	if (len < DLFS_SUPER_REC_SIZE)
+		return -DLFS_ECORRUPT;
+	r->features = r64(&c);
+	return 0;
 }
 
-void dlfs_inode_encode(const struct dlfs_inode_rec *r, uint8_t *out)
+void dlfs_inode_encode(const struct dlfs_inode_rec *r, uint64_t features,
+		       uint8_t *out)
 {
 	struct cur c = {.w = out};
 	w32(&c, r->mode);
@@ -79,9 +94,12 @@ void dlfs_inode_encode(const struct dlfs_inode_rec *r, uint8_t *out)
 	w64(&c, r->size);
 	w64(&c, r->loc);
 	w64(&c, r->xxh3);
+	if (features & DLFS_FEATURE(PATH_BOUND))
+		w64(&c, r->path_hash);
 }
 
-void dlfs_inode_decode(const uint8_t *in, struct dlfs_inode_rec *r)
+void dlfs_inode_decode(const uint8_t *in, uint64_t features,
+		       struct dlfs_inode_rec *r)
 {
 	struct cur c = {.r = in};
 	r->mode = r32(&c);
@@ -90,6 +108,41 @@ void dlfs_inode_decode(const uint8_t *in, struct dlfs_inode_rec *r)
 	r->size = r64(&c);
 	r->loc = r64(&c);
 	r->xxh3 = r64(&c);
+	r->path_hash = features & DLFS_FEATURE(PATH_BOUND) ? r64(&c) : 0;
+}
+
+uint64_t dlfs_path_hash(uint64_t parent, const char *name, size_t len)
+{
+	/* Names are at most DLFS_NAME_MAX bytes: one buffer, one call. A
+	 * longer one (never a valid entry) is hashed piece by piece. */
+	uint8_t b[8 + DLFS_NAME_MAX];
+	bytes_put_le64(b, parent);
+	if (len <= DLFS_NAME_MAX) {
+		memcpy(b + 8, name, len);
+		return XXH3_64bits(b, 8 + len);
+	}
+	XXH3_state_t *st = XXH3_createState();
+	if (!st)
+		return 0; /* matches no bound record but the root's */
+	XXH3_64bits_reset(st);
+	XXH3_64bits_update(st, b, 8);
+	XXH3_64bits_update(st, name, len);
+	uint64_t h = XXH3_64bits_digest(st);
+	XXH3_freeState(st);
+	return h;
+}
+
+const char *dlfs_feature_name(unsigned bit)
+{
+#define DLFS_FEATURE_CASE_(b, id, name) \
+	case b:                          \
+		return name;
+	switch (bit) {
+		DLFS_FEATURES(DLFS_FEATURE_CASE_)
+	default:
+		return NULL;
+	}
+#undef DLFS_FEATURE_CASE_
 }
 
 void dlfs_chunk_encode(const struct dlfs_chunk_rec *r, uint8_t *out)

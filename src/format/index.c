@@ -65,30 +65,14 @@ static int open_dbis(struct dlfs_index *ix, const char *ipath,
 		return dlfs_err_set(err, dlfs_mdb_errno(rc), "%s: %s", ipath,
 				    mdb_strerror(rc));
 	}
-	struct {
-		const char *name;
-		MDB_dbi *dbi;
-	} dbs[] = {
-		{DLFS_DB_META, &ix->dbi_meta},
-		{DLFS_DB_INODES, &ix->dbi_inodes},
-		{DLFS_DB_SYMLINKS, &ix->dbi_symlinks},
-		{DLFS_DB_DIRENTS, &ix->dbi_dirents},
-		{DLFS_DB_CHUNKS, &ix->dbi_chunks},
-		{DLFS_DB_CONTAINERS, &ix->dbi_containers},
-	};
 	int ret = 0;
-	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
-		rc = mdb_dbi_open(t, dbs[i].name, 0, dbs[i].dbi);
-		if (rc) {
-			ret = dlfs_err_set(err, -DLFS_ECORRUPT,
-					   "%s: not a dlfs index (database "
-					   "'%s': %s)",
-					   ipath, dbs[i].name,
-					   mdb_strerror(rc));
-			goto out_txn;
-		}
+	rc = mdb_dbi_open(t, DLFS_DB_META, 0, &ix->dbi_meta);
+	if (rc) {
+		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+				   "%s: not a dlfs index (database '%s': %s)",
+				   ipath, DLFS_DB_META, mdb_strerror(rc));
+		goto out_txn;
 	}
-
 	MDB_val k = {strlen(DLFS_META_SUPER), DLFS_META_SUPER}, v;
 	rc = mdb_get(t, ix->dbi_meta, &k, &v);
 	if (rc || v.mv_size < 8) {
@@ -106,18 +90,45 @@ static int open_dbis(struct dlfs_index *ix, const char *ipath,
 				   ipath, major, minor, DLFS_FORMAT_MAJOR);
 		goto out_txn;
 	}
-	if (v.mv_size < DLFS_SUPER_REC_SIZE) {
+	struct dlfs_super_rec *s = &ix->info.super;
+	if (v.mv_size < DLFS_SUPER_REC_SIZE_10 ||
+	    dlfs_super_decode(v.mv_data, v.mv_size, s)) {
 		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
-				   "%s: superblock is %zu bytes, expected %d",
-				   ipath, v.mv_size, DLFS_SUPER_REC_SIZE);
+				   "%s: superblock of format %u.%u is %zu "
+				   "bytes, too short",
+				   ipath, major, minor, v.mv_size);
 		goto out_txn;
 	}
-	struct dlfs_super_rec *s = &ix->info.super;
-	dlfs_super_decode(v.mv_data, s);
+	/* Before anything else is read: an unknown feature may change what
+	 * any other record means. */
+	ret = dlfs_super_features_check(s, ix->path, err);
+	if (ret)
+		goto out_txn;
 	if (dlfs_super_check(s)) {
 		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
 				   "%s: superblock is inconsistent", ipath);
 		goto out_txn;
+	}
+	struct {
+		const char *name;
+		MDB_dbi *dbi;
+	} dbs[] = {
+		{dlfs_inodes_db(s->features), &ix->dbi_inodes},
+		{DLFS_DB_SYMLINKS, &ix->dbi_symlinks},
+		{DLFS_DB_DIRENTS, &ix->dbi_dirents},
+		{DLFS_DB_CHUNKS, &ix->dbi_chunks},
+		{DLFS_DB_CONTAINERS, &ix->dbi_containers},
+	};
+	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+		rc = mdb_dbi_open(t, dbs[i].name, 0, dbs[i].dbi);
+		if (rc) {
+			ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+					   "%s: not a dlfs index (database "
+					   "'%s': %s)",
+					   ipath, dbs[i].name,
+					   mdb_strerror(rc));
+			goto out_txn;
+		}
 	}
 	dlfs_hex(s->dataset_id, DLFS_ID_SIZE, ix->info.dataset_id_hex);
 	ret = meta_string(t, ix->dbi_meta, DLFS_META_CREATOR,
@@ -423,11 +434,52 @@ static int lookup_in(struct dlfs_txn *txn, uint64_t parent, const char *name,
 				    mdb_strerror(rc));
 	uint32_t type;
 	if (dlfs_dirent_val_decode(&ix->info.super, v.mv_data, v.mv_size, ino,
-				   &type))
+				   &type)) {
+		char q[4 * DLFS_NAME_MAX + 1];
+		dlfs_quote(name, len, q, sizeof(q));
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s/index: damaged directory entry '%.*s'",
-				    ix->path, (int)len, name);
+				    "%s/index: damaged directory entry '%s'",
+				    ix->path, q);
+	}
 	return 0;
+}
+
+/* Inode ino, reached through entry name of directory parent: decoded,
+ * checked, and bound to that entry (dlfs_inode_bound_check). */
+static int stat_entry_in(struct dlfs_txn *txn, uint64_t parent,
+			 const char *name, size_t len, uint64_t ino,
+			 struct dlfs_inode *out, struct dlfs_err *err)
+{
+	int ret = stat_in(txn, ino, out, err);
+	if (!ret)
+		ret = dlfs_inode_bound_check(&txn->ix->info.super,
+					     txn->ix->path, parent, name, len,
+					     out, err);
+	return ret;
+}
+
+static int lookup_stat_in(struct dlfs_txn *txn, uint64_t parent,
+			  const char *name, size_t len, struct dlfs_inode *out,
+			  struct dlfs_err *err)
+{
+	uint64_t ino;
+	int ret = lookup_in(txn, parent, name, len, &ino, err);
+	return ret ? ret : stat_entry_in(txn, parent, name, len, ino, out, err);
+}
+
+/* A lookup alone: only a path-bound dataset pays for the record, which
+ * is what proves the entry leads to its own inode. */
+static int lookup_bound_in(struct dlfs_txn *txn, uint64_t parent,
+			   const char *name, size_t len, uint64_t *ino,
+			   struct dlfs_err *err)
+{
+	if (!(txn->ix->info.super.features & DLFS_FEATURE(PATH_BOUND)))
+		return lookup_in(txn, parent, name, len, ino, err);
+	struct dlfs_inode in;
+	int ret = lookup_stat_in(txn, parent, name, len, &in, err);
+	if (!ret)
+		*ino = in.ino;
+	return ret;
 }
 
 int dlfs_resolve(struct dlfs_txn *txn, const char *path, uint64_t *ino,
@@ -738,7 +790,19 @@ static int do_stat_range(void *v)
 static int do_lookup(void *v)
 {
 	struct call *c = v;
-	return lookup_in(c->txn, c->a, c->p, c->n, c->out, c->err);
+	return lookup_bound_in(c->txn, c->a, c->p, c->n, c->out, c->err);
+}
+
+static int do_lookup_stat(void *v)
+{
+	struct call *c = v;
+	return lookup_stat_in(c->txn, c->a, c->p, c->n, c->out, c->err);
+}
+
+static int do_stat_entry(void *v)
+{
+	struct call *c = v;
+	return stat_entry_in(c->txn, c->a, c->p, c->n, c->b, c->out, c->err);
 }
 
 static int do_readdir(void *v)
@@ -786,6 +850,23 @@ int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
 	struct call c = {.txn = txn, .a = parent, .p = name, .n = len,
 			 .out = ino, .err = err};
 	return dlfs_guard_run(txn->ix->path, err, do_lookup, &c);
+}
+
+int dlfs_lookup_stat(struct dlfs_txn *txn, uint64_t parent, const char *name,
+		     size_t len, struct dlfs_inode *out, struct dlfs_err *err)
+{
+	struct call c = {.txn = txn, .a = parent, .p = name, .n = len,
+			 .out = out, .err = err};
+	return dlfs_guard_run(txn->ix->path, err, do_lookup_stat, &c);
+}
+
+int dlfs_stat_entry(struct dlfs_txn *txn, uint64_t parent, const char *name,
+		    size_t len, uint64_t ino, struct dlfs_inode *out,
+		    struct dlfs_err *err)
+{
+	struct call c = {.txn = txn, .a = parent, .b = ino, .p = name,
+			 .n = len, .out = out, .err = err};
+	return dlfs_guard_run(txn->ix->path, err, do_stat_entry, &c);
 }
 
 int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,

@@ -27,6 +27,19 @@ int dlfs_super_check(const struct dlfs_super_rec *s)
 	return ok ? 0 : -DLFS_ECORRUPT;
 }
 
+int dlfs_super_features_check(const struct dlfs_super_rec *s,
+			      const char *ds_path, struct dlfs_err *err)
+{
+	uint64_t unknown = s->features & ~DLFS_FEATURES_KNOWN;
+	if (!unknown)
+		return 0;
+	unsigned bit = (unsigned)__builtin_ctzll(unknown);
+	return dlfs_err_set(err, -EPROTONOSUPPORT,
+			    "%s: feature bit %u (0x%llx) is not known to this "
+			    "dlfs: a newer dlfs-pack made it",
+			    ds_path, bit, (unsigned long long)(UINT64_C(1) << bit));
+}
+
 int dlfs_container_entry(const struct dlfs_super_rec *s, const void *v,
 			 size_t vlen, uint64_t first_chunk,
 			 struct dlfs_container *out)
@@ -75,11 +88,11 @@ int dlfs_inode_rec_check(const struct dlfs_super_rec *s,
 {
 	struct dlfs_inode_rec r;
 	uint64_t slot = (ino - 1) % DLFS_INODES_PER_BLOCK;
+	const size_t rs = dlfs_inode_rec_size(s->features);
 
-	if (block_len < (slot + 1) * DLFS_INODE_REC_SIZE)
+	if (block_len < (slot + 1) * rs)
 		goto bad;
-	dlfs_inode_decode((const uint8_t *)block + slot * DLFS_INODE_REC_SIZE,
-			  &r);
+	dlfs_inode_decode((const uint8_t *)block + slot * rs, s->features, &r);
 	out->ino = ino;
 	out->mode = r.mode;
 	out->mtime_sec = r.mtime_sec;
@@ -88,6 +101,7 @@ int dlfs_inode_rec_check(const struct dlfs_super_rec *s,
 	out->container = (uint32_t)(r.loc >> DLFS_LOC_CONTAINER_SHIFT);
 	out->offset = r.loc & DLFS_LOC_OFFSET_MASK;
 	out->xxh3 = r.xxh3;
+	out->path_hash = r.path_hash;
 	out->target = NULL;
 	/* Inode numbers are assigned by type (dlfs-format(5) INODES), so a
 	 * damaged mode shows: a file served as a directory, or the reverse,
@@ -132,6 +146,24 @@ bad:
 	return dlfs_err_set(err, -DLFS_ECORRUPT,
 			    "%s/index: inode %llu is damaged", ds_path,
 			    (unsigned long long)ino);
+}
+
+int dlfs_inode_bound_check(const struct dlfs_super_rec *s,
+			   const char *ds_path, uint64_t parent,
+			   const char *name, size_t len,
+			   const struct dlfs_inode *in, struct dlfs_err *err)
+{
+	if (!(s->features & DLFS_FEATURE(PATH_BOUND)) ||
+	    in->path_hash == dlfs_path_hash(parent, name, len))
+		return 0;
+	char q[4 * DLFS_NAME_MAX + 3];
+	dlfs_quote(name, len, q, sizeof(q));
+	return dlfs_err_set(err, -DLFS_ECORRUPT,
+			    "%s/index: entry '%s' of directory inode %llu leads "
+			    "to inode %llu, whose record is another name's: "
+			    "damaged directory entry",
+			    ds_path, q, (unsigned long long)parent,
+			    (unsigned long long)in->ino);
 }
 
 int dlfs_dirent_val_decode(const struct dlfs_super_rec *s, const void *val,

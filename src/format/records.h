@@ -33,6 +33,14 @@
 int dlfs_super_check(const struct dlfs_super_rec *s);
 
 /*
+ * The superblock's features are all ones this dlfs knows
+ * (DLFS_FEATURES_KNOWN). @return 0, or -EPROTONOSUPPORT with err naming
+ * the lowest unknown bit and the dataset ds_path.
+ */
+int dlfs_super_features_check(const struct dlfs_super_rec *s,
+			      const char *ds_path, struct dlfs_err *err);
+
+/*
  * The container table entry for the record value v of vlen bytes (v NULL:
  * the index has no record), whose first chunk has global number
  * first_chunk. A record passes when it has the right size, its chunk
@@ -67,6 +75,19 @@ int dlfs_inode_rec_check(const struct dlfs_super_rec *s,
 			 const struct dlfs_container *cont, const char *ds_path,
 			 uint64_t ino, const void *block, size_t block_len,
 			 struct dlfs_inode *out, struct dlfs_err *err);
+
+/*
+ * Inode in (decoded by dlfs_inode_rec_check) was reached through the
+ * entry name (len bytes) of directory parent: in a dataset with
+ * DLFS_FEATURE(PATH_BOUND), its path_hash must be that entry's
+ * dlfs_path_hash, so a damaged entry that leads to another intact inode
+ * is not followed. Without the feature, every entry passes. @return 0,
+ * or -EUCLEAN with err naming the dataset, parent, name and inode.
+ */
+int dlfs_inode_bound_check(const struct dlfs_super_rec *s,
+			   const char *ds_path, uint64_t parent,
+			   const char *name, size_t len,
+			   const struct dlfs_inode *in, struct dlfs_err *err);
 
 /*
  * A dirents value: the child's inode number and its type (st_mode &

@@ -70,6 +70,9 @@ out:
 	return ret;
 }
 
+/* What this packer writes: format 1.1, every record bound to its path. */
+#define PK_FEATURES DLFS_FEATURE(PATH_BOUND)
+
 /* Entries of one directory, given as ino - 1, by name (qsort_r). */
 static int name_cmp(const void *a, const void *b, void *arg)
 {
@@ -156,7 +159,8 @@ static int open_index(struct writer *w, uint64_t mapsize,
 	if (!rc)
 		rc = mdb_dbi_open(w->t, DLFS_DB_META, MDB_CREATE, &w->meta);
 	if (!rc)
-		rc = mdb_dbi_open(w->t, DLFS_DB_INODES, MDB_CREATE, &w->inodes);
+		rc = mdb_dbi_open(w->t, dlfs_inodes_db(PK_FEATURES),
+				  MDB_CREATE, &w->inodes);
 	if (!rc)
 		rc = mdb_dbi_open(w->t, DLFS_DB_SYMLINKS, MDB_CREATE,
 				  &w->symlinks);
@@ -172,7 +176,7 @@ static int open_index(struct writer *w, uint64_t mapsize,
 }
 
 /* The superblock record, for the n entries of layout l. */
-static void encode_super(const struct pk_layout *l,
+static size_t encode_super(const struct pk_layout *l,
 			 const struct dlfs_pack_opts *o, const uint8_t *id,
 			 uint64_t n, uint8_t sb[DLFS_SUPER_REC_SIZE])
 {
@@ -190,9 +194,10 @@ static void encode_super(const struct pk_layout *l,
 		.n_containers = l->n_containers,
 		.total_file_bytes = l->total_bytes,
 		.max_mtime_sec = l->max_mtime,
+		.features = PK_FEATURES,
 	};
 	memcpy(s.dataset_id, id, DLFS_ID_SIZE);
-	dlfs_super_encode(&s, sb);
+	return dlfs_super_encode(&s, sb);
 }
 
 /* The meta database: the creator, the file order and the superblock. */
@@ -201,7 +206,7 @@ static int write_meta(struct writer *w, const struct pk_layout *l,
 		      uint64_t n, struct dlfs_err *err)
 {
 	uint8_t sb[DLFS_SUPER_REC_SIZE];
-	encode_super(l, o, id, n, sb);
+	size_t sl = encode_super(l, o, id, n, sb);
 	static const char *orders[] = {"sorted", "input", "size", "shuffle"};
 	char order[64];
 	snprintf(order, sizeof(order), "%s", orders[o->order]);
@@ -216,19 +221,22 @@ static int write_meta(struct writer *w, const struct pk_layout *l,
 			 order, strlen(order), 0);
 	if (!rc)
 		rc = put(w, w->meta, DLFS_META_SUPER, strlen(DLFS_META_SUPER),
-			 sb, sizeof(sb), 0);
+			 sb, sl, 0);
 	return rc ? mdb_fail(w, rc, "writing the superblock", err) : 0;
 }
 
 /* The inode records of all n entries, DLFS_INODES_PER_BLOCK a value
  * (the last block holds the rest); the attributes are read AB at a time
- * from the attribute file, which is in ino order by now. */
+ * from the attribute file, which is in ino order by now. Each record but
+ * the root's is bound to its one entry (hard links are entries of their
+ * own, each with its record). */
 static int write_inodes(struct writer *w, const struct pk_tree *t,
 			const struct pk_layout *l, uint64_t n,
 			struct dlfs_err *err)
 {
 	enum { AB = 1024 };
-	uint8_t *vbuf = malloc(DLFS_INODE_REC_SIZE * DLFS_INODES_PER_BLOCK);
+	const size_t rs = dlfs_inode_rec_size(PK_FEATURES);
+	uint8_t *vbuf = malloc(rs * DLFS_INODES_PER_BLOCK);
 	struct pk_attr *ab = malloc(AB * sizeof(*ab));
 	int rc = 0, ret = 0;
 	if (!vbuf || !ab) {
@@ -251,12 +259,18 @@ static int write_inodes(struct writer *w, const struct pk_tree *t,
 			r.loc = l->loc[i];
 			r.xxh3 = l->xxh3[i];
 		}
-		dlfs_inode_encode(&r, vbuf + slot * DLFS_INODE_REC_SIZE);
+		if (i) { /* parents are ino - 1, as in write_dirents */
+			size_t nl;
+			const char *nm = pk_entry_name(e, &nl);
+			r.path_hash = dlfs_path_hash((uint64_t)e->parent + 1,
+						     nm, nl);
+		}
+		dlfs_inode_encode(&r, PK_FEATURES, vbuf + slot * rs);
 		if (slot + 1 == DLFS_INODES_PER_BLOCK || i + 1 == n) {
 			uint8_t kb[8];
 			dlfs_put_be64(kb, i / DLFS_INODES_PER_BLOCK);
 			rc = put(w, w->inodes, kb, 8, vbuf,
-				 (slot + 1) * DLFS_INODE_REC_SIZE, MDB_APPEND);
+				 (slot + 1) * rs, MDB_APPEND);
 		}
 	}
 	if (rc)

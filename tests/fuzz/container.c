@@ -106,12 +106,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct fuzz_ent *rec = fuzz_find(e, n, FUZZ_CONTAINERS, NULL, 0);
 	const struct fuzz_ent *fe = fuzz_find(e, n, FUZZ_FILE, NULL, 0);
 	unsigned flags = fuzz_flags(e, n);
-	if (!sup || sup->vlen != DLFS_SUPER_REC_SIZE || !rec || rec->klen != 4 ||
-	    !fe)
+	if (!sup || sup->vlen < DLFS_SUPER_REC_SIZE_10 || !rec ||
+	    rec->klen != 4 || !fe)
 		return 0;
 
 	struct dlfs_info info = {0};
-	dlfs_super_decode(sup->val, &info.super);
+	if (dlfs_super_decode(sup->val, sup->vlen, &info.super))
+		return 0;
 	const struct dlfs_super_rec *s = &info.super;
 	if (s->format_major != DLFS_FORMAT_MAJOR || dlfs_super_check(s))
 		return 0;

@@ -75,9 +75,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* By tag; the last is where FUZZ_INODES also go, so that the reader
+ * finds them whatever features the superblock names (dlfs_inodes_db). */
 static const char *const dbs[] = {DLFS_DB_META,   DLFS_DB_INODES,
 				  DLFS_DB_SYMLINKS, DLFS_DB_DIRENTS,
-				  DLFS_DB_CHUNKS, DLFS_DB_CONTAINERS};
+				  DLFS_DB_CHUNKS, DLFS_DB_CONTAINERS,
+				  DLFS_DB_INODES_F};
+#define NDBS (sizeof(dbs) / sizeof(dbs[0]))
 
 /*
  * The index's writer stays open for the process: opening an LMDB
@@ -86,7 +90,7 @@ static const char *const dbs[] = {DLFS_DB_META,   DLFS_DB_INODES,
  * refills them. The dataset opens the same file read-only, after the
  * commit; both skip LMDB's locks, and nothing else uses the file.
  */
-static MDB_dbi wdbi[6];
+static MDB_dbi wdbi[NDBS];
 
 static void open_writer(void)
 {
@@ -101,7 +105,7 @@ static void open_writer(void)
 					 MDB_NOLOCK,
 				 0600) == 0);
 	FUZZ_ASSERT(mdb_txn_begin(wenv, NULL, 0, &t) == 0);
-	for (int i = 0; i < 6; i++)
+	for (size_t i = 0; i < NDBS; i++)
 		FUZZ_ASSERT(mdb_dbi_open(t, dbs[i], MDB_CREATE, &wdbi[i]) == 0);
 	FUZZ_ASSERT(mdb_txn_commit(t) == 0);
 }
@@ -121,7 +125,7 @@ static int build(const struct fuzz_ent *e, size_t n)
 		unlink(path);
 	}
 	FUZZ_ASSERT(mdb_txn_begin(wenv, NULL, 0, &t) == 0);
-	for (int i = 0; i < 6; i++)
+	for (size_t i = 0; i < NDBS; i++)
 		FUZZ_ASSERT(mdb_drop(t, wdbi[i], 0) == 0);
 	for (size_t i = 0; i < n; i++) {
 		if (e[i].tag > FUZZ_CONTAINERS)
@@ -130,7 +134,9 @@ static int build(const struct fuzz_ent *e, size_t n)
 		MDB_val v = {e[i].vlen, (void *)e[i].val};
 		/* Keys LMDB refuses (empty, too long) are simply not there;
 		 * a full map leaves out the rest. */
-		if (mdb_put(t, wdbi[e[i].tag], &k, &v, 0) == MDB_MAP_FULL)
+		if (mdb_put(t, wdbi[e[i].tag], &k, &v, 0) == MDB_MAP_FULL ||
+		    (e[i].tag == FUZZ_INODES &&
+		     mdb_put(t, wdbi[NDBS - 1], &k, &v, 0) == MDB_MAP_FULL))
 			break;
 	}
 	FUZZ_ASSERT(mdb_txn_commit(t) == 0);

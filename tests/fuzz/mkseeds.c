@@ -95,16 +95,22 @@ int main(int argc, char **argv)
 			 0) ||
 	    mdb_txn_begin(env, NULL, MDB_RDONLY, &t))
 		die(path, "cannot open the index");
-	for (int i = 0; i < 6; i++)
-		if (mdb_dbi_open(t, dbs[i], 0, &dbi[i]))
-			die(path, "not a dlfs index");
+	if (mdb_dbi_open(t, DLFS_DB_META, 0, &dbi[FUZZ_META]))
+		die(path, "not a dlfs index");
 	k = (MDB_val){strlen(DLFS_META_SUPER), DLFS_META_SUPER};
+	struct dlfs_super_rec s;
 	if (mdb_get(t, dbi[FUZZ_META], &k, &v) ||
-	    v.mv_size != DLFS_SUPER_REC_SIZE)
+	    v.mv_size < DLFS_SUPER_REC_SIZE_10 ||
+	    dlfs_super_decode(v.mv_data, v.mv_size, &s))
 		die(path, "no superblock");
 	MDB_val super = v;
-	struct dlfs_super_rec s;
-	dlfs_super_decode(super.mv_data, &s);
+	/* Inode blocks are seeded as FUZZ_INODES whatever their database's
+	 * name (dlfs_inodes_db). */
+	for (int i = 1; i < 6; i++)
+		if (mdb_dbi_open(t, i == FUZZ_INODES ? dlfs_inodes_db(s.features)
+						     : dbs[i],
+				 0, &dbi[i]))
+			die(path, "not a dlfs index");
 
 	/* container/ */
 	for (uint32_t c = 0; c < s.n_containers; c++) {

@@ -17,8 +17,11 @@
  * directory entry names an inode other than the root, with a name the
  * format allows (dlfs-format(5): 1 to 255 bytes, no '/' or NUL, not "."
  * or ".."; the FUSE layer and extract copy names into 256-byte buffers
- * and use them as path components). Also that every
- * fixed-size codec round-trips.
+ * and use them as path components), and leads to its inode only when that
+ * record is bound to it (format 1.1, path_bound: the superblock's 120
+ * bytes carry the features, inode records are 48 bytes). A superblock
+ * with a feature bit this dlfs does not know is refused. Also that every
+ * fixed-size codec round-trips, in both layouts.
  */
 #include <string.h>
 #include <sys/stat.h>
@@ -52,21 +55,35 @@ static void roundtrip(const struct fuzz_ent *e)
 		}
 		break;
 	case FUZZ_INODES:
-		for (size_t at = 0; at + DLFS_INODE_REC_SIZE <= e->vlen;
-		     at += DLFS_INODE_REC_SIZE) {
-			struct dlfs_inode_rec r;
-			dlfs_inode_decode(e->val + at, &r);
-			dlfs_inode_encode(&r, out);
-			FUZZ_ASSERT(!memcmp(out, e->val + at,
-					    DLFS_INODE_REC_SIZE));
+		/* Both layouts: 1.0's 40 bytes and path_bound's 48. */
+		for (uint64_t f = 0; f <= DLFS_FEATURE(PATH_BOUND); f++) {
+			size_t rs = dlfs_inode_rec_size(f);
+			for (size_t at = 0; at + rs <= e->vlen; at += rs) {
+				struct dlfs_inode_rec r;
+				dlfs_inode_decode(e->val + at, f, &r);
+				dlfs_inode_encode(&r, f, out);
+				FUZZ_ASSERT(!memcmp(out, e->val + at, rs));
+				if (!f)
+					FUZZ_ASSERT(r.path_hash == 0);
+			}
 		}
 		break;
 	case FUZZ_META:
-		if (e->vlen == DLFS_SUPER_REC_SIZE) {
+		if (e->vlen >= DLFS_SUPER_REC_SIZE_10 &&
+		    e->vlen <= DLFS_SUPER_REC_SIZE) {
 			struct dlfs_super_rec r;
-			dlfs_super_decode(e->val, &r);
-			dlfs_super_encode(&r, out);
-			FUZZ_ASSERT(!memcmp(out, e->val, e->vlen));
+			if (dlfs_super_decode(e->val, e->vlen, &r)) {
+				/* Only a later minor needs the features. */
+				FUZZ_ASSERT(r.format_minor >= 1 &&
+					    e->vlen < DLFS_SUPER_REC_SIZE);
+				break;
+			}
+			size_t n = dlfs_super_encode(&r, out);
+			FUZZ_ASSERT(n == (r.format_minor ? DLFS_SUPER_REC_SIZE
+							 : DLFS_SUPER_REC_SIZE_10));
+			FUZZ_ASSERT(n <= e->vlen && !memcmp(out, e->val, n));
+			if (!r.format_minor)
+				FUZZ_ASSERT(r.features == 0);
 		}
 		break;
 	}
@@ -155,7 +172,25 @@ static void check_inodes(const struct dlfs_super_rec *s,
 	}
 }
 
+/* The inode record of ino, as dlfs_stat would decode it from the
+ * input's block; 0 or -1 when there is none or it does not pass. */
+static int inode_of(const struct dlfs_super_rec *s,
+		    const struct dlfs_container *t, const struct fuzz_ent *e,
+		    size_t n, uint64_t ino, struct dlfs_inode *in)
+{
+	uint8_t kb[8];
+	struct dlfs_err err;
+	dlfs_put_be64(kb, (ino - 1) / DLFS_INODES_PER_BLOCK);
+	const struct fuzz_ent *b = fuzz_find(e, n, FUZZ_INODES, kb, 8);
+	if (!b || dlfs_inode_rec_check(s, t, "fuzz", ino, b->val, b->vlen, in,
+				       &err))
+		return -1;
+	return 0;
+}
+
 static void check_dirent(const struct dlfs_super_rec *s,
+			 const struct dlfs_container *t,
+			 const struct fuzz_ent *all, size_t n,
 			 const struct fuzz_ent *e)
 {
 	struct dlfs_dirent d;
@@ -176,6 +211,25 @@ static void check_dirent(const struct dlfs_super_rec *s,
 	memcpy(name, d.name, d.name_len);
 	name[d.name_len] = '\0';
 	FUZZ_ASSERT(strlen(name) == d.name_len);
+	/* The entry's inode: followed only when its record is bound to this
+	 * entry (path_bound), as dlfs_lookup and dlfs_stat_entry decide. */
+	struct dlfs_inode in;
+	if (inode_of(s, t, all, n, d.ino, &in))
+		return;
+	uint64_t parent = dlfs_get_be64(e->key);
+	struct dlfs_err err;
+	int r = dlfs_inode_bound_check(s, "fuzz", parent, d.name, d.name_len,
+				       &in, &err);
+	if (!(s->features & DLFS_FEATURE(PATH_BOUND))) {
+		FUZZ_ASSERT(r == 0 && in.path_hash == 0);
+		return;
+	}
+	FUZZ_ASSERT(r == (in.path_hash == dlfs_path_hash(parent, d.name,
+							 d.name_len)
+				  ? 0
+				  : -EUCLEAN));
+	if (r)
+		FUZZ_ASSERT(err.code == -EUCLEAN && strstr(err.msg, "fuzz"));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -187,11 +241,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const struct fuzz_ent *sup =
 		fuzz_find(e, n, FUZZ_META, DLFS_META_SUPER,
 			  strlen(DLFS_META_SUPER));
-	if (!sup || sup->vlen != DLFS_SUPER_REC_SIZE)
+	if (!sup || sup->vlen < DLFS_SUPER_REC_SIZE_10)
 		return 0;
 	struct dlfs_super_rec s;
-	dlfs_super_decode(sup->val, &s);
-	if (s.format_major != DLFS_FORMAT_MAJOR || dlfs_super_check(&s))
+	if (dlfs_super_decode(sup->val, sup->vlen, &s) ||
+	    s.format_major != DLFS_FORMAT_MAJOR)
+		return 0;
+	/* The index refuses unknown features before anything else. */
+	struct dlfs_err ferr;
+	if (dlfs_super_features_check(&s, "fuzz", &ferr)) {
+		FUZZ_ASSERT(ferr.code == -EPROTONOSUPPORT &&
+			    (s.features & ~DLFS_FEATURES_KNOWN) &&
+			    strstr(ferr.msg, "feature bit"));
+		return 0;
+	}
+	if (dlfs_super_check(&s))
 		return 0;
 	FUZZ_ASSERT(s.chunk_size >= 4096 && s.chunk_size % 4096 == 0 &&
 		    s.chunk_size <= UINT32_MAX);
@@ -221,7 +285,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (e[i].tag == FUZZ_INODES)
 			check_inodes(&s, t, &e[i]);
 		if (e[i].tag == FUZZ_DIRENTS)
-			check_dirent(&s, &e[i]);
+			check_dirent(&s, t, e, n, &e[i]);
 	}
 	free(t);
 	return 0;

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "dlfs/err.h"
 #include "dlfs/format.h"
@@ -18,34 +19,96 @@ static void test_super(void)
 		.n_dirs = 3, .n_symlinks = 2, .n_files = 5,
 		.first_file_ino = 6, .n_containers = 7,
 		.total_file_bytes = 123456789012ull, .max_mtime_sec = -5,
+		.features = 0x8000000000000001ull,
 	};
 	memset(a.dataset_id, 0xab, DLFS_ID_SIZE);
 	uint8_t b[DLFS_SUPER_REC_SIZE], c[DLFS_SUPER_REC_SIZE];
-	dlfs_super_encode(&a, b);
+	CHECK_EQ(dlfs_super_encode(&a, b), DLFS_SUPER_REC_SIZE);
 	/* The major version is the first four bytes, little-endian. */
 	CHECK(b[0] == 1 && b[1] == 0 && b[2] == 0 && b[3] == 0);
 	CHECK(b[4] == 2);
+	/* features: offset 112, little-endian. */
+	CHECK(b[112] == 1 && b[119] == 0x80);
 	struct dlfs_super_rec d;
-	dlfs_super_decode(b, &d);
+	CHECK_EQ(dlfs_super_decode(b, sizeof(b), &d), 0);
 	dlfs_super_encode(&d, c);
 	CHECK(!memcmp(b, c, sizeof(b)));
 	CHECK_EQ(d.total_file_bytes, a.total_file_bytes);
 	CHECK_EQ(d.max_mtime_sec, -5);
+	CHECK(d.features == a.features);
 	CHECK(!memcmp(d.dataset_id, a.dataset_id, DLFS_ID_SIZE));
+	/* A 1.1 superblock cut to 1.0's size is damaged. */
+	CHECK_EQ(dlfs_super_decode(b, DLFS_SUPER_REC_SIZE_10, &d),
+		 -DLFS_ECORRUPT);
+
+	/* Format 1.0: 112 bytes, no features, decoded as it always was,
+	 * whatever bytes follow. */
+	a.format_minor = 0;
+	memset(b, 0x5a, sizeof(b));
+	CHECK_EQ(dlfs_super_encode(&a, b), DLFS_SUPER_REC_SIZE_10);
+	CHECK(b[112] == 0x5a);
+	CHECK_EQ(dlfs_super_decode(b, DLFS_SUPER_REC_SIZE_10, &d), 0);
+	CHECK(d.features == 0 && d.n_containers == 7 && d.max_mtime_sec == -5);
+	CHECK_EQ(dlfs_super_decode(b, sizeof(b), &d), 0);
+	CHECK(d.features == 0);
+}
+
+static void test_features(void)
+{
+	CHECK(!strcmp(dlfs_feature_name(0), "path_bound"));
+	CHECK(DLFS_FEATURE(PATH_BOUND) == 1);
+	CHECK(DLFS_FEATURES_KNOWN == 1);
+	for (unsigned bit = 1; bit < 64; bit++)
+		CHECK(dlfs_feature_name(bit) == NULL);
+	CHECK(!strcmp(dlfs_inodes_db(0), DLFS_DB_INODES));
+	CHECK(!strcmp(dlfs_inodes_db(DLFS_FEATURE(PATH_BOUND)), "inodes.f"));
 }
 
 static void test_inode(void)
 {
 	struct dlfs_inode_rec a = {.mode = 0100644, .mtime_nsec = 999999999,
 				   .mtime_sec = 1700000000, .size = 1ull << 40,
-				   .loc = (3ull << 48) | 12345, .xxh3 = ~0ull};
-	uint8_t b[DLFS_INODE_REC_SIZE];
+				   .loc = (3ull << 48) | 12345, .xxh3 = ~0ull,
+				   .path_hash = 0x0102030405060708ull};
+	uint8_t b[DLFS_INODE_REC_SIZE + 1];
 	struct dlfs_inode_rec d;
-	dlfs_inode_encode(&a, b);
-	dlfs_inode_decode(b, &d);
+	const uint64_t pb = DLFS_FEATURE(PATH_BOUND);
+	CHECK_EQ(dlfs_inode_rec_size(pb), 48);
+	CHECK_EQ(dlfs_inode_rec_size(0), 40);
+	b[DLFS_INODE_REC_SIZE] = 0xee;
+	dlfs_inode_encode(&a, pb, b);
+	CHECK(b[DLFS_INODE_REC_SIZE] == 0xee);
+	dlfs_inode_decode(b, pb, &d);
 	CHECK(!memcmp(&a, &d, sizeof(a)));
 	/* loc lives at byte 24, little-endian: offset low, container high */
 	CHECK(b[24] == (12345 & 0xff) && b[30] == 3 && b[31] == 0);
+	/* path_hash at byte 40, little-endian */
+	CHECK(b[40] == 0x08 && b[47] == 0x01);
+
+	/* Format 1.0's 40 bytes: no path_hash written or read. */
+	memset(b, 0xee, sizeof(b));
+	dlfs_inode_encode(&a, 0, b);
+	CHECK(b[40] == 0xee);
+	dlfs_inode_decode(b, 0, &d);
+	CHECK(d.path_hash == 0 && d.xxh3 == a.xxh3 && d.loc == a.loc);
+}
+
+static void test_path_hash(void)
+{
+	/* XXH3-64 of le64(parent) || name, as dlfs-format(5) defines it. */
+	uint8_t b[8 + 3] = {7, 0, 0, 0, 0, 0, 0, 0, 'a', '/', 'b'};
+	CHECK(dlfs_path_hash(7, "a/b", 3) == XXH3_64bits(b, sizeof(b)));
+	CHECK(dlfs_path_hash(7, "a/b", 3) != dlfs_path_hash(8, "a/b", 3));
+	CHECK(dlfs_path_hash(1, "x", 1) != dlfs_path_hash(1, "y", 1));
+	/* A name longer than any valid one still hashes the same way. */
+	char big[300];
+	uint8_t bb[8 + sizeof(big)];
+	memset(big, 'n', sizeof(big));
+	memset(bb, 0, 8);
+	bb[0] = 2;
+	memcpy(bb + 8, big, sizeof(big));
+	CHECK(dlfs_path_hash(2, big, sizeof(big)) ==
+	      XXH3_64bits(bb, sizeof(bb)));
 }
 
 static void test_container_records(void)
@@ -259,6 +322,8 @@ int main(void)
 	test_err_long();
 	test_super();
 	test_inode();
+	test_features();
+	test_path_hash();
 	test_container_records();
 	test_keys();
 	test_parsers();

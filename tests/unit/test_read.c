@@ -583,6 +583,9 @@ static void damage_record(const char *dspath, uint64_t ino, uint64_t offset,
 	uint8_t kb[8], block[DLFS_INODES_PER_BLOCK * DLFS_INODE_REC_SIZE];
 	MDB_val k = {8, kb}, v;
 	char *ipath = t_path(dspath, DLFS_INDEX_NAME);
+	/* dlfs-pack writes path-bound records (format 1.1). */
+	const uint64_t pb = DLFS_FEATURE(PATH_BOUND);
+	const size_t rs = dlfs_inode_rec_size(pb);
 	int rc = mdb_env_create(&env);
 	if (!rc)
 		rc = mdb_env_set_maxdbs(env, 8);
@@ -593,7 +596,7 @@ static void damage_record(const char *dspath, uint64_t ino, uint64_t offset,
 	if (!rc)
 		rc = mdb_txn_begin(env, NULL, 0, &txn);
 	if (!rc)
-		rc = mdb_dbi_open(txn, DLFS_DB_INODES, 0, &dbi);
+		rc = mdb_dbi_open(txn, dlfs_inodes_db(pb), 0, &dbi);
 	dlfs_put_be64(kb, (ino - 1) / DLFS_INODES_PER_BLOCK);
 	if (!rc)
 		rc = mdb_get(txn, dbi, &k, &v);
@@ -601,11 +604,11 @@ static void damage_record(const char *dspath, uint64_t ino, uint64_t offset,
 		struct dlfs_inode_rec rec;
 		size_t slot = (ino - 1) % DLFS_INODES_PER_BLOCK;
 		memcpy(block, v.mv_data, v.mv_size);
-		dlfs_inode_decode(block + slot * DLFS_INODE_REC_SIZE, &rec);
+		dlfs_inode_decode(block + slot * rs, pb, &rec);
 		rec.loc = (rec.loc & ~DLFS_LOC_OFFSET_MASK) | offset;
 		rec.size = size;
 		rec.xxh3 = xxh3;
-		dlfs_inode_encode(&rec, block + slot * DLFS_INODE_REC_SIZE);
+		dlfs_inode_encode(&rec, pb, block + slot * rs);
 		v.mv_data = block;
 		rc = mdb_put(txn, dbi, &k, &v, 0);
 	}

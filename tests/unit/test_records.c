@@ -58,6 +58,7 @@ struct raw {
 	MDB_txn *t;
 	MDB_dbi meta, inodes, dirents, containers;
 	char *seal; /* the dataset's index.sum */
+	uint64_t features;
 };
 
 static void raw_open(struct raw *r, const char *ds, int write)
@@ -75,7 +76,14 @@ static void raw_open(struct raw *r, const char *ds, int write)
 	CHECK(mdb_txn_begin(r->env, NULL, write ? 0 : MDB_RDONLY, &r->t) ==
 	      0);
 	CHECK(mdb_dbi_open(r->t, DLFS_DB_META, 0, &r->meta) == 0);
-	CHECK(mdb_dbi_open(r->t, DLFS_DB_INODES, 0, &r->inodes) == 0);
+	/* The inodes database's name follows the superblock's features. */
+	MDB_val sk = {strlen(DLFS_META_SUPER), DLFS_META_SUPER}, sv;
+	struct dlfs_super_rec sup;
+	CHECK(mdb_get(r->t, r->meta, &sk, &sv) == 0);
+	CHECK(dlfs_super_decode(sv.mv_data, sv.mv_size, &sup) == 0);
+	r->features = sup.features;
+	CHECK(mdb_dbi_open(r->t, dlfs_inodes_db(sup.features), 0,
+			   &r->inodes) == 0);
 	CHECK(mdb_dbi_open(r->t, DLFS_DB_DIRENTS, 0, &r->dirents) == 0);
 	CHECK(mdb_dbi_open(r->t, DLFS_DB_CONTAINERS, 0, &r->containers) ==
 	      0);
@@ -107,7 +115,8 @@ static void check_super(struct raw *r, struct dlfs_super_rec *s)
 {
 	MDB_val v = get(r, r->meta, DLFS_META_SUPER, strlen(DLFS_META_SUPER));
 	CHECK_EQ(v.mv_size, DLFS_SUPER_REC_SIZE);
-	dlfs_super_decode(v.mv_data, s);
+	CHECK(dlfs_super_decode(v.mv_data, v.mv_size, s) == 0);
+	CHECK(s->format_minor == 1 && s->features == DLFS_FEATURE(PATH_BOUND));
 	CHECK(dlfs_super_check(s) == 0);
 	struct dlfs_super_rec b = *s;
 	b.chunk_size = 4095;
@@ -203,9 +212,10 @@ static int inode_with(const struct dlfs_super_rec *s,
 {
 	uint8_t b[DLFS_INODES_PER_BLOCK * DLFS_INODE_REC_SIZE];
 	struct dlfs_inode in;
+	const size_t rs = dlfs_inode_rec_size(s->features);
 	memcpy(b, blk->mv_data, blk->mv_size);
-	dlfs_inode_encode(rec, b + (ino - 1) % DLFS_INODES_PER_BLOCK *
-					   DLFS_INODE_REC_SIZE);
+	dlfs_inode_encode(rec, s->features,
+			  b + (ino - 1) % DLFS_INODES_PER_BLOCK * rs);
 	return dlfs_inode_rec_check(s, t, "DS", ino, b, blk->mv_size, &in,
 				    err);
 }
@@ -225,14 +235,13 @@ static void check_inodes(struct raw *r, const struct dlfs_super_rec *s,
 		CHECK_EQ(in.ino, ino);
 		CHECK(in.target == NULL);
 		uint64_t slot = (ino - 1) % DLFS_INODES_PER_BLOCK;
+		const size_t rs = dlfs_inode_rec_size(s->features);
 		CHECK(dlfs_inode_rec_check(s, t, "DS", ino, v.mv_data,
-					   slot * DLFS_INODE_REC_SIZE +
-						   DLFS_INODE_REC_SIZE - 1,
-					   &in, &err) == -EUCLEAN);
+					   slot * rs + rs - 1, &in,
+					   &err) == -EUCLEAN);
 		struct dlfs_inode_rec rec, bad;
-		dlfs_inode_decode((const uint8_t *)v.mv_data +
-					  slot * DLFS_INODE_REC_SIZE,
-				  &rec);
+		dlfs_inode_decode((const uint8_t *)v.mv_data + slot * rs,
+				  s->features, &rec);
 		CHECK((rec.mode & S_IFMT) == dlfs_ino_type(s, ino));
 		bad = rec;
 		bad.mode = S_IFCHR | 0644;
