@@ -47,6 +47,25 @@ static void json_str(FILE *f, const char *s, size_t n)
 	fputc('"', f);
 }
 
+/* The names of the feature flags set (all known: the dataset opened),
+ * as a JSON list's items or space-separated ("none" when there are
+ * none). */
+static void print_features(uint64_t f, int json)
+{
+	const char *sep = json ? "" : " ";
+	int n = 0;
+	for (unsigned bit = 0; bit < 64; bit++) {
+		if (!(f & (UINT64_C(1) << bit)))
+			continue;
+		const char *name = dlfs_feature_name(bit);
+		printf(json ? "%s\"%s\"" : "%s%s", sep, name ? name : "?");
+		sep = json ? ", " : " ";
+		n++;
+	}
+	if (!n && !json)
+		printf(" none");
+}
+
 static int cmd_info(struct dlfs_ds *ds, int json)
 {
 	const struct dlfs_info *in = dlfs_ds_info(ds);
@@ -70,9 +89,11 @@ static int cmd_info(struct dlfs_ds *ds, int json)
 	if (json) {
 		printf("{\"path\": ");
 		json_str(stdout, dlfs_ds_path(ds), strlen(dlfs_ds_path(ds)));
-		printf(", \"format_version\": \"%u.%u\", \"dataset_id\": "
-		       "\"%s\", \"order\": ",
-		       s->format_major, s->format_minor, in->dataset_id_hex);
+		printf(", \"format_version\": \"%u.%u\", \"features\": [",
+		       s->format_major, s->format_minor);
+		print_features(s->features, 1);
+		printf("], \"dataset_id\": \"%s\", \"order\": ",
+		       in->dataset_id_hex);
 		json_str(stdout, in->order, strlen(in->order));
 		printf(", \"creator\": ");
 		json_str(stdout, in->creator, strlen(in->creator));
@@ -80,9 +101,10 @@ static int cmd_info(struct dlfs_ds *ds, int json)
 			printf(", \"%s\": %llu", nums[i].k, nums[i].v);
 		printf("}\n");
 	} else {
-		printf("path: %s\nformat_version: %u.%u\ndataset_id: %s\n"
-		       "order: %s\ncreator: %s\n",
-		       dlfs_ds_path(ds), s->format_major, s->format_minor,
+		printf("path: %s\nformat_version: %u.%u\nfeatures:",
+		       dlfs_ds_path(ds), s->format_major, s->format_minor);
+		print_features(s->features, 0);
+		printf("\ndataset_id: %s\norder: %s\ncreator: %s\n",
 		       in->dataset_id_hex, in->order, in->creator);
 		for (size_t i = 0; i < nn; i++)
 			printf("%s: %llu\n", nums[i].k, nums[i].v);
@@ -134,6 +156,7 @@ struct ls_ctx {
 	struct dlfs_txn *txn;
 	int lng;
 	struct dlfs_err *err;
+	uint64_t dir;
 };
 
 static int ls_one(void *arg, const struct dlfs_dirent *d)
@@ -141,7 +164,8 @@ static int ls_one(void *arg, const struct dlfs_dirent *d)
 	struct ls_ctx *c = arg;
 	struct dlfs_inode in;
 	if (c->lng) {
-		int ret = dlfs_stat(c->txn, d->ino, &in, c->err);
+		int ret = dlfs_stat_entry(c->txn, c->dir, d->name, d->name_len,
+					  d->ino, &in, c->err);
 		if (ret)
 			return ret;
 	}
@@ -182,7 +206,7 @@ static int cmd_ls(struct dlfs_txn *txn, const char *path, int lng,
 		print_entry(&in, b, n, lng);
 		return 0;
 	}
-	struct ls_ctx c = {txn, lng, err};
+	struct ls_ctx c = {txn, lng, err, ino};
 	return dlfs_readdir(txn, ino, 0, ls_one, &c, err);
 }
 
@@ -327,7 +351,7 @@ static int cmd_verify(struct dlfs_ds *ds, struct dlfs_err *err)
 	if (ret)
 		return ret;
 	int bad = r.bad_files || r.bad_chunks || r.bad_containers ||
-		  r.bad_index;
+		  r.bad_index || r.bad_names;
 	printf("verified: %llu files, %llu chunks, %llu containers, %llu "
 	       "bytes: ",
 	       (unsigned long long)r.files, (unsigned long long)r.chunks,
@@ -336,8 +360,9 @@ static int cmd_verify(struct dlfs_ds *ds, struct dlfs_err *err)
 		printf("OK%s\n", r.sealed ? "" : " (no index seal: packed "
 						  "before index.sum)");
 	else
-		printf("%llu damaged files%s\n",
+		printf("%llu damaged files%s%s\n",
 		       (unsigned long long)r.bad_files,
+		       r.bad_names ? "; damaged directory entries" : "",
 		       r.bad_index ? "; the index is damaged" : "");
 	if (r.bad_chunks || r.bad_containers)
 		fprintf(stderr,

@@ -20,6 +20,8 @@ struct dlfs_verify_report {
 	uint64_t bad_containers; /* missing, truncated, bad header/trailer */
 	uint64_t bad_chunks;
 	uint64_t bad_files;
+	uint64_t bad_names; /* directory entries that lead to an inode whose
+			     * record is another name's (format 1.1) */
 	int sealed;         /* the dataset has an index seal (index.sum) */
 	int bad_index;      /* the index does not match its seal, or the
 			     * seal is damaged */
@@ -34,7 +36,8 @@ typedef void (*dlfs_verify_cb)(void *arg, const char *path, const char *msg);
 /*
  * Check the index against its seal (index.sum) when it has one, then
  * every container (header, footer, trailer, size), every chunk checksum
- * and every file checksum. Damage is reported through cb, not as
+ * and every file checksum, and (format 1.1) that every directory entry
+ * leads to an inode record bound to it. Damage is reported through cb, not as
  * an error. @return 0 when the walk completed (look at the report), or a
  * negative errno if it could not run (index unreadable, out of memory).
  */

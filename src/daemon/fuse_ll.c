@@ -112,7 +112,7 @@ struct dir_fill {
 
 /* Add one entry; @return 1 when the buffer is full. */
 static int add_entry(void *arg, const char *name, size_t len,
-		     const struct stat *st, uint64_t next)
+		     const struct stat *st, int attrs, uint64_t next)
 {
 	struct dir_fill *d = arg;
 	char nm[DLFS_NAME_MAX + 1];
@@ -120,8 +120,11 @@ static int add_entry(void *arg, const char *name, size_t len,
 	nm[len] = '\0';
 	size_t room = d->size - d->used, need;
 	if (d->plus) {
+		/* ino 0: the kernel lists the name and makes no dentry, so
+		 * an entry without attributes is looked up (and checked)
+		 * when it is used. */
 		struct fuse_entry_param e = {
-			.ino = st->st_ino,
+			.ino = attrs ? st->st_ino : 0,
 			.generation = 1,
 			.attr = *st,
 			/* The stats change all the time. */

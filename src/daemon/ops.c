@@ -71,13 +71,19 @@ int dlfs_ops_lookup(struct dlfs_fs *fs, uint64_t parent, const char *name,
 		if (ret != -ENOENT || dlfs_ctl_is(parent))
 			return index_err(fs, ret, &err);
 	}
-	ret = dlfs_lookup(t, parent, name, strlen(name), ino, &err);
+	/* The record is checked against the entry that led to it: a damaged
+	 * entry that names another file gives EIO, not that file. */
+	struct dlfs_inode in;
+	ret = dlfs_lookup_stat(t, parent, name, strlen(name), &in, &err);
 	if (ret == -ENOENT)
 		return ret;
 	if (ret)
 		return index_err(fs, ret, &err);
+	*ino = in.ino;
 	*attr_timeout = fs->timeout;
-	return stat_ino(fs, t, *ino, st);
+	fill_attr(fs, &in, st);
+	dlfs_reader_share_file(fs->reader, &in);
+	return 0;
 }
 
 int dlfs_ops_getattr(struct dlfs_fs *fs, uint64_t ino, struct stat *st,
@@ -121,6 +127,7 @@ int dlfs_ops_readlink(struct dlfs_fs *fs, uint64_t ino, char *buf)
 struct dir_walk {
 	struct dlfs_fs *fs;
 	struct dlfs_txn *t;
+	uint64_t dir;
 	int plus;
 	dlfs_ops_dir_fn fn;
 	void *arg;
@@ -130,26 +137,42 @@ static int walk_one(void *arg, const struct dlfs_dirent *de)
 {
 	struct dir_walk *d = arg;
 	struct stat st;
+	int attrs = d->plus;
+	memset(&st, 0, sizeof(st));
 	if (d->plus) {
+		struct dlfs_err err = {0};
 		struct dlfs_inode in;
-		int ret = dlfs_stat(d->t, de->ino, &in, NULL);
-		if (ret)
+		int ret = dlfs_stat_entry(d->t, d->dir, de->name, de->name_len,
+					  de->ino, &in, &err);
+		if (ret != -DLFS_ECORRUPT && ret)
 			return ret;
-		fill_attr(d->fs, &in, &st);
+		if (!ret) {
+			fill_attr(d->fs, &in, &st);
+		} else {
+			/* Its record is damaged, or another name's: logged,
+			 * and listed as plain readdir lists it, with no
+			 * attributes (entry ino 0), so the kernel makes no
+			 * dentry of it and a lookup meets the same EIO. The
+			 * rest of the directory stays listable. */
+			index_err(d->fs, ret, &err);
+			st.st_ino = de->ino;
+			st.st_mode = de->type;
+			attrs = 0;
+		}
 	} else {
-		memset(&st, 0, sizeof(st));
 		st.st_ino = de->ino;
 		st.st_mode = de->type;
 	}
 	/* Offsets 1 and 2 are "." and "..". */
-	return d->fn(d->arg, de->name, de->name_len, &st, de->cookie + 2);
+	return d->fn(d->arg, de->name, de->name_len, &st, attrs,
+		     de->cookie + 2);
 }
 
 static int walk_ctl_one(void *arg, const char *name, const struct stat *st,
 			uint64_t next)
 {
 	struct dir_walk *d = arg;
-	return d->fn(d->arg, name, strlen(name), st, next);
+	return d->fn(d->arg, name, strlen(name), st, d->plus, next);
 }
 
 /* "." and "..", from offset *off; @return 1 when fn had no room. */
@@ -157,7 +180,7 @@ static int dots(struct dir_walk *d, const struct stat *self, uint64_t *off)
 {
 	struct stat st;
 	if (*off < 1) {
-		if (d->fn(d->arg, ".", 1, self, 1))
+		if (d->fn(d->arg, ".", 1, self, d->plus, 1))
 			return 1;
 		*off = 1;
 	}
@@ -166,7 +189,7 @@ static int dots(struct dir_walk *d, const struct stat *self, uint64_t *off)
 		memset(&st, 0, sizeof(st));
 		st.st_mode = S_IFDIR;
 		st.st_ino = DLFS_ROOT_INO;
-		if (d->fn(d->arg, "..", 2, &st, 2))
+		if (d->fn(d->arg, "..", 2, &st, d->plus, 2))
 			return 1;
 		*off = 2;
 	}
@@ -176,7 +199,8 @@ static int dots(struct dir_walk *d, const struct stat *self, uint64_t *off)
 int dlfs_ops_readdir(struct dlfs_fs *fs, uint64_t ino, uint64_t off, int plus,
 		     dlfs_ops_dir_fn fn, void *arg)
 {
-	struct dir_walk d = {.fs = fs, .plus = plus, .fn = fn, .arg = arg};
+	struct dir_walk d = {.fs = fs, .dir = ino, .plus = plus, .fn = fn,
+			     .arg = arg};
 	struct dlfs_err err = {0};
 	struct dlfs_inode self;
 	struct stat st;

@@ -41,12 +41,16 @@ int dlfs_ops_readlink(struct dlfs_fs *fs, uint64_t ino, char *buf);
 
 /*
  * One entry of a listing: its name (len bytes, not NUL-ended), its
- * attributes (all of them when the listing is "plus", else st_ino and
- * the type bits of st_mode) and the offset that resumes after it. Return
- * 0 to go on, 1 when there is no room (the entry is not consumed).
+ * attributes and the offset that resumes after it. st always has st_ino
+ * and the type bits of st_mode; attrs is 1 when it has all the
+ * attributes (a "plus" listing), 0 when it has only those (a plain
+ * listing, or a plus listing's entry whose inode record is damaged or
+ * bound to another name: no dentry may be made of it). Return 0 to go
+ * on, 1 when there is no room (the entry is not consumed).
  */
 typedef int (*dlfs_ops_dir_fn)(void *arg, const char *name, size_t len,
-			       const struct stat *st, uint64_t next);
+			       const struct stat *st, int attrs,
+			       uint64_t next);
 
 /*
  * List directory ino from offset off (0: the start; "." is offset 1 and

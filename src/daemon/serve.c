@@ -223,9 +223,10 @@ struct dir_out {
 };
 
 static int put_dirent(void *arg, const char *name, size_t len,
-		      const struct stat *st, uint64_t next)
+		      const struct stat *st, int attrs, uint64_t next)
 {
 	struct dir_out *d = arg;
+	(void)attrs; /* plain listings only */
 	if (next <= 2) /* "." and "..": the client knows them */
 		return 0;
 	uint64_t need = dlfs_wire_dirent_size((uint32_t)len);

@@ -355,11 +355,10 @@ static int tree_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn,
 		*ino = vino(V_SAMPLE, e, j);
 		return 0;
 	}
-	int ret = dlfs_lookup(txn, d, name, strlen(name), &child, NULL);
-	if (!ret)
-		ret = dlfs_stat(txn, child, &in, NULL);
+	int ret = dlfs_lookup_stat(txn, d, name, strlen(name), &in, NULL);
 	if (ret)
 		return ret;
+	child = in.ino;
 	if (!S_ISDIR(in.mode) || child > V_POS_MASK)
 		return -ENOENT;
 	*ino = vino(V_TREE, e, child);

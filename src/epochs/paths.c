@@ -2,6 +2,7 @@
 #include "paths.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +49,8 @@ struct dlfs_paths {
 	uint64_t *doff;       /* [d - 1] .. [d]: where d's path lies in dpath */
 	unsigned all;         /* classes that may search every file's parent */
 	int64_t all_len;
+	uint64_t unbound;     /* entries skipped: their inode is another name's */
+	char unbound_msg[DLFS_ERR_MSG_MAX]; /* the first one's error */
 };
 
 /* search[d]: the S_IX* bits of every directory from the root to d, ANDed;
@@ -180,6 +183,7 @@ static int locate(const struct dlfs_paths *p, uint64_t ino, uint32_t *ord,
 
 struct walk {
 	struct dlfs_paths *p;
+	struct dlfs_txn *txn;
 	uint64_t dir;
 	uint64_t *files, *name_sum; /* [d - 1]: for all_len */
 	int ret;
@@ -201,6 +205,21 @@ static int add(void *arg, const struct dlfs_dirent *d)
 	if (names_add(&p->names, (const uint8_t *)d->name, d->name_len)) {
 		w->ret = -ENOMEM;
 		return 1;
+	}
+	/* An entry whose inode record is another name's (a damaged entry,
+	 * format 1.1) is skipped, so that no inode is listed under a name
+	 * that is not its own; it is counted and the first one kept. A
+	 * record that is damaged itself is left to whoever reads it. */
+	struct dlfs_inode in;
+	struct dlfs_err e = {0};
+	int ret = dlfs_stat_entry(w->txn, w->dir, d->name, d->name_len, d->ino,
+				  &in, &e);
+	if (ret == -DLFS_ECORRUPT &&
+	    dlfs_stat(w->txn, d->ino, &in, NULL) == 0) { /* sound, not ours */
+		if (!p->unbound++)
+			snprintf(p->unbound_msg, sizeof(p->unbound_msg), "%s",
+				 e.msg);
+		return 0;
 	}
 	if (d->ino >= 2 && d->ino <= p->n_dirs &&
 	    p->dir_ord[d->ino - 1] == NONE) {
@@ -403,8 +422,9 @@ int dlfs_paths_build_max(struct dlfs_txn *txn, const struct dlfs_info *info,
 	p->dstart = calloc(nd, sizeof(*p->dstart));
 	p->ford = malloc(nf * sizeof(*p->ford));
 	p->search = malloc(nd);
-	struct walk w = {p, 0, calloc(nd, sizeof(uint64_t)),
-			 calloc(nd, sizeof(uint64_t)), 0};
+	struct walk w = {.p = p, .txn = txn,
+			 .files = calloc(nd, sizeof(uint64_t)),
+			 .name_sum = calloc(nd, sizeof(uint64_t))};
 	int ret;
 	if (!p->dir_ord || !p->dir_parent || !p->dstart || !p->ford ||
 	    !p->search || !w.files || !w.name_sum) {
@@ -438,6 +458,12 @@ void dlfs_paths_free(struct dlfs_paths *p)
 	free(p->ford);
 	free(p->search);
 	free(p);
+}
+
+uint64_t dlfs_paths_unbound(const struct dlfs_paths *p, const char **msg)
+{
+	*msg = p->unbound_msg;
+	return p->unbound;
 }
 
 int dlfs_paths_name(const struct dlfs_paths *p, uint64_t ino, char *buf)

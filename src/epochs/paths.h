@@ -27,8 +27,12 @@
 
 struct dlfs_paths;
 
-/* Walk every directory of the dataset. @return 0, -ENOMEM, -EOVERFLOW
- * (more than 2^32 - 2 entries), or an index error (err says which). */
+/* Walk every directory of the dataset. Each entry's inode record is
+ * checked against it (dlfs_stat_entry): an entry that leads to a sound
+ * record bound to another name (a damaged entry, format 1.1) is skipped,
+ * never taken as that inode's name (dlfs_paths_unbound counts them).
+ * @return 0, -ENOMEM, -EOVERFLOW (more than 2^32 - 2 entries), or an
+ * index error (err says which). */
 int dlfs_paths_build(struct dlfs_txn *txn, const struct dlfs_info *info,
 		     struct dlfs_paths **out, struct dlfs_err *err);
 /* The same, keeping directories' paths only while they take at most
@@ -37,6 +41,10 @@ int dlfs_paths_build_max(struct dlfs_txn *txn, const struct dlfs_info *info,
 			 uint64_t dpath_max, struct dlfs_paths **out,
 			 struct dlfs_err *err);
 void dlfs_paths_free(struct dlfs_paths *p);
+
+/* The entries the walk skipped because their inode's record is bound to
+ * another name, and the error of the first one in *msg (empty if none). */
+uint64_t dlfs_paths_unbound(const struct dlfs_paths *p, const char **msg);
 
 /*
  * Write the path of directory or file ino, relative to the root and

@@ -21,6 +21,7 @@ struct listing {
 	size_t n_file, cap_file;
 	uint64_t *j;    /* its samples' positions, ascending */
 	size_t n_j;
+	const struct dlfs_paths *paths; /* while building */
 };
 
 struct dlfs_tree {
@@ -61,10 +62,24 @@ void dlfs_tree_free(struct dlfs_tree *t)
 	free(t);
 }
 
+/* An entry the paths table gives its inode: the table skipped entries
+ * whose inode's record is another name's (dlfs_paths_build), and keeps
+ * one name an inode, so a damaged entry never lists an inode twice or
+ * under a name not its own. */
+static int named_here(const struct listing *l, const struct dlfs_dirent *de)
+{
+	char nm[DLFS_NAME_MAX + 1];
+	return dlfs_paths_parent(l->paths, de->ino) == l->d &&
+	       dlfs_paths_name(l->paths, de->ino, nm) == (int)de->name_len &&
+	       !memcmp(nm, de->name, de->name_len);
+}
+
 /* A dlfs_dir_cb: subdirectories with their names, and files. */
 static int collect(void *arg, const struct dlfs_dirent *de)
 {
 	struct listing *l = arg;
+	if (!named_here(l, de))
+		return 0;
 	if (de->type == S_IFDIR) {
 		if (dlfs_grow((void **)&l->sub, &l->cap_sub, l->n_sub + 1,
 			 sizeof(*l->sub)) ||
@@ -104,16 +119,13 @@ static int build(struct dlfs_tree *t, struct dlfs_txn *txn, uint64_t e,
 		return ret;
 	l->e = e;
 	l->d = d;
+	l->paths = paths;
 	ret = dlfs_readdir(txn, d, 0, collect, l, err);
 	if (!ret && (l->full || l->names_len > UINT32_MAX))
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	if (ret)
 		return ret;
-	/* A file with several names is under its first directory only. */
-	size_t n = 0;
-	for (size_t i = 0; i < l->n_file; i++)
-		if (dlfs_paths_parent(paths, l->file[i]) == d)
-			l->file[n++] = l->file[i];
+	size_t n = l->n_file; /* collect kept each under its one name */
 	if (n && !(l->j = malloc(n * sizeof(*l->j))))
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	if (n && (ret = dlfs_views_positions(t->views, txn, e, l->file, n,

@@ -546,7 +546,18 @@ static int paths_of(struct dlfs_views *v, struct dlfs_txn *txn,
 {
 	if (v->paths)
 		return 0;
-	return dlfs_paths_build(txn, v->info, &v->paths, err);
+	int ret = dlfs_paths_build(txn, v->info, &v->paths, err);
+	const char *msg;
+	uint64_t n = ret ? 0 : dlfs_paths_unbound(v->paths, &msg);
+	/* Damage is logged and counted once, when the table is built. */
+	if (n && v->conf.reader) {
+		char line[DLFS_ERR_MSG_MAX + 128];
+		snprintf(line, sizeof(line),
+			 "%s (%llu such entries left out of the epoch views)",
+			 msg, (unsigned long long)n);
+		dlfs_reader_index_error(v->conf.reader, -DLFS_ECORRUPT, line);
+	}
+	return ret;
 }
 
 int dlfs_views_read_mode(struct dlfs_views *v, struct dlfs_txn *txn,

@@ -133,7 +133,10 @@ static int walk(struct ex *x, int dirfd, uint64_t dir, size_t plen,
 		np += c->len;
 
 		struct dlfs_inode in;
-		ret = dlfs_stat(x->txn, c->ino, &in, err);
+		/* Through its entry: a record bound to another name stops
+		 * the extract, as a damaged one does. */
+		ret = dlfs_stat_entry(x->txn, dir, name, c->len, c->ino, &in,
+				      err);
 		if (ret)
 			break;
 		/* A directory named twice (or its own ancestor) would be

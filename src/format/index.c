@@ -632,9 +632,14 @@ static int readdir_in(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 		last.mv_data = kb;
 		rd_remember(ix, dir, pos, &last, slot);
 	}
-	return ret < 0 ? dlfs_err_set(err, ret, "readdir of inode %llu",
-				      (unsigned long long)dir)
-		       : 0;
+	if (ret >= 0)
+		return 0;
+	/* A callback's own error (its code in err) keeps its words. */
+	if (err && err->code == ret)
+		return dlfs_err_prefix(err, "readdir of inode %llu",
+				       (unsigned long long)dir);
+	return dlfs_err_set(err, ret, "readdir of inode %llu",
+			    (unsigned long long)dir);
 }
 
 /*

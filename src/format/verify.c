@@ -460,6 +460,103 @@ out:
 	return ret;
 }
 
+/* The path of entry nm into buf (len bytes), composed up through dirs
+ * (each directory's own entry), quoted for a message. */
+static void entry_path(const struct name *dirs, uint64_t nd,
+		       struct name nm, char *buf, size_t len)
+{
+	char *path = malloc(1 << 16);
+	if (!path) {
+		snprintf(buf, len, "?");
+		return;
+	}
+	size_t at = (1 << 16) - 1, depth = 0;
+	path[at] = '\0';
+	int first = 1;
+	while (nm.name && at > nm.len + 1 && depth++ < 4096) {
+		if (!first)
+			path[--at] = '/';
+		first = 0;
+		at -= nm.len;
+		memcpy(path + at, nm.name, nm.len);
+		if (nm.parent == DLFS_ROOT_INO || nm.parent > nd)
+			break;
+		nm = dirs[nm.parent];
+	}
+	dlfs_quote(path + at, strlen(path + at), buf, len);
+	free(path);
+}
+
+/*
+ * Every directory entry against the inode record it leads to (format
+ * 1.1, path_bound): one that leads to a sound record bound to another
+ * name is damaged, and named by its path. Damaged records themselves are
+ * the file walk's to report.
+ */
+static int verify_names(struct verify *v, struct dlfs_err *err)
+{
+	const struct dlfs_super_rec *s = &v->ds->ix.info.super;
+	if (!(s->features & DLFS_FEATURE(PATH_BOUND)))
+		return 0;
+	uint64_t nd = s->n_dirs;
+	struct name *dirs = calloc(nd + 1, sizeof(*dirs));
+	struct bad_name {
+		struct name nm;
+		char msg[DLFS_ERR_MSG_MAX];
+	} *bad = NULL;
+	size_t n_bad = 0, cap_bad = 0;
+	int ret = 0;
+	if (!dirs) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	MDB_cursor *cur = v->txn->dirents;
+	MDB_val k, val;
+	int rc = mdb_cursor_get(cur, &k, &val, MDB_FIRST);
+	for (; !rc; rc = mdb_cursor_get(cur, &k, &val, MDB_NEXT)) {
+		struct dlfs_dirent d;
+		if (dlfs_dirent_decode(s, k.mv_data, k.mv_size, val.mv_data,
+				       val.mv_size, &d))
+			continue; /* damaged: readdir and lookup say so */
+		struct name nm = {dlfs_get_be64(k.mv_data), d.name,
+				  d.name_len};
+		struct dlfs_inode in;
+		struct dlfs_err e = {0};
+		int r = dlfs_stat_entry(v->txn, nm.parent, d.name, d.name_len,
+					d.ino, &in, &e);
+		if (!r) {
+			if (d.ino <= nd)
+				dirs[d.ino] = nm;
+			continue;
+		}
+		if (r != -DLFS_ECORRUPT || dlfs_stat(v->txn, d.ino, &in, NULL))
+			continue; /* the record is damaged, not the entry */
+		if (dlfs_grow((void **)&bad, &cap_bad, n_bad + 1,
+			      sizeof(*bad))) {
+			ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		bad[n_bad].nm = nm;
+		snprintf(bad[n_bad].msg, sizeof(bad[n_bad].msg), "%s", e.msg);
+		n_bad++;
+	}
+	if (rc != MDB_NOTFOUND) {
+		ret = dlfs_err_set(err, dlfs_mdb_errno(rc), "%s/index: %s",
+				   v->ds->path, mdb_strerror(rc));
+		goto out;
+	}
+	for (size_t i = 0; i < n_bad; i++) {
+		char path[1 << 12];
+		entry_path(dirs, nd, bad[i].nm, path, sizeof(path));
+		v->rep->bad_names++;
+		report(v, path, bad[i].msg);
+	}
+out:
+	free(dirs);
+	free(bad);
+	return ret;
+}
+
 /* The index against its seal: the bytes every node's copy is checked
  * against. Damage is reported, not returned. */
 static int verify_seal(struct verify *v, struct dlfs_err *err)
@@ -519,6 +616,8 @@ int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
 		ret = verify_container(&v, c, buf, hs, err);
 	if (!ret)
 		ret = report_bad(&v, err);
+	if (!ret)
+		ret = verify_names(&v, err);
 out:
 	for (size_t i = 0; i < v.n_bad; i++)
 		free(v.bad[i].msg);

@@ -80,7 +80,20 @@ v=$("$IXEDIT" "$DS/index" get dirents "$(root_key d)")
 ix put dirents "$(root_key d2)" "$v"
 inspect extract "$DS" "$T/x/out"
 expect_fail "extract of a directory named twice"
-err_has "named twice" "a directory named twice is named as damage"
+# Format 1.1: d's record is bound to the name d, so d2 never reaches it.
+err_has "entry 'd2' of directory inode 1 leads to inode" "a directory named twice is named as damage"
+err_has "another name's" "a directory named twice: its record is another name's"
+# Format 1.0 has no binding: extract's own check must hold there.
+DS10="$T/v10.dlfs"
+cp -a "$SRC_ROOT/tests/fixtures/v10.dlfs" "$DS10"
+chmod -R u+w "$DS10"
+rm -f "$DS10/index.sum"
+v=$("$IXEDIT" "$DS10/index" get dirents "$(root_key a)")
+"$IXEDIT" "$DS10/index" put dirents "$(root_key a2)" "$v" || fail "ixedit on the 1.0 fixture"
+rm -rf "$T/x10"
+inspect extract "$DS10" "$T/x10"
+expect_fail "extract of a 1.0 dataset with a directory named twice"
+err_has "named twice" "a directory named twice in a 1.0 dataset is named as damage"
 
 note "an inode whose type disagrees with its number (a file made a directory)"
 fresh

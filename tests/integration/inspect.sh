@@ -36,7 +36,7 @@ expect_ok "pack"
 # --- info
 inspect info "$DS"
 expect_ok "info"
-for kv in "format_version: 1.0" "chunk_size: 65536" "container_size: 1048576" "align: 1" \
+for kv in "format_version: 1.1" "features: path_bound" "chunk_size: 65536" "container_size: 1048576" "align: 1" \
 	"order: sorted" "inodes: 11" "files: 6" "dirs: 3" "symlinks: 2" "file_bytes: $((12 + 100000 + 1048579 + 3 + 1))"; do
 	grep -qxF "$kv" "$T/out" || { _show; fail "info: no line '$kv'"; }
 done
@@ -52,6 +52,7 @@ cp "$T/out" "$T/info.json"
 import json, sys
 d = json.load(open(sys.argv[1]))
 bad = [k for k in ("format_version", "dataset_id", "order", "creator") if not isinstance(d.get(k), str)]
+bad += [] if d.get("features") == ["path_bound"] else ["features"]
 bad += [k for k in ("chunk_size", "container_size", "align", "inodes", "files", "dirs", "symlinks",
                     "containers", "file_bytes", "index_bytes") if type(d.get(k)) is not int]
 if bad:

@@ -203,7 +203,7 @@ import struct, sys
 path, did, major, minor = sys.argv[1], bytes.fromhex(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 data = bytearray(open(path, "rb").read())
 n = 0
-for old in (struct.pack("<II", 1, 0), struct.pack("<II", 1, 7)):
+for old in (struct.pack("<II", 1, 1), struct.pack("<II", 1, 7)):
     pat = old + did
     i = data.find(pat)
     while i >= 0:
