@@ -77,6 +77,23 @@ static uint8_t *slurp(const char *path, size_t *len)
 	return p;
 }
 
+/* The first MAX_BLOCKS inode blocks of the index, into b. */
+#define MAX_BLOCKS 16
+static void add_inodes(MDB_txn *t, MDB_dbi inodes, struct fuzz_buf *b)
+{
+	MDB_cursor *cur;
+	MDB_val k, v;
+	if (mdb_cursor_open(t, inodes, &cur))
+		die("seed", "cursor");
+	int n = 0;
+	for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	     !rc && n < MAX_BLOCKS; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		put(b, FUZZ_INODES, k.mv_data, k.mv_size, v.mv_data, v.mv_size);
+		n++;
+	}
+	mdb_cursor_close(cur);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -163,6 +180,11 @@ int main(int argc, char **argv)
 		for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);;
 		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 			if (in_seed && (rc || in_seed == slices[i].per_seed)) {
+				/* Entries with the inodes they lead to, so that
+				 * the target checks each entry against its
+				 * record (format 1.1's path binding). */
+				if (slices[i].tag == FUZZ_DIRENTS)
+					add_inodes(t, dbi[FUZZ_INODES], &b);
 				save(out, "records", &b);
 				in_seed = 0;
 			}
