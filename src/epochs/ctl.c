@@ -81,16 +81,28 @@ static int render_info(struct dlfs_ctl *c, const char *mountpoint)
 	}
 	json_str(dlfs_ds_path(c->ds), q1, sizeof(q1));
 	json_str(mountpoint, q2, sizeof(q2));
+	/* The feature flags by name (all known: the dataset opened). */
+	char feat[512] = "";
+	size_t fl = 0;
+	for (unsigned bit = 0; bit < 64 && fl < sizeof(feat) - 80; bit++) {
+		const char *name = dlfs_feature_name(bit);
+		if ((s->features >> bit) & 1)
+			fl += (size_t)snprintf(feat + fl, sizeof(feat) - fl,
+					       "%s\"%s\"", fl ? ", " : "",
+					       name ? name : "?");
+	}
 	int n = asprintf(
 		&c->info_json,
 		"{\"path\": \"%s\", \"mountpoint\": \"%s\", "
-		"\"format_version\": \"%u.%u\", \"dataset_id\": \"%s\", "
+		"\"format_version\": \"%u.%u\", \"features\": [%s], "
+		"\"dataset_id\": \"%s\", "
 		"\"order\": \"%s\", \"creator\": \"%s\", \"chunk_size\": %llu, "
 		"\"container_size\": %llu, \"align\": %llu, \"inodes\": %llu, "
 		"\"files\": %llu, \"dirs\": %llu, \"symlinks\": %llu, "
 		"\"containers\": %llu, \"file_bytes\": %llu, "
 		"\"index_bytes\": %llu, \"first_file_ino\": %llu%s}\n",
-		q1, q2, s->format_major, s->format_minor, in->dataset_id_hex,
+		q1, q2, s->format_major, s->format_minor, feat,
+		in->dataset_id_hex,
 		in->order, in->creator, (unsigned long long)s->chunk_size,
 		(unsigned long long)s->container_size,
 		(unsigned long long)s->align, (unsigned long long)s->n_inodes,

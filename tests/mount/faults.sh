@@ -233,7 +233,7 @@ ID=$(json_get "$T/info.json" dataset_id)
 import struct, sys
 path, did = sys.argv[1], bytes.fromhex(sys.argv[2])
 data = bytearray(open(path, "rb").read())
-pat = struct.pack("<II", 1, 0) + did
+pat = struct.pack("<II", 1, 1) + did
 n, i = 0, data.find(pat)
 while i >= 0:
     data[i:i + 8] = struct.pack("<II", 99, 0)

@@ -80,7 +80,9 @@ KINDS = ["index-flip", "index-record", "index-field", "index-rebuild", "index-cu
          "nvme"]
 WEIGHTS = [2, 3, 4, 2, 1, 3, 3]
 SAN_RE = re.compile(r"Sanitizer|runtime error:|SUMMARY:|LeakSanitizer")
-DBS = ["meta", "inodes", "symlinks", "dirents", "chunks", "containers"]
+# "inodes.f" holds the inode blocks of a dataset with feature flags
+# (format 1.1, dlfs-format(5)); a 1.0 one has "inodes".
+DBS = ["meta", "inodes", "inodes.f", "symlinks", "dirents", "chunks", "containers"]
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--dlfs", required=True)
@@ -152,7 +154,7 @@ def mdb_dump(index):
 def mdb_load(dbs, index):
     """Write a new index file holding dbs."""
     lines = []
-    for name in DBS:
+    for name in [n for n in DBS if n in dbs]:
         lines += ["VERSION=3", "format=bytevalue", "database=" + name, "type=btree",
                   "mapsize=67108864", "maxreaders=126", "HEADER=END"]
         for k, v in sorted(dbs.get(name, [])):
@@ -191,13 +193,17 @@ class Dataset:
                     continue
                 self.spans.append((db, k, "key", at, len(k)))
                 self.spans.append((db, k, "value", at + len(k), len(v)))
+        minor = struct.unpack_from("<I", sup, 4)[0]
+        feat = struct.unpack_from("<Q", sup, 112)[0] if minor >= 1 and len(sup) >= 120 else 0
+        self.idb = "inodes.f" if feat else "inodes"
+        rs = self.rs = 48 if feat & 1 else 40  # path_bound: + path_hash
         self.inodes = {}  # ino -> (value offset in the file, record bytes)
-        for k, v in self.dbs["inodes"]:
+        for k, v in self.dbs[self.idb]:
             block = struct.unpack(">Q", k)[0]
             at = self.raw.find(k + v)
-            for s in range(len(v) // 40):
-                self.inodes[block * 16 + s + 1] = (at + len(k) + 40 * s if at >= 0 else -1,
-                                                   v[40 * s:40 * s + 40])
+            for s in range(len(v) // rs):
+                self.inodes[block * 16 + s + 1] = (at + len(k) + rs * s if at >= 0 else -1,
+                                                   v[rs * s:rs * s + rs])
 
     def span_of(self, off):
         for sp in self.spans:
@@ -308,7 +314,7 @@ def describe_span(ds, sp):
     if sp is None:
         return "LMDB page structure"
     db, k, part, at, n = sp
-    if db == "inodes":
+    if db in ("inodes", "inodes.f"):
         b = struct.unpack(">Q", k)[0]
         return "inode block %d %s" % (b, part)
     if db == "dirents":
@@ -328,7 +334,7 @@ def field_mutation(c, ds, idx):
     if choice == "inode":
         ino = r.choice(ds.regular() + [1, 2, ds.first_file - 1])
         at, rec = ds.inodes[ino]
-        mode, nsec, sec, size, loc, h = struct.unpack("<IIqQQQ", rec)
+        mode, nsec, sec, size, loc, h = struct.unpack_from("<IIqQQQ", rec, 0)
         cont, off = loc >> 48, loc & (2**48 - 1)
         others = [struct.unpack_from("<Q", ds.inodes[j][1], 24)[0] for j in ds.regular() if j != ino]
         opts = {
@@ -356,7 +362,8 @@ def field_mutation(c, ds, idx):
         field, val = opts[name]
         vals = {"mode": mode, "size": size, "loc": loc, "xxh3": h}
         vals[field] = val % 2**64
-        new = struct.pack("<IIqQQQ", vals["mode"] % 2**32, nsec, sec, vals["size"], vals["loc"], vals["xxh3"])
+        new = struct.pack("<IIqQQQ", vals["mode"] % 2**32, nsec, sec, vals["size"], vals["loc"],
+                          vals["xxh3"]) + rec[40:]
         write_at(idx, at, new)
         c.what = "inode %d: %s" % (ino, name)
     elif choice == "container":
@@ -455,7 +462,7 @@ def rebuild_mutation(c, ds, idx):
     elif name == "dirent to a missing inode":
         dbs["dirents"].append((root + b"ghost", struct.pack("<Q", reg | (ds.n_inodes + 5))))
     elif name.startswith("drop"):
-        db = {"drop inode block": "inodes", "drop chunk record": "chunks",
+        db = {"drop inode block": ds.idb, "drop chunk record": "chunks",
               "drop container record": "containers", "drop symlink target": "symlinks",
               "drop dirent": "dirents"}[name]
         k, v = r.choice(dbs[db])
