@@ -376,6 +376,28 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The path of entry nm, composed up through dirs (each directory's own
+ * entry) in path (1 << 16 bytes of scratch), quoted for a message into
+ * buf (len bytes). */
+static void entry_path(const struct name *dirs, uint64_t nd, struct name nm,
+		       char *path, char *buf, size_t len)
+{
+	size_t at = (1 << 16) - 1, depth = 0;
+	path[at] = '\0';
+	int first = 1;
+	while (nm.name && at > nm.len + 1 && depth++ < 4096) {
+		if (!first)
+			path[--at] = '/';
+		first = 0;
+		at -= nm.len;
+		memcpy(path + at, nm.name, nm.len);
+		if (nm.parent == DLFS_ROOT_INO || nm.parent > nd)
+			break;
+		nm = dirs[nm.parent];
+	}
+	dlfs_quote(path + at, strlen(path + at), buf, len);
+}
+
 static int report_bad(struct verify *v, struct dlfs_err *err)
 {
 	if (!v->n_bad)
@@ -431,24 +453,8 @@ static int report_bad(struct verify *v, struct dlfs_err *err)
 		}
 		uint64_t *hit = bsearch(&b->ino, inos, v->n_bad, sizeof(*inos),
 					cmp_u64);
-		struct name nm = files[hit - inos];
-		size_t at = (1 << 16) - 1, depth = 0;
-		path[at] = '\0';
-		int first = 1;
-		while (nm.name && at > nm.len + 1 && depth++ < 4096) {
-			if (!first)
-				path[--at] = '/';
-			first = 0;
-			at -= nm.len;
-			char q[4 * DLFS_NAME_MAX + 1];
-			(void)q;
-			memcpy(path + at, nm.name, nm.len);
-			if (nm.parent == DLFS_ROOT_INO || nm.parent > nd)
-				break;
-			nm = dirs[nm.parent];
-		}
 		char quoted[1 << 12];
-		dlfs_quote(path + at, strlen(path + at), quoted,
+		entry_path(dirs, nd, files[hit - inos], path, quoted,
 			   sizeof(quoted));
 		report(v, quoted, msg);
 	}
@@ -458,33 +464,6 @@ out:
 	free(files);
 	free(path);
 	return ret;
-}
-
-/* The path of entry nm into buf (len bytes), composed up through dirs
- * (each directory's own entry), quoted for a message. */
-static void entry_path(const struct name *dirs, uint64_t nd,
-		       struct name nm, char *buf, size_t len)
-{
-	char *path = malloc(1 << 16);
-	if (!path) {
-		snprintf(buf, len, "?");
-		return;
-	}
-	size_t at = (1 << 16) - 1, depth = 0;
-	path[at] = '\0';
-	int first = 1;
-	while (nm.name && at > nm.len + 1 && depth++ < 4096) {
-		if (!first)
-			path[--at] = '/';
-		first = 0;
-		at -= nm.len;
-		memcpy(path + at, nm.name, nm.len);
-		if (nm.parent == DLFS_ROOT_INO || nm.parent > nd)
-			break;
-		nm = dirs[nm.parent];
-	}
-	dlfs_quote(path + at, strlen(path + at), buf, len);
-	free(path);
 }
 
 /*
@@ -500,13 +479,14 @@ static int verify_names(struct verify *v, struct dlfs_err *err)
 		return 0;
 	uint64_t nd = s->n_dirs;
 	struct name *dirs = calloc(nd + 1, sizeof(*dirs));
+	char *scratch = malloc(1 << 16);
 	struct bad_name {
 		struct name nm;
 		char msg[DLFS_ERR_MSG_MAX];
 	} *bad = NULL;
 	size_t n_bad = 0, cap_bad = 0;
 	int ret = 0;
-	if (!dirs) {
+	if (!dirs || !scratch) {
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -547,12 +527,13 @@ static int verify_names(struct verify *v, struct dlfs_err *err)
 	}
 	for (size_t i = 0; i < n_bad; i++) {
 		char path[1 << 12];
-		entry_path(dirs, nd, bad[i].nm, path, sizeof(path));
+		entry_path(dirs, nd, bad[i].nm, scratch, path, sizeof(path));
 		v->rep->bad_names++;
 		report(v, path, bad[i].msg);
 	}
 out:
 	free(dirs);
+	free(scratch);
 	free(bad);
 	return ret;
 }
