@@ -255,6 +255,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			    strstr(ferr.msg, "feature bit"));
 		return 0;
 	}
+	FUZZ_ASSERT(!(s.features & ~DLFS_FEATURES_KNOWN));
 	if (dlfs_super_check(&s))
 		return 0;
 	FUZZ_ASSERT(s.chunk_size >= 4096 && s.chunk_size % 4096 == 0 &&

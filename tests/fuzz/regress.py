@@ -87,6 +87,13 @@ def main():
         e = pick(d, has_dirents)
         set_super(e, chunk_size=2**64 - 4096)
         write(top, target, "super-chunk-size", e)
+    # Format 1.1: a feature bit this dlfs does not know is refused before
+    # any other record is read (an unknown feature may change them all).
+    d = os.path.join(top, "records")
+    e = pick(d, lambda e: any(x[0] == DIRENTS for x in e) and len(super_of(e)[2]) == 120)
+    s = super_of(e)
+    s[2] = s[2][:112] + struct.pack("<Q", struct.unpack_from("<Q", s[2], 112)[0] | 1 << 5)
+    write(top, "records", "super-unknown-feature", e)
     # Names the format forbids: they overflowed 256-byte buffers
     # (readdir, extract) or led extract out of its directory.
     d = os.path.join(top, "records")

@@ -523,6 +523,126 @@ static void on_bad(void *arg, const char *path, const char *msg)
 	snprintf(last_report, sizeof(last_report), "%s: %s", path, msg);
 }
 
+/* Feature flags: known bits pass, the lowest unknown one is named. */
+static void check_features(void)
+{
+	struct dlfs_super_rec s = {.features = DLFS_FEATURE(PATH_BOUND)};
+	struct dlfs_err err = {0};
+	CHECK_EQ(dlfs_super_features_check(&s, "DS", &err), 0);
+	s.features |= UINT64_C(1) << 63 | UINT64_C(1) << 5;
+	CHECK_EQ(dlfs_super_features_check(&s, "DS", &err), -EPROTONOSUPPORT);
+	CHECK(!strcmp(err.msg, "DS: feature bit 5 (0x20) is not known to this "
+			       "dlfs: a newer dlfs-pack made it"));
+	s.features = UINT64_C(1) << 63;
+	CHECK_EQ(dlfs_super_features_check(&s, "DS", &err), -EPROTONOSUPPORT);
+	CHECK(strstr(err.msg, "bit 63 (0x8000000000000000)") != NULL);
+}
+
+/*
+ * Format 1.1's path binding, through the library: an entry pointed at
+ * another file's inode is refused by lookup, stat through the entry and
+ * verify (by path); the file itself and its own entry stay readable. A
+ * feature bit the library does not know stops the open.
+ */
+static void check_path_bound(const char *ds)
+{
+	struct raw r;
+	raw_open(&r, ds, 1);
+	/* Two regular files' entries: a is made to lead to b's inode. */
+	MDB_cursor *cur;
+	MDB_val k, v;
+	uint8_t ka[8 + DLFS_NAME_MAX], va[8], vb[8];
+	size_t kal = 0;
+	uint64_t pb = 0, ia = 0, ib = 0;
+	char nb[DLFS_NAME_MAX + 1] = "";
+	CHECK(mdb_cursor_open(r.t, r.dirents, &cur) == 0);
+	for (int rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); !rc && !ib;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		uint64_t val = dlfs_get_le64(v.mv_data);
+		if (val >> DLFS_DIRENT_TYPE_SHIFT != 8)
+			continue;
+		if (!ia) {
+			kal = k.mv_size;
+			memcpy(ka, k.mv_data, kal);
+			memcpy(va, v.mv_data, 8);
+			ia = val & DLFS_DIRENT_INO_MASK;
+		} else {
+			pb = dlfs_get_be64(k.mv_data);
+			memcpy(nb, (char *)k.mv_data + 8, k.mv_size - 8);
+			memcpy(vb, v.mv_data, 8);
+			ib = val & DLFS_DIRENT_INO_MASK;
+		}
+	}
+	mdb_cursor_close(cur);
+	CHECK(ia && ib && ia != ib);
+	MDB_val key = {kal, ka}, nv = {8, vb};
+	CHECK(mdb_put(r.t, r.dirents, &key, &nv, 0) == 0);
+	raw_close(&r, 1);
+
+	uint64_t pa = dlfs_get_be64(ka);
+	const char *na = (const char *)ka + 8;
+	size_t nal = kal - 8;
+	struct dlfs_ds *d;
+	struct dlfs_txn *t;
+	struct dlfs_err err = {0};
+	struct dlfs_inode in;
+	uint64_t ino = 0;
+	char want[128];
+	snprintf(want, sizeof(want), "leads to inode %llu, whose record is "
+		 "another name's", (unsigned long long)ib);
+	CHECK(dlfs_ds_open(ds, &d, &err) == 0);
+	CHECK(dlfs_txn_begin(d, &t, &err) == 0);
+	CHECK_EQ(dlfs_lookup(t, pa, na, nal, &ino, &err), -EUCLEAN);
+	CHECK(strstr(err.msg, want) != NULL);
+	CHECK_EQ(dlfs_lookup_stat(t, pa, na, nal, &in, &err), -EUCLEAN);
+	CHECK_EQ(dlfs_stat_entry(t, pa, na, nal, ib, &in, &err), -EUCLEAN);
+	/* b, by its own entry and by number. */
+	CHECK_EQ(dlfs_lookup(t, pb, nb, strlen(nb), &ino, &err), 0);
+	CHECK_EQ(ino, ib);
+	CHECK_EQ(dlfs_lookup_stat(t, pb, nb, strlen(nb), &in, &err), 0);
+	CHECK(in.ino == ib && in.path_hash == dlfs_path_hash(pb, nb, strlen(nb)));
+	CHECK_EQ(dlfs_stat_entry(t, pb, nb, strlen(nb), ib, &in, &err), 0);
+	CHECK_EQ(dlfs_stat(t, ib, &in, &err), 0);
+	/* a's own inode is intact, only unnamed. */
+	CHECK_EQ(dlfs_stat(t, ia, &in, &err), 0);
+	CHECK(in.path_hash == dlfs_path_hash(pa, na, nal));
+	dlfs_txn_end(t);
+	struct dlfs_verify_report rep;
+	n_reports = 0;
+	CHECK(dlfs_verify(d, on_bad, NULL, &rep, &err) == 0);
+	CHECK_EQ(rep.bad_names, 1);
+	CHECK_EQ(rep.bad_files, 0);
+	CHECK_EQ(n_reports, 1);
+	CHECK(strstr(last_report, want) != NULL);
+	dlfs_ds_close(d);
+
+	/* Restored, then an unknown feature bit. */
+	raw_open(&r, ds, 1);
+	MDB_val ov = {8, va};
+	CHECK(mdb_put(r.t, r.dirents, &key, &ov, 0) == 0);
+	MDB_val sv = get(&r, r.meta, DLFS_META_SUPER, strlen(DLFS_META_SUPER));
+	uint8_t sb[DLFS_SUPER_REC_SIZE], sb0[DLFS_SUPER_REC_SIZE];
+	CHECK_EQ(sv.mv_size, DLFS_SUPER_REC_SIZE);
+	memcpy(sb0, sv.mv_data, sizeof(sb0));
+	memcpy(sb, sv.mv_data, sizeof(sb));
+	sb[112] |= 0x80;
+	MDB_val sk = {strlen(DLFS_META_SUPER), DLFS_META_SUPER},
+		snv = {sizeof(sb), sb};
+	CHECK(mdb_put(r.t, r.meta, &sk, &snv, 0) == 0);
+	raw_close(&r, 1);
+	CHECK_EQ(dlfs_ds_open(ds, &d, &err), -EPROTONOSUPPORT);
+	CHECK(strstr(err.msg, "feature bit 7 (0x80) is not known") != NULL);
+	raw_open(&r, ds, 1);
+	snv.mv_data = sb0;
+	CHECK(mdb_put(r.t, r.meta, &sk, &snv, 0) == 0);
+	raw_close(&r, 1);
+	CHECK(dlfs_ds_open(ds, &d, &err) == 0);
+	n_reports = 0;
+	CHECK(dlfs_verify(d, on_bad, NULL, &rep, &err) == 0);
+	CHECK(rep.bad_names == 0 && n_reports == 0);
+	dlfs_ds_close(d);
+}
+
 /*
  * A footer that says one record more than its trailer holds, with the
  * footer checksum and the index's copy of it updated to match: only the
@@ -697,6 +817,8 @@ int main(void)
 	check_inodes(&r, &s, t);
 	check_dirents(&r, &s);
 	raw_close(&r, 0);
+	check_features();
+	check_path_bound(ds);
 	check_container_files(ds, &s, t);
 	check_verify_walk(ds);
 	check_full_trailer();
