@@ -413,6 +413,31 @@ static int read_failed(struct dlfs_reader_ctx *x, uint64_t ino, int ret,
 	return -EIO;
 }
 
+/* Has key been logged (the last 64)? Remembers it if not. */
+static int logged_before(struct dlfs_reader *r, uint64_t key)
+{
+	int seen = 0;
+	pthread_mutex_lock(&r->log_lock);
+	for (unsigned i = 0; i < r->n_logged_key && i < 64; i++)
+		if (r->logged_key[i] == key)
+			seen = 1;
+	if (!seen)
+		r->logged_key[r->n_logged_key++ % 64] = key;
+	pthread_mutex_unlock(&r->log_lock);
+	return seen;
+}
+
+int dlfs_reader_index_error_once(struct dlfs_reader *r, int code,
+				 const char *msg, uint64_t key)
+{
+	if (code != -DLFS_ECORRUPT)
+		return code;
+	dlfs_stats_add(&r->stats.err_index, 1);
+	if (!logged_before(r, key))
+		dlfs_logf(r->conf.log, r->conf.log_arg, LOG_ERR, "%s", msg);
+	return -EIO;
+}
+
 int dlfs_reader_index_error(struct dlfs_reader *r, int code, const char *msg)
 {
 	if (code != -DLFS_ECORRUPT)

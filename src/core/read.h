@@ -47,9 +47,11 @@ struct dlfs_reader {
 	dlfs_plan_next_fn planner;
 	void *planner_arg;
 	uint64_t home_lo, home_hi;        /* this rank's chunks */
-	pthread_mutex_t log_lock;         /* guards logged */
+	pthread_mutex_t log_lock;         /* guards logged, logged_key */
 	uint64_t logged[64];              /* inodes already named */
 	unsigned n_logged;
+	uint64_t logged_key[64];          /* index damage already logged */
+	unsigned n_logged_key;
 };
 
 /* Fetch chunks from peers (before dlfs_reader_start; p is borrowed), with

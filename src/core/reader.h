@@ -192,4 +192,13 @@ void dlfs_read_done(struct dlfs_reader_ctx *ctx);
  */
 int dlfs_reader_index_error(struct dlfs_reader *r, int code, const char *msg);
 
+/*
+ * The same, logged only the first time for key (the last 64 keys are
+ * remembered) and counted every time: for damage that the same request
+ * meets again and again, such as a directory entry (key: its
+ * dlfs_path_hash) that every lookup of the name reaches.
+ */
+int dlfs_reader_index_error_once(struct dlfs_reader *r, int code,
+				 const char *msg, uint64_t key);
+
 #endif

@@ -24,6 +24,16 @@ static int index_err(struct dlfs_fs *fs, int ret, const struct dlfs_err *err)
 						 : "damaged index record");
 }
 
+/* The same for damage met through the entry name of directory parent:
+ * logged once for that entry, however often it is looked up. */
+static int entry_err(struct dlfs_fs *fs, int ret, const struct dlfs_err *err,
+		     uint64_t parent, const char *name, size_t len)
+{
+	return dlfs_reader_index_error_once(
+		fs->reader, ret, err->code ? err->msg : "damaged index record",
+		dlfs_path_hash(parent, name, len));
+}
+
 /* This thread's index transaction. @return 0 or -errno (-EIO when a
  * damaged index stops its first one). */
 static int txn_of(struct dlfs_fs *fs, struct dlfs_txn **t)
@@ -78,7 +88,7 @@ int dlfs_ops_lookup(struct dlfs_fs *fs, uint64_t parent, const char *name,
 	if (ret == -ENOENT)
 		return ret;
 	if (ret)
-		return index_err(fs, ret, &err);
+		return entry_err(fs, ret, &err, parent, name, strlen(name));
 	*ino = in.ino;
 	*attr_timeout = fs->timeout;
 	fill_attr(fs, &in, st);
@@ -154,7 +164,8 @@ static int walk_one(void *arg, const struct dlfs_dirent *de)
 			 * attributes (entry ino 0), so the kernel makes no
 			 * dentry of it and a lookup meets the same EIO. The
 			 * rest of the directory stays listable. */
-			index_err(d->fs, ret, &err);
+			entry_err(d->fs, ret, &err, d->dir, de->name,
+				  de->name_len);
 			st.st_ino = de->ino;
 			st.st_mode = de->type;
 			attrs = 0;
