@@ -358,23 +358,29 @@ struct dlfs_txn *dlfs_reader_ctx_txn(struct dlfs_reader_ctx *x)
 
 /* ---- errors ---- */
 
+/* Is key in ring (the last 64 keys of the *n stored)? Remembers it if
+ * not. Takes log_lock. */
+static int logged_before(struct dlfs_reader *r, uint64_t *ring, unsigned *n,
+			 uint64_t key)
+{
+	int seen = 0;
+	pthread_mutex_lock(&r->log_lock);
+	for (unsigned i = 0; i < *n && i < 64; i++)
+		if (ring[i] == key)
+			seen = 1;
+	if (!seen)
+		ring[(*n)++ % 64] = key;
+	pthread_mutex_unlock(&r->log_lock);
+	return seen;
+}
+
 /* Name a file in the log once per mount (finding its path scans the
  * index, so not on every failure). */
 static void log_file_error(struct dlfs_reader_ctx *x, uint64_t ino,
 			   const char *msg)
 {
 	struct dlfs_reader *r = x->r;
-	int seen = 0;
-	if (!r->conf.log)
-		return;
-	pthread_mutex_lock(&r->log_lock);
-	for (unsigned i = 0; i < r->n_logged && i < 64; i++)
-		if (r->logged[i] == ino)
-			seen = 1;
-	if (!seen)
-		r->logged[r->n_logged++ % 64] = ino;
-	pthread_mutex_unlock(&r->log_lock);
-	if (seen)
+	if (!r->conf.log || logged_before(r, r->logged, &r->n_logged, ino))
 		return;
 	char path[4096] = "?";
 	char quoted[4096 * 4];
@@ -413,27 +419,13 @@ static int read_failed(struct dlfs_reader_ctx *x, uint64_t ino, int ret,
 	return -EIO;
 }
 
-/* Has key been logged (the last 64)? Remembers it if not. */
-static int logged_before(struct dlfs_reader *r, uint64_t key)
-{
-	int seen = 0;
-	pthread_mutex_lock(&r->log_lock);
-	for (unsigned i = 0; i < r->n_logged_key && i < 64; i++)
-		if (r->logged_key[i] == key)
-			seen = 1;
-	if (!seen)
-		r->logged_key[r->n_logged_key++ % 64] = key;
-	pthread_mutex_unlock(&r->log_lock);
-	return seen;
-}
-
 int dlfs_reader_index_error_once(struct dlfs_reader *r, int code,
 				 const char *msg, uint64_t key)
 {
 	if (code != -DLFS_ECORRUPT)
 		return code;
 	dlfs_stats_add(&r->stats.err_index, 1);
-	if (!logged_before(r, key))
+	if (!logged_before(r, r->logged_key, &r->n_logged_key, key))
 		dlfs_logf(r->conf.log, r->conf.log_arg, LOG_ERR, "%s", msg);
 	return -EIO;
 }
