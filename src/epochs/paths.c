@@ -184,6 +184,7 @@ static int locate(const struct dlfs_paths *p, uint64_t ino, uint32_t *ord,
 struct walk {
 	struct dlfs_paths *p;
 	struct dlfs_txn *txn;
+	int bound; /* records are bound to their entries (path_bound) */
 	uint64_t dir;
 	uint64_t *files, *name_sum; /* [d - 1]: for all_len */
 	int ret;
@@ -212,8 +213,9 @@ static int add(void *arg, const struct dlfs_dirent *d)
 	 * record that is damaged itself is left to whoever reads it. */
 	struct dlfs_inode in;
 	struct dlfs_err e = {0};
-	int ret = dlfs_stat_entry(w->txn, w->dir, d->name, d->name_len, d->ino,
-				  &in, &e);
+	int ret = w->bound ? dlfs_stat_entry(w->txn, w->dir, d->name,
+					     d->name_len, d->ino, &in, &e)
+			   : 0;
 	if (ret == -DLFS_ECORRUPT &&
 	    dlfs_stat(w->txn, d->ino, &in, NULL) == 0) { /* sound, not ours */
 		if (!p->unbound++)
@@ -423,6 +425,7 @@ int dlfs_paths_build_max(struct dlfs_txn *txn, const struct dlfs_info *info,
 	p->ford = malloc(nf * sizeof(*p->ford));
 	p->search = malloc(nd);
 	struct walk w = {.p = p, .txn = txn,
+			 .bound = !!(s->features & DLFS_FEATURE(PATH_BOUND)),
 			 .files = calloc(nd, sizeof(uint64_t)),
 			 .name_sum = calloc(nd, sizeof(uint64_t))};
 	int ret;
