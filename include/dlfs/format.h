@@ -1,6 +1,7 @@
 /*
- * dlfs on-disk format, version 1. This header is the public contract that
- * man/dlfs-format.5 describes in prose; keep the two in step.
+ * dlfs on-disk format, version 1.1 (and 1.0, which it still reads). This
+ * header is the public contract that man/dlfs-format.5 describes in
+ * prose; keep the two in step.
  *
  * A dataset is a directory NAME.dlfs/ holding:
  *   index         one LMDB environment in a single file (MDB_NOSUBDIR);
@@ -53,7 +54,8 @@
  * dlfs-format(5) and dlfs-inspect info spell it. A reader refuses a
  * dataset with a bit it does not know. A new feature is one line here.
  */
-#define DLFS_FEATURES(X) X(0, PATH_BOUND, "path_bound")
+#define DLFS_FEATURES(X) \
+	X(0, PATH_BOUND, "path_bound")
 #define DLFS_FEATURE_ENUM_(bit, id, name) DLFS_FEATURE_BIT_##id = (bit),
 enum dlfs_feature_bit { DLFS_FEATURES(DLFS_FEATURE_ENUM_) };
 /* The flag of feature id: DLFS_FEATURE(PATH_BOUND). */
