@@ -66,7 +66,34 @@ static void print_features(uint64_t f, int json)
 		printf(" none");
 }
 
-static int cmd_info(struct dlfs_ds *ds, int json)
+/* A compressed dataset's chunks: logical and stored bytes, and how many
+ * are stored raw. @return 0 or a negative errno with err set. */
+struct stored {
+	unsigned long long data, stored, chunks, raw;
+};
+static int stored_bytes(struct dlfs_ds *ds, struct dlfs_txn *txn,
+			struct stored *st, struct dlfs_err *err)
+{
+	const struct dlfs_super_rec *s = &dlfs_ds_info(ds)->super;
+	memset(st, 0, sizeof(*st));
+	for (uint32_t c = 0; c < s->n_containers; c++) {
+		const struct dlfs_container *x = dlfs_ds_container(ds, c);
+		for (uint64_t k = 0; k < x->n_chunks; k++) {
+			struct dlfs_chunk_rec cr;
+			int ret = dlfs_chunk_get(txn, c, k, &cr, err);
+			if (ret)
+				return ret;
+			st->data += cr.length;
+			st->stored += cr.stored_length;
+			st->chunks++;
+			st->raw += !(cr.flags & DLFS_CHUNK_ZSTD);
+		}
+	}
+	return 0;
+}
+
+static int cmd_info(struct dlfs_ds *ds, struct dlfs_txn *txn, int json,
+		    struct dlfs_err *err)
 {
 	const struct dlfs_info *in = dlfs_ds_info(ds);
 	const struct dlfs_super_rec *s = &in->super;
@@ -86,6 +113,15 @@ static int cmd_info(struct dlfs_ds *ds, int json)
 		{"index_bytes", in->index_bytes},
 	};
 	size_t nn = sizeof(nums) / sizeof(nums[0]);
+	struct stored st;
+	int comp = !!(s->features & DLFS_FEATURE(COMPRESSED));
+	if (comp) {
+		int ret = stored_bytes(ds, txn, &st, err);
+		if (ret)
+			return ret;
+	}
+	/* logical data bytes over the bytes their chunks take stored */
+	double ratio = comp && st.stored ? (double)st.data / st.stored : 1.0;
 	if (json) {
 		printf("{\"path\": ");
 		json_str(stdout, dlfs_ds_path(ds), strlen(dlfs_ds_path(ds)));
@@ -99,6 +135,14 @@ static int cmd_info(struct dlfs_ds *ds, int json)
 		json_str(stdout, in->creator, strlen(in->creator));
 		for (size_t i = 0; i < nn; i++)
 			printf(", \"%s\": %llu", nums[i].k, nums[i].v);
+		if (comp) {
+			printf(", \"compress\": ");
+			json_str(stdout, in->compress, strlen(in->compress));
+			printf(", \"data_bytes\": %llu, \"stored_bytes\": "
+			       "%llu, \"chunks\": %llu, \"raw_chunks\": %llu, "
+			       "\"ratio\": %.3f",
+			       st.data, st.stored, st.chunks, st.raw, ratio);
+		}
 		printf("}\n");
 	} else {
 		printf("path: %s\nformat_version: %u.%u\nfeatures:",
@@ -108,6 +152,12 @@ static int cmd_info(struct dlfs_ds *ds, int json)
 		       in->dataset_id_hex, in->order, in->creator);
 		for (size_t i = 0; i < nn; i++)
 			printf("%s: %llu\n", nums[i].k, nums[i].v);
+		if (comp)
+			printf("compress: %s\ndata_bytes: %llu\nstored_bytes: "
+			       "%llu\nchunks: %llu\nraw_chunks: %llu\n"
+			       "ratio: %.2f\n",
+			       in->compress, st.data, st.stored, st.chunks,
+			       st.raw, ratio);
 	}
 	return 0;
 }
@@ -552,7 +602,7 @@ int main(int argc, char **argv)
 	}
 	int rc = 0;
 	switch (ci) {
-	case 0: ret = cmd_info(ds, json); break;
+	case 0: ret = cmd_info(ds, txn, json, &err); break;
 	case 1: ret = cmd_ls(txn, args[0] ? args[0] : "", lng, &err); break;
 	case 2: ret = cmd_stat(txn, args[0], json, &err); break;
 	case 3: ret = cmd_cat(ds, txn, args[0], &err); break;

@@ -35,6 +35,8 @@ static void usage(FILE *f)
 		"      --align N           alignment of each file (1)\n"
 		"      --order ORDER       sorted|input|size|shuffle[:SEED]\n"
 		"      --threads N         files read in parallel (8)\n"
+		"      --compress zstd[:LEVEL]  compress each chunk (level "
+		"3; 1 to 22)\n"
 		"  -f, --force             replace an existing dataset\n"
 		"  -q, --quiet             no progress or summary\n"
 		"      --skip-errors       leave out unreadable files, with "
@@ -216,6 +218,7 @@ enum {
 	O_SPLIT_LMDB,
 	O_PROCS,
 	O_DRY_RUN,
+	O_COMPRESS,
 };
 
 static const struct option long_opts[] = {
@@ -233,6 +236,7 @@ static const struct option long_opts[] = {
 	{"split-lmdb", no_argument, NULL, O_SPLIT_LMDB},
 	{"procs", required_argument, NULL, O_PROCS},
 	{"dry-run", no_argument, NULL, O_DRY_RUN},
+	{"compress", required_argument, NULL, O_COMPRESS},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{0},
@@ -301,6 +305,19 @@ static int opt_order(const char *arg, struct dlfs_pack_opts *o)
 	return GO_ON;
 }
 
+/* --compress: the codec and its level. */
+static int opt_compress(const char *arg, struct dlfs_pack_opts *o)
+{
+	if (dlfs_parse_compress(arg, &o->compress, &o->compress_level)) {
+		fprintf(stderr,
+			PROG ": --compress '%s': expected zstd or "
+			"zstd:LEVEL, LEVEL from 1 to %d\n",
+			arg, DLFS_ZSTD_LEVEL_MAX);
+		return 2;
+	}
+	return GO_ON;
+}
+
 /* --sample-format: what a split HDF5 or LMDB sample becomes. */
 static int opt_sample_format(const char *arg, struct dlfs_pack_opts *o)
 {
@@ -331,6 +348,8 @@ static int on_option(int c, const char *arg, struct cli *cl)
 		return opt_order(arg, o);
 	case O_SAMPLE_FORMAT:
 		return opt_sample_format(arg, o);
+	case O_COMPRESS:
+		return opt_compress(arg, o);
 	case O_THREADS:
 		return opt_count("--threads", arg, 1024, &o->threads);
 	case O_PROCS:

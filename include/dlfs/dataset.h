@@ -48,6 +48,7 @@ struct dlfs_info {
 	char dataset_id_hex[2 * DLFS_ID_SIZE + 1];
 	char creator[128];
 	char order[64];
+	char compress[32]; /* "zstd:LEVEL" (feature compressed), else "" */
 	uint64_t index_bytes; /* size of the index file */
 };
 

@@ -48,6 +48,7 @@
 #define DLFS_META_SUPER "super"     /* dlfs_super_rec                    */
 #define DLFS_META_CREATOR "creator" /* free text, e.g. "dlfs-pack 0.1.0" */
 #define DLFS_META_ORDER "order"     /* the --order the dataset was packed with */
+#define DLFS_META_COMPRESS "compress" /* the --compress it was packed with */
 
 /*
  * Feature flags (the superblock's features, format 1.1): bit, name as
@@ -55,7 +56,8 @@
  * dataset with a bit it does not know. A new feature is one line here.
  */
 #define DLFS_FEATURES(X) \
-	X(0, PATH_BOUND, "path_bound")
+	X(0, PATH_BOUND, "path_bound") \
+	X(1, COMPRESSED, "compressed")
 #define DLFS_FEATURE_ENUM_(bit, id, name) DLFS_FEATURE_BIT_##id = (bit),
 enum dlfs_feature_bit { DLFS_FEATURES(DLFS_FEATURE_ENUM_) };
 /* The flag of feature id: DLFS_FEATURE(PATH_BOUND). */
@@ -157,15 +159,44 @@ uint64_t dlfs_path_hash(uint64_t parent, const char *name, size_t len);
 #define DLFS_DIRENT_TYPE_SHIFT 60
 #define DLFS_DIRENT_INO_MASK ((UINT64_C(1) << 60) - 1)
 
-/* A chunk: the XXH3-64 of its bytes as they lie in the container. */
+/*
+ * A chunk. Its logical bytes are [DLFS_DATA_OFFSET + k * chunk_size,
+ * + length) of the container's data stream, in every dataset: a file's
+ * loc and the chunk arithmetic never change.
+ *
+ * Without DLFS_FEATURE(COMPRESSED) the record is DLFS_CHUNK_REC_SIZE_10
+ * bytes (xxh3, length, a zero u32): the chunk is stored at its logical
+ * place, and xxh3 covers those bytes. Decoded, stored_length = length,
+ * stored_offset = 0 and flags = 0.
+ *
+ * With it, the record is DLFS_CHUNK_REC_SIZE bytes: xxh3 covers the
+ * stored_length bytes stored at stored_offset of the container file (a
+ * multiple of 4096; chunks lie back to back from the data offset, each
+ * padded to 4 KiB), checked before they are decompressed. flags bit 0
+ * (DLFS_CHUNK_ZSTD): a zstd frame that decompresses to length bytes;
+ * without it the chunk is stored raw (stored_length = length).
+ */
 struct dlfs_chunk_rec {
 	uint64_t xxh3;
 	uint32_t length; /* chunk_size, or less for a container's last chunk */
+	uint32_t stored_length;
+	uint64_t stored_offset;
+	uint32_t flags;
 	uint32_t reserved;
 };
-#define DLFS_CHUNK_REC_SIZE 16
+#define DLFS_CHUNK_REC_SIZE 32
+#define DLFS_CHUNK_REC_SIZE_10 16
+#define DLFS_CHUNK_ZSTD 1u
+#define DLFS_CHUNK_FLAGS_KNOWN DLFS_CHUNK_ZSTD
 _Static_assert(sizeof(struct dlfs_chunk_rec) == DLFS_CHUNK_REC_SIZE,
 	       "dlfs_chunk_rec layout");
+
+/* Bytes of one chunk record in a dataset with these features. */
+static inline size_t dlfs_chunk_rec_size(uint64_t features)
+{
+	return features & DLFS_FEATURE(COMPRESSED) ? DLFS_CHUNK_REC_SIZE
+						  : DLFS_CHUNK_REC_SIZE_10;
+}
 
 /* A container as the index knows it, to catch truncation and swaps. */
 struct dlfs_container_rec {
@@ -284,8 +315,12 @@ void dlfs_inode_encode(const struct dlfs_inode_rec *r, uint64_t features,
 		       uint8_t *out);
 void dlfs_inode_decode(const uint8_t *in, uint64_t features,
 		       struct dlfs_inode_rec *r);
-void dlfs_chunk_encode(const struct dlfs_chunk_rec *r, uint8_t *out);
-void dlfs_chunk_decode(const uint8_t *in, struct dlfs_chunk_rec *r);
+/* Chunk records as a dataset with these features stores them
+ * (dlfs_chunk_rec_size bytes). */
+void dlfs_chunk_encode(const struct dlfs_chunk_rec *r, uint64_t features,
+		       uint8_t *out);
+void dlfs_chunk_decode(const uint8_t *in, uint64_t features,
+		       struct dlfs_chunk_rec *r);
 void dlfs_container_rec_encode(const struct dlfs_container_rec *r,
 			       uint8_t *out);
 void dlfs_container_rec_decode(const uint8_t *in, struct dlfs_container_rec *r);

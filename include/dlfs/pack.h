@@ -34,6 +34,17 @@ enum dlfs_sample_format {
 	DLFS_SAMPLE_H5,  /* one HDF5 file per sample, every dataset in it */
 };
 
+/* What chunks are compressed with (dlfs-pack --compress). */
+enum dlfs_compress {
+	DLFS_COMPRESS_NONE, /* stored as they are: format 1.1 without the
+			     * compressed feature */
+	DLFS_COMPRESS_ZSTD, /* each chunk a zstd frame, or raw if it does
+			     * not shrink by a 4 KiB page */
+};
+/* The level --compress zstd uses without one: zstd's default. */
+#define DLFS_ZSTD_LEVEL_DEFAULT 3
+#define DLFS_ZSTD_LEVEL_MAX 22
+
 enum dlfs_order {
 	DLFS_ORDER_SORTED,  /* by path, component by component */
 	DLFS_ORDER_INPUT,   /* sources in order; tar members in archive order */
@@ -69,6 +80,8 @@ struct dlfs_pack_opts {
 	dlfs_progress_cb progress;
 	void *cb_arg;
 	const char *creator; /* recorded in the index; may be NULL */
+	enum dlfs_compress compress;
+	int compress_level; /* zstd: 1 to DLFS_ZSTD_LEVEL_MAX */
 
 	/*
 	 * Ingest (dlfs-pack(1), INGEST). With split_hdf5, a SOURCE that is
@@ -170,6 +183,10 @@ int dlfs_pack_dry_run(const char *const *sources, unsigned n_sources,
 
 /* Parse "npy" or "h5". @return 0 or -EINVAL. */
 int dlfs_parse_sample_format(const char *s, enum dlfs_sample_format *f);
+
+/* Parse "zstd" or "zstd:LEVEL" (LEVEL 1 to DLFS_ZSTD_LEVEL_MAX; without
+ * it, DLFS_ZSTD_LEVEL_DEFAULT). @return 0 or -EINVAL. */
+int dlfs_parse_compress(const char *s, enum dlfs_compress *c, int *level);
 
 /* Parse "sorted|input|size|shuffle[:SEED]". @return 0 or -EINVAL. */
 int dlfs_parse_order(const char *s, enum dlfs_order *order, uint64_t *seed);

@@ -11,6 +11,10 @@
 #include "util.h"
 
 #include <xxhash.h>
+#include <zstd.h>
+
+static int logical_read(struct dlfs_ds *ds, uint32_t c, uint64_t off,
+			size_t len, void *buf, struct dlfs_err *err);
 
 int dlfs_ds_open(const char *path, struct dlfs_ds **out, struct dlfs_err *err)
 {
@@ -304,8 +308,11 @@ int dlfs_file_pread(struct dlfs_ds *ds, const struct dlfs_inode *in,
 		return 0;
 	if (len > in->size - off)
 		len = (size_t)(in->size - off);
-	int ret = dlfs_ds_pread(ds, in->container, buf, len, in->offset + off,
-				err);
+	int ret = dlfs_ds_compressed(ds)
+			  ? logical_read(ds, in->container, in->offset + off,
+					 len, buf, err)
+			  : dlfs_ds_pread(ds, in->container, buf, len,
+					  in->offset + off, err);
 	if (ret)
 		return ret;
 	*got = len;
@@ -329,6 +336,15 @@ int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
 				    "into %zu",
 				    ds->path, len, (unsigned long long)off,
 				    cap);
+	if (dlfs_ds_compressed(ds)) {
+		/* Stored bytes are not at their logical place: through the
+		 * chunks, into the same spot of buf. */
+		ret = logical_read(ds, c, off, len, (uint8_t *)buf + (off - a0),
+				   err);
+		if (!ret)
+			*head = (size_t)(off - a0);
+		return ret;
+	}
 	char name[DLFS_CONTAINER_NAME_MAX];
 	const struct dlfs_container_slot *slot = &ds->containers[c];
 	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0;
@@ -370,6 +386,13 @@ int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 				    "%u bytes, larger than the chunk size",
 				    ds->path, (unsigned long long)k, c,
 				    cr.length);
+	if (dlfs_ds_compressed(ds)) {
+		*len = 0;
+		ret = dlfs_ds_chunk_logical(ds, c, k, &cr, buf, cap, err);
+		if (!ret)
+			*len = cr.length;
+		return ret;
+	}
 	uint64_t off = dlfs_chunk_start(cs, k);
 	ret = dlfs_ds_read_range(ds, c, off, cr.length, buf, cap, &head, err);
 	if (ret)
@@ -386,4 +409,137 @@ int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 	}
 	*len = cr.length;
 	return 0;
+}
+
+int dlfs_ds_compressed(const struct dlfs_ds *ds)
+{
+	return !!(ds->ix.info.super.features & DLFS_FEATURE(COMPRESSED));
+}
+
+/* The stored bytes of chunk k of container c (record cr) into buf (cap
+ * bytes, at least them rounded up to 4 KiB), read the way chunks are. */
+static int stored_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+		       const struct dlfs_chunk_rec *cr, void *buf, size_t cap,
+		       struct dlfs_err *err)
+{
+	int fd;
+	char name[DLFS_CONTAINER_NAME_MAX];
+	int ret = dlfs_ds_container_fd(ds, c, &fd, err);
+	if (ret)
+		return ret;
+	size_t want = (size_t)dlfs_roundup(cr->stored_length, 4096);
+	if (want > cap)
+		return dlfs_err_set(err, -EINVAL,
+				    "%s: chunk %llu of container %u: %zu "
+				    "stored bytes into %zu",
+				    ds->path, (unsigned long long)k, c, want,
+				    cap);
+	const struct dlfs_container_slot *slot = &ds->containers[c];
+	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0;
+	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
+		fd = slot->dfd;
+	ssize_t n = dlfs_pread_full(fd, buf, want, cr->stored_offset);
+	dlfs_container_name(c, name);
+	if (n < 0)
+		return dlfs_err_sys(err, (int)n, "%s/%s: read at offset %llu",
+				    ds->path, name,
+				    (unsigned long long)cr->stored_offset);
+	if ((size_t)n < cr->stored_length)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/%s: truncated: short read at offset "
+				    "%llu",
+				    ds->path, name,
+				    (unsigned long long)cr->stored_offset);
+	if (!direct)
+		posix_fadvise(fd, (off_t)cr->stored_offset, (off_t)want,
+			      POSIX_FADV_DONTNEED);
+	if (XXH3_64bits(buf, cr->stored_length) != cr->xxh3)
+		return dlfs_err_set(err, -DLFS_ECHECKSUM,
+				    "%s/%s: chunk %llu at offset %llu: checksum "
+				    "mismatch",
+				    ds->path, name, (unsigned long long)k,
+				    (unsigned long long)cr->stored_offset);
+	return 0;
+}
+
+int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+			  const struct dlfs_chunk_rec *cr, void *buf,
+			  size_t cap, struct dlfs_err *err)
+{
+	if (!(cr->flags & DLFS_CHUNK_ZSTD))
+		return stored_read(ds, c, k, cr, buf, cap, err);
+	size_t want = (size_t)dlfs_roundup(cr->stored_length, 4096);
+	void *z = NULL;
+	if (posix_memalign(&z, 4096, want ? want : 4096))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	int ret = stored_read(ds, c, k, cr, z, want, err);
+	if (!ret) {
+		size_t n = cr->length > cap
+				   ? 0
+				   : ZSTD_decompress(buf, cr->length, z,
+						     cr->stored_length);
+		if (ZSTD_isError(n) || n != cr->length) {
+			char name[DLFS_CONTAINER_NAME_MAX];
+			dlfs_container_name(c, name);
+			ret = dlfs_err_set(
+				err, -DLFS_ECORRUPT,
+				"%s/%s: chunk %llu at offset %llu: does not "
+				"decompress to its %u bytes (%s)",
+				ds->path, name, (unsigned long long)k,
+				(unsigned long long)cr->stored_offset,
+				cr->length,
+				ZSTD_isError(n) ? ZSTD_getErrorName(n)
+						: "wrong length");
+		}
+	}
+	free(z);
+	return ret;
+}
+
+/* Logical bytes [off, off + len) of container c's data stream into buf,
+ * chunk by chunk (a compressed dataset's), each checked and decompressed
+ * into a scratch chunk. */
+static int logical_read(struct dlfs_ds *ds, uint32_t c, uint64_t off,
+			size_t len, void *buf, struct dlfs_err *err)
+{
+	const uint64_t cs = ds->ix.info.super.chunk_size;
+	struct dlfs_txn *txn = NULL;
+	void *chunk = NULL;
+	int ret = 0;
+	if (!len)
+		return 0;
+	if (off < DLFS_DATA_OFFSET(cs))
+		return dlfs_err_set(err, -EINVAL,
+				    "%s: read at offset %llu before the data",
+				    ds->path, (unsigned long long)off);
+	if (posix_memalign(&chunk, 4096, cs))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	ret = dlfs_txn_begin(ds, &txn, err);
+	uint64_t k0 = dlfs_chunk_at(cs, off), k1 = dlfs_chunk_at(cs, off + len - 1);
+	for (uint64_t k = k0; !ret && k <= k1; k++) {
+		struct dlfs_chunk_rec cr;
+		ret = dlfs_chunk_get(txn, c, k, &cr, err);
+		if (!ret)
+			ret = dlfs_ds_chunk_logical(ds, c, k, &cr, chunk, cs,
+						    err);
+		if (ret)
+			break;
+		uint64_t cstart = dlfs_chunk_start(cs, k);
+		uint64_t from = off > cstart ? off : cstart;
+		uint64_t to = off + len < cstart + cr.length ? off + len
+							    : cstart + cr.length;
+		if (to <= from || (k == k1 && to != off + len)) {
+			ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+					   "%s: chunk %llu of container %u "
+					   "ends before the bytes asked",
+					   ds->path, (unsigned long long)k, c);
+			break;
+		}
+		memcpy((uint8_t *)buf + (from - off),
+		       (uint8_t *)chunk + (from - cstart), (size_t)(to - from));
+	}
+	if (txn)
+		dlfs_txn_end(txn);
+	free(chunk);
+	return ret;
 }

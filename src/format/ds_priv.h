@@ -31,4 +31,21 @@ struct dlfs_ds {
 	enum dlfs_chunk_io chunk_io; /* dlfs_ds_set_chunk_io */
 };
 
+/* Does ds have DLFS_FEATURE(COMPRESSED)? */
+int dlfs_ds_compressed(const struct dlfs_ds *ds);
+
+/*
+ * Chunk k of container c of a compressed dataset, record cr (checked by
+ * dlfs_chunk_get), as its logical bytes (cr->length) into buf (cap >=
+ * the chunk size): its stored bytes read, checked against cr->xxh3, and
+ * decompressed when cr->flags says zstd. @return 0, -EBADMSG
+ * (DLFS_ECHECKSUM: the stored bytes' checksum), -EUCLEAN (a frame that
+ * does not decompress to cr->length bytes; a short container), -ENOENT
+ * or -EUCLEAN for an unusable container, -errno; err names the
+ * container, the chunk and its offset.
+ */
+int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+			  const struct dlfs_chunk_rec *cr, void *buf,
+			  size_t cap, struct dlfs_err *err);
+
 #endif

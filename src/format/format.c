@@ -145,19 +145,38 @@ const char *dlfs_feature_name(unsigned bit)
 #undef DLFS_FEATURE_CASE_
 }
 
-void dlfs_chunk_encode(const struct dlfs_chunk_rec *r, uint8_t *out)
+void dlfs_chunk_encode(const struct dlfs_chunk_rec *r, uint64_t features,
+		       uint8_t *out)
 {
 	struct cur c = {.w = out};
 	w64(&c, r->xxh3);
 	w32(&c, r->length);
+	if (!(features & DLFS_FEATURE(COMPRESSED))) {
+		w32(&c, 0);
+		return;
+	}
+	w32(&c, r->stored_length);
+	w64(&c, r->stored_offset);
+	w32(&c, r->flags);
 	w32(&c, r->reserved);
 }
 
-void dlfs_chunk_decode(const uint8_t *in, struct dlfs_chunk_rec *r)
+void dlfs_chunk_decode(const uint8_t *in, uint64_t features,
+		       struct dlfs_chunk_rec *r)
 {
 	struct cur c = {.r = in};
 	r->xxh3 = r64(&c);
 	r->length = r32(&c);
+	if (!(features & DLFS_FEATURE(COMPRESSED))) {
+		r->reserved = r32(&c);
+		r->stored_length = r->length;
+		r->stored_offset = 0;
+		r->flags = 0;
+		return;
+	}
+	r->stored_length = r32(&c);
+	r->stored_offset = r64(&c);
+	r->flags = r32(&c);
 	r->reserved = r32(&c);
 }
 

@@ -136,6 +136,9 @@ static int open_dbis(struct dlfs_index *ix, const char *ipath,
 	if (!ret)
 		ret = meta_string(t, ix->dbi_meta, DLFS_META_ORDER,
 				  ix->info.order, sizeof(ix->info.order));
+	if (!ret)
+		ret = meta_string(t, ix->dbi_meta, DLFS_META_COMPRESS,
+				  ix->info.compress, sizeof(ix->info.compress));
 	if (ret) {
 		dlfs_err_set(err, ret, "%s: cannot read metadata", ipath);
 		goto out_txn;
@@ -653,7 +656,6 @@ static int chunk_get_in(struct dlfs_txn *txn, uint32_t c, uint64_t k,
 			struct dlfs_chunk_rec *out, struct dlfs_err *err)
 {
 	const struct dlfs_index *ix = txn->ix;
-	const uint64_t cs = ix->info.super.chunk_size;
 	if (c >= ix->info.super.n_containers || ix->cont[c].bad ||
 	    k >= ix->cont[c].n_chunks)
 		return dlfs_err_set(err,
@@ -675,23 +677,13 @@ static int chunk_get_in(struct dlfs_txn *txn, uint32_t c, uint64_t k,
 	int rc = mdb_get(txn->txn, ix->dbi_chunks, &key, &v);
 	if (rc == MDB_NOTFOUND)
 		rc = MDB_CORRUPTED; /* the table says it exists */
-	if (rc || v.mv_size != DLFS_CHUNK_REC_SIZE)
-		return dlfs_err_set(err, rc ? dlfs_mdb_errno(rc)
-					    : -DLFS_ECORRUPT,
+	if (rc)
+		return dlfs_err_set(err, dlfs_mdb_errno(rc),
 				    "%s/index: chunk %llu of container %u: %s",
 				    ix->path, (unsigned long long)k, c,
-				    rc ? mdb_strerror(rc) : "damaged");
-	dlfs_chunk_decode(v.mv_data, out);
-	uint64_t left = ix->cont[c].data_size - k * cs;
-	uint64_t want = left < cs ? left : cs;
-	if (out->length != want)
-		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s/index: chunk %llu of container %u: "
-				    "record says %u bytes, the container's "
-				    "has %llu: damaged",
-				    ix->path, (unsigned long long)k, c,
-				    out->length, (unsigned long long)want);
-	return 0;
+				    mdb_strerror(rc));
+	return dlfs_chunk_rec_check(&ix->info.super, &ix->cont[c], ix->path,
+				    c, k, v.mv_data, v.mv_size, out, err);
 }
 
 static int container_get_in(struct dlfs_txn *txn, uint32_t c,

@@ -55,11 +55,16 @@ int dlfs_container_entry(const struct dlfs_super_rec *s, const void *v,
 	dlfs_container_rec_decode(v, &r);
 	/* The chunk count is checked against the data size, so that no
 	 * reader can walk chunks that do not exist, or miss some. */
+	/* Compressed chunks may take less room than the data region's
+	 * logical size: then only the data offset and the footer must fit
+	 * (each chunk record says where its bytes are). */
+	uint64_t need = s->features & DLFS_FEATURE(COMPRESSED)
+				? DLFS_DATA_OFFSET(cs)
+				: DLFS_DATA_OFFSET(cs) + r.data_size;
 	int ok = r.data_size <= (UINT64_C(1) << 48) &&
 		 r.n_chunks == (r.data_size + cs - 1) / cs &&
 		 r.n_chunks <= UINT32_MAX &&
-		 r.file_size >= DLFS_DATA_OFFSET(cs) + r.data_size +
-					DLFS_FOOTER_SIZE &&
+		 r.file_size >= need + DLFS_FOOTER_SIZE &&
 		 r.first_ino <= s->n_inodes + 1 &&
 		 r.n_files <= s->n_inodes + 1 - r.first_ino;
 	if (!ok)
@@ -72,6 +77,44 @@ int dlfs_container_entry(const struct dlfs_super_rec *s, const void *v,
 	out->footer_xxh3 = r.footer_xxh3;
 	out->bad = 0;
 	return 0;
+}
+
+int dlfs_chunk_rec_check(const struct dlfs_super_rec *s,
+			 const struct dlfs_container *cont, const char *ds_path,
+			 uint32_t c, uint64_t k, const void *v, size_t vlen,
+			 struct dlfs_chunk_rec *out, struct dlfs_err *err)
+{
+	const uint64_t cs = s->chunk_size;
+	const char *why = "damaged";
+	memset(out, 0, sizeof(*out));
+	if (vlen != dlfs_chunk_rec_size(s->features))
+		goto bad;
+	dlfs_chunk_decode(v, s->features, out);
+	uint64_t left = cont->data_size - k * cs;
+	uint64_t want = left < cs ? left : cs;
+	if (out->length != want) {
+		why = "its length is not the container's";
+		goto bad;
+	}
+	if (!(s->features & DLFS_FEATURE(COMPRESSED)))
+		return 0;
+	uint64_t d0 = DLFS_DATA_OFFSET(cs), end = cont->file_size -
+						  DLFS_FOOTER_SIZE;
+	int zstd = out->flags & DLFS_CHUNK_ZSTD;
+	if ((out->flags & ~DLFS_CHUNK_FLAGS_KNOWN) ||
+	    (zstd ? out->stored_length >= out->length
+		  : out->stored_length != out->length) ||
+	    out->stored_offset % 4096 || out->stored_offset < d0 ||
+	    out->stored_offset > end || out->stored_length > end -
+							  out->stored_offset) {
+		why = "its stored extent or flags are impossible";
+		goto bad;
+	}
+	return 0;
+bad:
+	return dlfs_err_set(err, -DLFS_ECORRUPT,
+			    "%s/index: chunk %llu of container %u: %s",
+			    ds_path, (unsigned long long)k, c, why);
 }
 
 uint32_t dlfs_ino_type(const struct dlfs_super_rec *s, uint64_t ino)

@@ -53,6 +53,22 @@ int dlfs_container_entry(const struct dlfs_super_rec *s, const void *v,
 			 size_t vlen, uint64_t first_chunk,
 			 struct dlfs_container *out);
 
+/*
+ * Decode chunk k's record (v, vlen bytes) of container cont (an entry
+ * that is not bad, k < cont->n_chunks) as a dataset with superblock s
+ * stores it, and check it: the record's size; its length is the chunk
+ * size, or what is left of the data region for the last chunk (readers
+ * size their buffers by the chunk size). With DLFS_FEATURE(COMPRESSED),
+ * also: only known flags; a raw chunk's stored length is its length, a
+ * zstd chunk's less than it; the stored bytes start at a multiple of
+ * 4096 at or past the data offset and end before the footer. ds_path
+ * and c name the record in err's message. @return 0 or -EUCLEAN.
+ */
+int dlfs_chunk_rec_check(const struct dlfs_super_rec *s,
+			 const struct dlfs_container *cont, const char *ds_path,
+			 uint32_t c, uint64_t k, const void *v, size_t vlen,
+			 struct dlfs_chunk_rec *out, struct dlfs_err *err);
+
 /* The file type (S_IFDIR, S_IFLNK, S_IFREG) inode ino has, by its
  * number: dlfs-format(5) numbers directories, then symlinks, then files. */
 uint32_t dlfs_ino_type(const struct dlfs_super_rec *s, uint64_t ino);

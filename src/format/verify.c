@@ -267,14 +267,33 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 		} else if (ret) {
 			return dlfs_err_set(err, ret, "%s", e.msg);
 		}
-		ret = dlfs_ds_pread(ds, c, buf, len, cstart, err);
-		if (ret)
-			return ret;
-		posix_fadvise(fd, (off_t)cstart, (off_t)len,
-			      POSIX_FADV_DONTNEED);
+		if (dlfs_ds_compressed(ds)) {
+			/* The stored bytes are checked as they are read; a
+			 * bad chunk's files then hash zeros and fail. */
+			ret = chunk_bad ? -DLFS_ECORRUPT
+					: dlfs_ds_chunk_logical(ds, c, k, &cr,
+								buf, cs, &e);
+			if (ret && ret != -DLFS_ECORRUPT &&
+			    ret != -DLFS_ECHECKSUM)
+				return dlfs_err_set(err, ret, "%s", e.msg);
+			if (ret) {
+				memset(buf, 0, len);
+				if (!chunk_bad &&
+				    add_bad(v, 0, c, cstart, e.msg))
+					return dlfs_err_set(err, -ENOMEM,
+							    "out of memory");
+				chunk_bad = file_bad_here = 1;
+			}
+		} else {
+			ret = dlfs_ds_pread(ds, c, buf, len, cstart, err);
+			if (ret)
+				return ret;
+			posix_fadvise(fd, (off_t)cstart, (off_t)len,
+				      POSIX_FADV_DONTNEED);
+			if (!chunk_bad)
+				chunk_bad = XXH3_64bits(buf, len) != cr.xxh3;
+		}
 		v->rep->chunks++;
-		if (!chunk_bad)
-			chunk_bad = XXH3_64bits(buf, len) != cr.xxh3;
 		uint64_t cend = cstart + len;
 		for (;;) {
 			if (!have) {

@@ -37,6 +37,16 @@ int pk_dataset_id(const struct pk_tree *t, const struct pk_layout *l,
 	dlfs_put_le64(b + 16, o->align);
 	dlfs_put_le32(b + 24, DLFS_FORMAT_MAJOR);
 	XXH3_128bits_update(st, b, 28);
+	/* A compressed pack's chunks differ from an uncompressed one's (and
+	 * the NVMe tier is keyed by the id): the features, the codec and
+	 * its level go in too. Without compression nothing is added, so
+	 * such ids stay what they were. */
+	if (o->compress != DLFS_COMPRESS_NONE) {
+		dlfs_put_le64(b, pk_features(o));
+		dlfs_put_le32(b + 8, (uint32_t)o->compress);
+		dlfs_put_le32(b + 12, (uint32_t)o->compress_level);
+		XXH3_128bits_update(st, b, 16);
+	}
 	uint64_t n = l->n_dirs + l->n_symlinks + l->n_files;
 	for (uint64_t i = 0; i < n; i++) {
 		const struct pk_entry *e = pk_at(t, l, i);
@@ -70,8 +80,14 @@ out:
 	return ret;
 }
 
-/* What this packer writes: format 1.1, every record bound to its path. */
-#define PK_FEATURES DLFS_FEATURE(PATH_BOUND)
+/* What this packer writes: format 1.1, every record bound to its path,
+ * and compressed chunks when asked. */
+uint64_t pk_features(const struct dlfs_pack_opts *o)
+{
+	return DLFS_FEATURE(PATH_BOUND) |
+	       (o->compress != DLFS_COMPRESS_NONE ? DLFS_FEATURE(COMPRESSED)
+						  : 0);
+}
 
 /* Entries of one directory, given as ino - 1, by name (qsort_r). */
 static int name_cmp(const void *a, const void *b, void *arg)
@@ -100,6 +116,7 @@ struct writer {
 	MDB_txn *t;
 	uint64_t bytes; /* put in this transaction */
 	const char *path; /* the index, for messages */
+	uint64_t features; /* pk_features of the pack's options */
 	MDB_dbi meta, inodes, symlinks, dirents, chunks, conts;
 };
 
@@ -159,7 +176,7 @@ static int open_index(struct writer *w, uint64_t mapsize,
 	if (!rc)
 		rc = mdb_dbi_open(w->t, DLFS_DB_META, MDB_CREATE, &w->meta);
 	if (!rc)
-		rc = mdb_dbi_open(w->t, dlfs_inodes_db(PK_FEATURES),
+		rc = mdb_dbi_open(w->t, dlfs_inodes_db(w->features),
 				  MDB_CREATE, &w->inodes);
 	if (!rc)
 		rc = mdb_dbi_open(w->t, DLFS_DB_SYMLINKS, MDB_CREATE,
@@ -194,7 +211,7 @@ static size_t encode_super(const struct pk_layout *l,
 		.n_containers = l->n_containers,
 		.total_file_bytes = l->total_bytes,
 		.max_mtime_sec = l->max_mtime,
-		.features = PK_FEATURES,
+		.features = pk_features(o),
 	};
 	memcpy(s.dataset_id, id, DLFS_ID_SIZE);
 	return dlfs_super_encode(&s, sb);
@@ -219,6 +236,12 @@ static int write_meta(struct writer *w, const struct pk_layout *l,
 	if (!rc)
 		rc = put(w, w->meta, DLFS_META_ORDER, strlen(DLFS_META_ORDER),
 			 order, strlen(order), 0);
+	if (!rc && o->compress == DLFS_COMPRESS_ZSTD) {
+		char comp[32];
+		snprintf(comp, sizeof(comp), "zstd:%d", o->compress_level);
+		rc = put(w, w->meta, DLFS_META_COMPRESS,
+			 strlen(DLFS_META_COMPRESS), comp, strlen(comp), 0);
+	}
 	if (!rc)
 		rc = put(w, w->meta, DLFS_META_SUPER, strlen(DLFS_META_SUPER),
 			 sb, sl, 0);
@@ -235,7 +258,7 @@ static int write_inodes(struct writer *w, const struct pk_tree *t,
 			struct dlfs_err *err)
 {
 	enum { AB = 1024 };
-	const size_t rs = dlfs_inode_rec_size(PK_FEATURES);
+	const size_t rs = dlfs_inode_rec_size(w->features);
 	uint8_t *vbuf = malloc(rs * DLFS_INODES_PER_BLOCK);
 	struct pk_attr *ab = malloc(AB * sizeof(*ab));
 	int rc = 0, ret = 0;
@@ -265,7 +288,7 @@ static int write_inodes(struct writer *w, const struct pk_tree *t,
 			r.path_hash = dlfs_path_hash((uint64_t)e->parent + 1,
 						     nm, nl);
 		}
-		dlfs_inode_encode(&r, PK_FEATURES, vbuf + slot * rs);
+		dlfs_inode_encode(&r, w->features, vbuf + slot * rs);
 		if (slot + 1 == DLFS_INODES_PER_BLOCK || i + 1 == n) {
 			uint8_t kb[8];
 			dlfs_put_be64(kb, i / DLFS_INODES_PER_BLOCK);
@@ -360,13 +383,19 @@ static int put_container(struct writer *w, const struct pk_layout *l,
 	int rc = 0;
 	for (uint64_t k = 0; k < nc && !rc; k++) {
 		uint64_t g = l->first_chunk[c] + k;
-		struct dlfs_chunk_rec r = {.xxh3 = ch->xxh3[g],
-					   .length = ch->length[g]};
+		struct dlfs_chunk_rec r = {
+			.xxh3 = ch->xxh3[g],
+			.length = ch->length[g],
+			.stored_length = ch->stored_length[g],
+			.stored_offset = ch->stored_offset[g],
+			.flags = ch->flags[g],
+		};
 		uint8_t kb[8], vb[DLFS_CHUNK_REC_SIZE];
 		dlfs_put_be32(kb, (uint32_t)c);
 		dlfs_put_be32(kb + 4, (uint32_t)k);
-		dlfs_chunk_encode(&r, vb);
-		rc = put(w, w->chunks, kb, 8, vb, sizeof(vb), MDB_APPEND);
+		dlfs_chunk_encode(&r, pk_features(o), vb);
+		rc = put(w, w->chunks, kb, 8, vb,
+			 dlfs_chunk_rec_size(pk_features(o)), MDB_APPEND);
 	}
 	if (rc)
 		return rc;
@@ -414,7 +443,7 @@ int pk_index_write(const char *path, const struct pk_tree *t,
 		   const struct pk_chunks *ch, const struct pk_containers *ct,
 		   struct dlfs_err *err)
 {
-	struct writer w = {.path = path};
+	struct writer w = {.path = path, .features = pk_features(o)};
 	uint64_t n = l->n_dirs + l->n_symlinks + l->n_files;
 	int ret = open_index(&w, index_mapsize(t, l, n), err);
 	if (!ret)

@@ -8,11 +8,19 @@
 
 #include "layout.h"
 
-/* Chunk checksums, per global chunk number, filled by pack.c. */
+/* Chunk records, per global chunk number, filled by pack.c: xxh3 of
+ * the stored bytes, and where they are (stored_offset, stored_length,
+ * flags; used only with --compress). */
 struct pk_chunks {
 	uint64_t *xxh3;
 	uint32_t *length;
+	uint32_t *stored_length;
+	uint64_t *stored_offset;
+	uint32_t *flags;
 };
+
+/* The feature bits a pack with options o writes. */
+uint64_t pk_features(const struct dlfs_pack_opts *o);
 
 /* Footer checksums and file sizes, per container, filled by pack.c. */
 struct pk_containers {

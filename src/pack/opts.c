@@ -18,6 +18,7 @@ void dlfs_pack_opts_init(struct dlfs_pack_opts *o)
 	o->align = 1;
 	o->order = DLFS_ORDER_SORTED;
 	o->threads = 8;
+	o->compress_level = DLFS_ZSTD_LEVEL_DEFAULT;
 }
 
 int dlfs_pack_opts_check(const struct dlfs_pack_opts *o, struct dlfs_err *err)
@@ -63,6 +64,13 @@ int dlfs_pack_opts_check(const struct dlfs_pack_opts *o, struct dlfs_err *err)
 					    "names separated by commas",
 					    o->hdf5_datasets);
 	}
+	if (o->compress != DLFS_COMPRESS_NONE &&
+	    (o->compress != DLFS_COMPRESS_ZSTD || o->compress_level < 1 ||
+	     o->compress_level > DLFS_ZSTD_LEVEL_MAX))
+		return dlfs_err_set(err, -EINVAL,
+				    "--compress: the codec must be zstd, its "
+				    "level 1 to %d",
+				    DLFS_ZSTD_LEVEL_MAX);
 	if (o->comm && (o->comm->size < 1 || o->comm->rank < 0 ||
 			o->comm->rank >= o->comm->size || !o->comm->bcast ||
 			!o->comm->gather || !o->comm->send || !o->comm->recv))
@@ -79,6 +87,25 @@ int dlfs_parse_sample_format(const char *s, enum dlfs_sample_format *f)
 		*f = DLFS_SAMPLE_H5;
 	else
 		return -EINVAL;
+	return 0;
+}
+
+int dlfs_parse_compress(const char *s, enum dlfs_compress *c, int *level)
+{
+	if (strncmp(s, "zstd", 4) || (s[4] && s[4] != ':'))
+		return -EINVAL;
+	*c = DLFS_COMPRESS_ZSTD;
+	*level = DLFS_ZSTD_LEVEL_DEFAULT;
+	if (!s[4])
+		return 0;
+	char *end;
+	errno = 0;
+	if (!isdigit((unsigned char)s[5]))
+		return -EINVAL;
+	long v = strtol(s + 5, &end, 10);
+	if (errno || *end || v < 1 || v > DLFS_ZSTD_LEVEL_MAX)
+		return -EINVAL;
+	*level = (int)v;
 	return 0;
 }
 

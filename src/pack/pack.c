@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <dirent.h>
 #include <xxhash.h>
+#include <zstd.h>
 
 #include "dlfs/dataset.h"
 #include "dist.h"
@@ -58,6 +59,11 @@ struct pipe {
 	pthread_cond_t cv_window, cv_chunk;
 	struct dlfs_err err; /* the first failure, under mu */
 	struct pk_chunks sums;
+	/* --compress: the writer's context and a chunk-size output buffer,
+	 * and per container where its stored chunks end (0: none yet). */
+	ZSTD_CCtx *zc;
+	uint8_t *zbuf;
+	uint64_t *stored_end;
 };
 
 static void pipe_fail(struct pipe *p, const struct dlfs_err *e)
@@ -394,6 +400,7 @@ static int wait_chunk(struct pipe *p, uint64_t g, double *last,
 struct wfile {
 	int fd;     /* -1: none */
 	uint32_t c; /* its container; UINT32_MAX: none */
+	uint64_t at; /* where its next stored chunk goes (--compress) */
 	char path[4096];
 };
 
@@ -410,14 +417,53 @@ static int to_container(struct pipe *p, struct wfile *w, uint32_t c,
 	w->fd = -1;
 	int ret = open_container(p->dir, c, O_CREAT | O_EXCL, &w->fd, w->path,
 				 sizeof(w->path), err);
-	if (!ret)
+	if (!ret) {
 		w->c = c;
+		w->at = DLFS_DATA_OFFSET(p->cs);
+	}
 	return ret;
+}
+
+/*
+ * Chunk g (len bytes at b, zeros after them) compressed, into w's
+ * container at w->at, the next stored chunk's place: as a zstd frame if
+ * that saves at least a 4 KiB page, else raw. Its record (the stored
+ * bytes' hash, where they are) goes to p->sums.
+ */
+static int store_chunk(struct pipe *p, struct wfile *w, uint64_t g,
+		       const uint8_t *b, uint64_t len, struct dlfs_err *err)
+{
+	const void *src = b;
+	uint64_t slen = len, room = dlfs_roundup(len, 4096);
+	uint32_t flags = 0;
+	if (room > 4096) {
+		/* Room for a frame one page shorter: zstd gives up (an
+		 * error) when it cannot fit, and the chunk stays raw. */
+		size_t n = ZSTD_compress2(p->zc, p->zbuf, room - 4096, b, len);
+		if (!ZSTD_isError(n)) {
+			memset(p->zbuf + n, 0, dlfs_roundup(n, 4096) - n);
+			src = p->zbuf;
+			slen = n;
+			flags = DLFS_CHUNK_ZSTD;
+		}
+	}
+	p->sums.xxh3[g] = XXH3_64bits(src, slen);
+	p->sums.length[g] = (uint32_t)len;
+	p->sums.stored_length[g] = (uint32_t)slen;
+	p->sums.stored_offset[g] = w->at;
+	p->sums.flags[g] = flags;
+	int ret = write_at(w->fd, src, dlfs_roundup(slen, 4096), w->at,
+			   w->path, err);
+	if (ret)
+		return ret;
+	w->at += dlfs_roundup(slen, 4096);
+	p->stored_end[w->c] = w->at;
+	return 0;
 }
 
 /* Chunk g, hashed, into w's container; then its buffer is free for the
  * window's next chunk. */
-static int write_chunk(struct pipe *p, const struct wfile *w, uint64_t g,
+static int write_chunk(struct pipe *p, struct wfile *w, uint64_t g,
 		       struct dlfs_err *err)
 {
 	const struct pk_layout *l = p->l;
@@ -426,11 +472,18 @@ static int write_chunk(struct pipe *p, const struct wfile *w, uint64_t g,
 	if (len > p->cs)
 		len = p->cs;
 	uint8_t *b = chunk_buf(p, g);
-	p->sums.xxh3[g] = XXH3_64bits(b, len);
-	p->sums.length[g] = (uint32_t)len;
-	/* The zeroed tail pads the last chunk to 4 KiB. */
-	int ret = write_at(w->fd, b, dlfs_roundup(len, 4096),
-			   DLFS_DATA_OFFSET(p->cs) + k * p->cs, w->path, err);
+	int ret;
+	if (p->zc) {
+		ret = store_chunk(p, w, g, b, len, err);
+	} else {
+		p->sums.xxh3[g] = XXH3_64bits(b, len);
+		p->sums.length[g] = (uint32_t)len;
+		p->sums.stored_length[g] = (uint32_t)len;
+		/* The zeroed tail pads the last chunk to 4 KiB. */
+		ret = write_at(w->fd, b, dlfs_roundup(len, 4096),
+			       DLFS_DATA_OFFSET(p->cs) + k * p->cs, w->path,
+			       err);
+	}
 	if (ret)
 		return ret;
 	memset(b, 0, p->cs);
@@ -499,8 +552,13 @@ static int pipe_alloc(struct pipe *p, struct dlfs_err *err)
 	p->chunk_container = calloc(n, sizeof(uint32_t));
 	p->sums.xxh3 = calloc(n, sizeof(uint64_t));
 	p->sums.length = calloc(n, sizeof(uint32_t));
+	p->sums.stored_length = calloc(n, sizeof(uint32_t));
+	p->sums.stored_offset = calloc(n, sizeof(uint64_t));
+	p->sums.flags = calloc(n, sizeof(uint32_t));
+	p->stored_end = calloc(p->l->n_containers + 1, sizeof(uint64_t));
 	if (!p->pieces || !p->chunk_container || !p->sums.xxh3 ||
-	    !p->sums.length ||
+	    !p->sums.length || !p->sums.stored_length ||
+	    !p->sums.stored_offset || !p->sums.flags || !p->stored_end ||
 	    posix_memalign((void **)&p->bufs, 4096, p->w * p->cs)) {
 		p->bufs = NULL;
 		return dlfs_err_set(err, -ENOMEM,
@@ -508,6 +566,21 @@ static int pipe_alloc(struct pipe *p, struct dlfs_err *err)
 				    (unsigned long long)p->w);
 	}
 	memset(p->bufs, 0, p->w * p->cs);
+	if (p->o->compress == DLFS_COMPRESS_ZSTD) {
+		p->zc = ZSTD_createCCtx();
+		p->zbuf = malloc(p->cs);
+		if (!p->zc || !p->zbuf)
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+		size_t r = ZSTD_CCtx_setParameter(p->zc, ZSTD_c_compressionLevel,
+						  p->o->compress_level);
+		/* No checksum in the frame: the record's covers the stored
+		 * bytes, and the files' their logical ones. */
+		if (!ZSTD_isError(r))
+			r = ZSTD_CCtx_setParameter(p->zc, ZSTD_c_checksumFlag, 0);
+		if (ZSTD_isError(r))
+			return dlfs_err_set(err, -EINVAL, "zstd: %s",
+					    ZSTD_getErrorName(r));
+	}
 	return 0;
 }
 
@@ -750,8 +823,12 @@ static int finish_container(struct pipe *p, uint32_t c, const uint8_t *id,
 				 sizeof(path), err);
 	if (ret)
 		return ret;
+	/* Compressed: right after the last stored chunk. */
 	tr.start = tr.at =
-		DLFS_DATA_OFFSET(p->cs) + dlfs_roundup(l->data_size[c], 4096);
+		p->zc ? (p->stored_end[c] ? p->stored_end[c]
+					  : DLFS_DATA_OFFSET(p->cs))
+		      : DLFS_DATA_OFFSET(p->cs) +
+				dlfs_roundup(l->data_size[c], 4096);
 	ret = trailer_init(&tr, err);
 	/* Container 0 also carries the directories and symlinks. */
 	if (!ret && c == 0)
@@ -1168,6 +1245,12 @@ static void job_free(struct job *j)
 	free(j->p.chunk_container);
 	free(j->p.sums.xxh3);
 	free(j->p.sums.length);
+	free(j->p.sums.stored_length);
+	free(j->p.sums.stored_offset);
+	free(j->p.sums.flags);
+	free(j->p.stored_end);
+	free(j->p.zbuf);
+	ZSTD_freeCCtx(j->p.zc);
 	pthread_mutex_destroy(&j->p.mu);
 	pthread_cond_destroy(&j->p.cv_window);
 	pthread_cond_destroy(&j->p.cv_chunk);

@@ -20,8 +20,10 @@
  * and use them as path components), and leads to its inode only when that
  * record is bound to it (format 1.1, path_bound: the superblock's 120
  * bytes carry the features, inode records are 48 bytes). A superblock
- * with a feature bit this dlfs does not know is refused. Also that every
- * fixed-size codec round-trips, in both layouts.
+ * with a feature bit this dlfs does not know is refused. A chunk record
+ * that passes (dlfs_chunk_rec_check) has its container's length and, in
+ * a compressed dataset (32-byte records), stored bytes inside the file.
+ * Also that every fixed-size codec round-trips, in both layouts.
  */
 #include <string.h>
 #include <sys/stat.h>
@@ -39,11 +41,20 @@ static void roundtrip(const struct fuzz_ent *e)
 	uint8_t out[DLFS_SUPER_REC_SIZE];
 	switch (e->tag) {
 	case FUZZ_CHUNKS:
-		if (e->vlen == DLFS_CHUNK_REC_SIZE) {
+		/* Both layouts: 16 bytes, and compressed's 32. */
+		for (uint64_t f = 0; f <= DLFS_FEATURE(COMPRESSED);
+		     f += DLFS_FEATURE(COMPRESSED)) {
+			size_t rs = dlfs_chunk_rec_size(f);
+			if (e->vlen < rs)
+				continue;
 			struct dlfs_chunk_rec r;
-			dlfs_chunk_decode(e->val, &r);
-			dlfs_chunk_encode(&r, out);
-			FUZZ_ASSERT(!memcmp(out, e->val, e->vlen));
+			dlfs_chunk_decode(e->val, f, &r);
+			dlfs_chunk_encode(&r, f, out);
+			/* 1.0's reserved u32 is written as 0. */
+			FUZZ_ASSERT(!memcmp(out, e->val, f ? rs : 12));
+			if (!f)
+				FUZZ_ASSERT(r.stored_length == r.length &&
+					    !r.stored_offset && !r.flags);
 		}
 		break;
 	case FUZZ_CONTAINERS:
@@ -104,9 +115,13 @@ static void check_table(const struct dlfs_super_rec *s,
 		FUZZ_ASSERT(x->n_chunks * cs >= x->data_size);
 		FUZZ_ASSERT(x->n_chunks == 0 ||
 			    (x->n_chunks - 1) * cs < x->data_size);
-		FUZZ_ASSERT(x->file_size >= DLFS_DATA_OFFSET(cs) +
-						    x->data_size +
-						    DLFS_FOOTER_SIZE);
+		/* Compressed chunks may take less room than their data. */
+		FUZZ_ASSERT(x->file_size >=
+			    DLFS_DATA_OFFSET(cs) +
+				    (s->features & DLFS_FEATURE(COMPRESSED)
+					     ? 0
+					     : x->data_size) +
+				    DLFS_FOOTER_SIZE);
 		FUZZ_ASSERT(x->first_ino + x->n_files <= s->n_inodes + 1);
 		/* Each chunk's global number maps back to it. */
 		uint64_t ks[] = {0, x->n_chunks / 2, x->n_chunks - 1};
@@ -232,6 +247,40 @@ static void check_dirent(const struct dlfs_super_rec *s,
 		FUZZ_ASSERT(err.code == -EUCLEAN && strstr(err.msg, "fuzz"));
 }
 
+/* A chunk record as dlfs_chunk_get checks it: what passes has the length
+ * its container implies, and a compressed one's stored bytes lie whole
+ * between the data offset and the footer, 4 KiB aligned. */
+static void check_chunk(const struct dlfs_super_rec *s,
+			const struct dlfs_container *t, uint32_t nc,
+			const struct fuzz_ent *e)
+{
+	const uint64_t cs = s->chunk_size;
+	if (e->klen != 8)
+		return;
+	uint32_t c = dlfs_get_be32(e->key);
+	uint64_t k = dlfs_get_be32(e->key + 4);
+	if (c >= nc || t[c].bad || k >= t[c].n_chunks)
+		return;
+	struct dlfs_chunk_rec r;
+	struct dlfs_err err;
+	if (dlfs_chunk_rec_check(s, &t[c], "fuzz", c, k, e->val, e->vlen, &r,
+				 &err)) {
+		FUZZ_ASSERT(err.code == -EUCLEAN && strstr(err.msg, "fuzz"));
+		return;
+	}
+	FUZZ_ASSERT(r.length <= cs && r.length > 0 &&
+		    k * cs + r.length <= t[c].data_size);
+	if (!(s->features & DLFS_FEATURE(COMPRESSED))) {
+		FUZZ_ASSERT(r.stored_length == r.length);
+		return;
+	}
+	FUZZ_ASSERT(r.stored_length <= r.length);
+	FUZZ_ASSERT(r.stored_offset % 4096 == 0 &&
+		    r.stored_offset >= DLFS_DATA_OFFSET(cs) &&
+		    r.stored_offset + r.stored_length + DLFS_FOOTER_SIZE <=
+			    t[c].file_size);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_ent e[MAX_ENTS];
@@ -287,6 +336,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_inodes(&s, t, &e[i]);
 		if (e[i].tag == FUZZ_DIRENTS)
 			check_dirent(&s, t, e, n, &e[i]);
+		if (e[i].tag == FUZZ_CHUNKS)
+			check_chunk(&s, t, nc, &e[i]);
 	}
 	free(t);
 	return 0;

@@ -151,11 +151,37 @@ static void test_container_records(void)
 	dlfs_trailer_rec_decode(tb, &u);
 	CHECK(!memcmp(&t, &u, sizeof(t)));
 
-	struct dlfs_chunk_rec cr = {.xxh3 = 42, .length = 4096}, cd;
-	uint8_t cb[DLFS_CHUNK_REC_SIZE];
-	dlfs_chunk_encode(&cr, cb);
-	dlfs_chunk_decode(cb, &cd);
+	/* Chunk records: 1.0's 16 bytes (the stored fields neither written
+	 * nor read), and the compressed feature's 32, field by field. */
+	struct dlfs_chunk_rec cr = {.xxh3 = 42, .length = 4096,
+				    .stored_length = 777,
+				    .stored_offset = UINT64_C(0x123456789000),
+				    .flags = DLFS_CHUNK_ZSTD}, cd;
+	uint8_t cb[DLFS_CHUNK_REC_SIZE + 1];
+	CHECK(dlfs_chunk_rec_size(0) == 16 &&
+	      dlfs_chunk_rec_size(DLFS_FEATURE(PATH_BOUND)) == 16 &&
+	      dlfs_chunk_rec_size(DLFS_FEATURE(COMPRESSED)) == 32);
+	memset(cb, 0xee, sizeof(cb));
+	dlfs_chunk_encode(&cr, 0, cb);
+	CHECK(cb[16] == 0xee); /* nothing past the 16 bytes */
+	CHECK(dlfs_get_le64(cb) == 42 && dlfs_get_le32(cb + 8) == 4096 &&
+	      dlfs_get_le32(cb + 12) == 0);
+	dlfs_chunk_decode(cb, 0, &cd);
 	CHECK(cd.xxh3 == 42 && cd.length == 4096);
+	CHECK(cd.stored_length == 4096 && cd.stored_offset == 0 &&
+	      cd.flags == 0);
+	memset(cb, 0xee, sizeof(cb));
+	dlfs_chunk_encode(&cr, DLFS_FEATURE(COMPRESSED), cb);
+	CHECK(cb[32] == 0xee);
+	CHECK(dlfs_get_le64(cb) == 42 && dlfs_get_le32(cb + 8) == 4096 &&
+	      dlfs_get_le32(cb + 12) == 777 &&
+	      dlfs_get_le64(cb + 16) == UINT64_C(0x123456789000) &&
+	      dlfs_get_le32(cb + 24) == DLFS_CHUNK_ZSTD &&
+	      dlfs_get_le32(cb + 28) == 0);
+	dlfs_chunk_decode(cb, DLFS_FEATURE(COMPRESSED), &cd);
+	CHECK(!memcmp(&cr, &cd, sizeof(cr)));
+	CHECK(!strcmp(dlfs_feature_name(DLFS_FEATURE_BIT_COMPRESSED),
+		      "compressed"));
 
 	struct dlfs_container_rec r = {1, 2, 3, 4, 5, 6}, rd;
 	uint8_t rb[DLFS_CONTAINER_REC_SIZE];

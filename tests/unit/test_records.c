@@ -805,8 +805,72 @@ static void check_full_trailer(void)
 	free(src);
 }
 
+/* dlfs_chunk_rec_check: both layouts, and each damage to a compressed
+ * record's stored extent, flags and lengths. */
+static void check_chunk_recs(void)
+{
+	struct dlfs_super_rec s = {.chunk_size = 4 * CS};
+	struct dlfs_container x = {.file_size = 4 * CS + 10 * CS,
+				   .data_size = 4 * CS + 100, .n_chunks = 2};
+	struct dlfs_chunk_rec r, out;
+	struct dlfs_err err;
+	uint8_t b[DLFS_CHUNK_REC_SIZE];
+	uint64_t d0 = DLFS_DATA_OFFSET(4 * CS);
+
+	/* Without the feature: 16 bytes, the length checked. */
+	r = (struct dlfs_chunk_rec){.xxh3 = 1, .length = 4 * CS};
+	dlfs_chunk_encode(&r, 0, b);
+	CHECK(dlfs_chunk_rec_check(&s, &x, "ds", 0, 0, b, 16, &out, &err) == 0);
+	CHECK(out.stored_length == 4 * CS && out.flags == 0);
+	CHECK(dlfs_chunk_rec_check(&s, &x, "ds", 0, 0, b, 32, &out, &err) ==
+	      -EUCLEAN);
+	CHECK(dlfs_chunk_rec_check(&s, &x, "ds", 0, 1, b, 16, &out, &err) ==
+	      -EUCLEAN); /* chunk 1 is the 100-byte last one */
+
+	s.features = DLFS_FEATURE(COMPRESSED);
+	struct {
+		uint64_t k;
+		uint32_t length, stored, flags;
+		uint64_t at;
+		int ok;
+	} cases[] = {
+		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, d0, 1},
+		{1, 100, 100, 0, d0 + CS, 1},           /* raw last chunk */
+		{1, 100, 99, 0, d0 + CS, 0},            /* raw but shorter */
+		{0, 4 * CS, 4 * CS, DLFS_CHUNK_ZSTD, d0, 0}, /* no gain */
+		{0, 4 * CS, 100, 2, d0, 0},             /* unknown flag */
+		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, d0 + 1, 0}, /* unaligned */
+		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, d0 - CS, 0}, /* in header */
+		/* ends in the footer; then just before it */
+		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, x.file_size - CS, 0},
+		{0, 4 * CS, CS - DLFS_FOOTER_SIZE, DLFS_CHUNK_ZSTD,
+		 x.file_size - CS, 1},
+		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, UINT64_MAX - 4095, 0},
+		{0, 4 * CS - 1, 100, DLFS_CHUNK_ZSTD, d0, 0}, /* bad length */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = (struct dlfs_chunk_rec){.xxh3 = 7,
+					    .length = cases[i].length,
+					    .stored_length = cases[i].stored,
+					    .stored_offset = cases[i].at,
+					    .flags = cases[i].flags};
+		dlfs_chunk_encode(&r, s.features, b);
+		int ret = dlfs_chunk_rec_check(&s, &x, "ds", 3, cases[i].k, b,
+					       32, &out, &err);
+		CHECK_EQ(ret, cases[i].ok ? 0 : -EUCLEAN);
+		if (!ret)
+			CHECK(!memcmp(&out, &r, sizeof(r)));
+		else
+			CHECK(strstr(err.msg, "chunk") &&
+			      strstr(err.msg, "container 3"));
+	}
+	CHECK(dlfs_chunk_rec_check(&s, &x, "ds", 0, 0, b, 16, &out, &err) ==
+	      -EUCLEAN); /* a 1.0-sized record in a compressed dataset */
+}
+
 int main(void)
 {
+	check_chunk_recs();
 	char *src, *ds = pack_tree(&src);
 	struct raw r;
 	struct dlfs_super_rec s;
