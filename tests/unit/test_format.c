@@ -57,8 +57,10 @@ static void test_features(void)
 {
 	CHECK(!strcmp(dlfs_feature_name(0), "path_bound"));
 	CHECK(DLFS_FEATURE(PATH_BOUND) == 1);
-	CHECK(DLFS_FEATURES_KNOWN == 1);
-	for (unsigned bit = 1; bit < 64; bit++)
+	CHECK(!strcmp(dlfs_feature_name(1), "compressed"));
+	CHECK(DLFS_FEATURE(COMPRESSED) == 2);
+	CHECK(DLFS_FEATURES_KNOWN == 3);
+	for (unsigned bit = 2; bit < 64; bit++)
 		CHECK(dlfs_feature_name(bit) == NULL);
 	CHECK(!strcmp(dlfs_inodes_db(0), DLFS_DB_INODES));
 	CHECK(!strcmp(dlfs_inodes_db(DLFS_FEATURE(PATH_BOUND)), "inodes.f"));

@@ -842,7 +842,8 @@ static void check_chunk_recs(void)
 		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, d0 + 1, 0}, /* unaligned */
 		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, d0 - CS, 0}, /* in header */
 		/* ends in the footer; then just before it */
-		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, x.file_size - CS, 0},
+		{0, 4 * CS, CS - DLFS_FOOTER_SIZE + 1, DLFS_CHUNK_ZSTD,
+		 x.file_size - CS, 0},
 		{0, 4 * CS, CS - DLFS_FOOTER_SIZE, DLFS_CHUNK_ZSTD,
 		 x.file_size - CS, 1},
 		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, UINT64_MAX - 4095, 0},
