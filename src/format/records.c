@@ -92,10 +92,13 @@ int dlfs_chunk_rec_check(const struct dlfs_super_rec *s,
 	dlfs_chunk_decode(v, s->features, out);
 	uint64_t left = cont->data_size - k * cs;
 	uint64_t want = left < cs ? left : cs;
-	if (out->length != want) {
-		why = "its length is not the container's";
-		goto bad;
-	}
+	if (out->length != want)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/index: chunk %llu of container %u: "
+				    "record says %u bytes, the container's "
+				    "has %llu: damaged",
+				    ds_path, (unsigned long long)k, c,
+				    out->length, (unsigned long long)want);
 	if (!(s->features & DLFS_FEATURE(COMPRESSED)))
 		return 0;
 	uint64_t d0 = DLFS_DATA_OFFSET(cs), end = cont->file_size -
@@ -107,7 +110,7 @@ int dlfs_chunk_rec_check(const struct dlfs_super_rec *s,
 	    out->stored_offset % 4096 || out->stored_offset < d0 ||
 	    out->stored_offset > end || out->stored_length > end -
 							  out->stored_offset) {
-		why = "its stored extent or flags are impossible";
+		why = "its stored extent or flags are impossible: damaged";
 		goto bad;
 	}
 	return 0;
