@@ -333,7 +333,8 @@ int dlfs_file_pread(struct dlfs_ds *ds, const struct dlfs_inode *in,
 /*
  * Read chunk k of container c into buf (cap bytes, at least the chunk
  * size, 4 KiB aligned) in one read, and check it against its xxh3 in the
- * index. The read bypasses the page cache (O_DIRECT, dlfs_ds_set_chunk_io)
+ * index. A compressed dataset's chunk: its stored bytes are checked
+ * against xxh3, decompressed, then checked against the record's sum. The read bypasses the page cache (O_DIRECT, dlfs_ds_set_chunk_io)
  * or its pages are dropped after it, so the bytes are not kept twice. *len is set to the chunk's length. @return 0,
  * -EBADMSG (DLFS_ECHECKSUM) on a checksum mismatch (err names the
  * container and offset; buf and *len then hold the untrusted bytes),

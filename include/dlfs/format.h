@@ -174,7 +174,10 @@ uint64_t dlfs_path_hash(uint64_t parent, const char *name, size_t len);
  * multiple of 4096; chunks lie back to back from the data offset, each
  * padded to 4 KiB), checked before they are decompressed. flags bit 0
  * (DLFS_CHUNK_ZSTD): a zstd frame that decompresses to length bytes;
- * without it the chunk is stored raw (stored_length = length).
+ * without it the chunk is stored raw (stored_length = length, sum =
+ * xxh3). sum covers the chunk's length logical (decompressed) bytes:
+ * what a decompressed copy (RAM, the NVMe tier, a peer's answer) is
+ * checked against. Without the feature, decoded, sum = xxh3.
  */
 struct dlfs_chunk_rec {
 	uint64_t xxh3;
@@ -183,8 +186,9 @@ struct dlfs_chunk_rec {
 	uint64_t stored_offset;
 	uint32_t flags;
 	uint32_t reserved;
+	uint64_t sum; /* xxh3 of the logical bytes */
 };
-#define DLFS_CHUNK_REC_SIZE 32
+#define DLFS_CHUNK_REC_SIZE 40
 #define DLFS_CHUNK_REC_SIZE_10 16
 #define DLFS_CHUNK_ZSTD 1u
 #define DLFS_CHUNK_FLAGS_KNOWN DLFS_CHUNK_ZSTD

@@ -38,8 +38,9 @@ int dlfs_ds_compressed(const struct dlfs_ds *ds);
  * Chunk k of container c of a compressed dataset, record cr (checked by
  * dlfs_chunk_get), as its logical bytes (cr->length) into buf (cap >=
  * the chunk size): its stored bytes read, checked against cr->xxh3, and
- * decompressed when cr->flags says zstd. @return 0, -EBADMSG
- * (DLFS_ECHECKSUM: the stored bytes' checksum), -EUCLEAN (a frame that
+ * decompressed when cr->flags says zstd, then checked against cr->sum.
+ * @return 0, -EBADMSG (DLFS_ECHECKSUM: the stored or the decompressed
+ * bytes' checksum), -EUCLEAN (a frame that
  * does not decompress to cr->length bytes; a short container), -ENOENT
  * or -EUCLEAN for an unusable container, -errno; err names the
  * container, the chunk and its offset.

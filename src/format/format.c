@@ -159,6 +159,7 @@ void dlfs_chunk_encode(const struct dlfs_chunk_rec *r, uint64_t features,
 	w64(&c, r->stored_offset);
 	w32(&c, r->flags);
 	w32(&c, r->reserved);
+	w64(&c, r->sum);
 }
 
 void dlfs_chunk_decode(const uint8_t *in, uint64_t features,
@@ -172,12 +173,14 @@ void dlfs_chunk_decode(const uint8_t *in, uint64_t features,
 		r->stored_length = r->length;
 		r->stored_offset = 0;
 		r->flags = 0;
+		r->sum = r->xxh3;
 		return;
 	}
 	r->stored_length = r32(&c);
 	r->stored_offset = r64(&c);
 	r->flags = r32(&c);
 	r->reserved = r32(&c);
+	r->sum = r64(&c);
 }
 
 void dlfs_container_rec_encode(const struct dlfs_container_rec *r,

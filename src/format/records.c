@@ -106,7 +106,8 @@ int dlfs_chunk_rec_check(const struct dlfs_super_rec *s,
 	int zstd = out->flags & DLFS_CHUNK_ZSTD;
 	if ((out->flags & ~DLFS_CHUNK_FLAGS_KNOWN) ||
 	    (zstd ? out->stored_length >= out->length
-		  : out->stored_length != out->length) ||
+		  : out->stored_length != out->length ||
+			    out->sum != out->xxh3) ||
 	    out->stored_offset % 4096 || out->stored_offset < d0 ||
 	    out->stored_offset > end || out->stored_length > end -
 							  out->stored_offset) {

@@ -630,6 +630,7 @@ int pk_dist_sums(const struct dlfs_pack_comm *c, struct pk_layout *l,
 				put_u32(&b, ch->stored_length[g]);
 				put_u64(&b, ch->stored_offset[g]);
 				put_u32(&b, ch->flags[g]);
+				put_u64(&b, ch->sum[g]);
 			}
 			ret = send_buf(c, 0, &b, 0, err);
 			dlfs_str_free(&b);
@@ -637,7 +638,7 @@ int pk_dist_sums(const struct dlfs_pack_comm *c, struct pk_layout *l,
 		}
 		/* Rank 0 hears every rank out, even after a failure. */
 		int rc = recv_buf(c, r, &b, err);
-		if (!rc && b.n != (f1 - f0) * 8 + (g1 - g0) * 28)
+		if (!rc && b.n != (f1 - f0) * 8 + (g1 - g0) * 36)
 			rc = dlfs_err_set(err, -EPROTO,
 					  "bad checksums from rank %d", r);
 		if (!rc && !ret) {
@@ -650,6 +651,7 @@ int pk_dist_sums(const struct dlfs_pack_comm *c, struct pk_layout *l,
 				ch->stored_length[g] = get_u32(&rd);
 				ch->stored_offset[g] = get_u64(&rd);
 				ch->flags[g] = get_u32(&rd);
+				ch->sum[g] = get_u64(&rd);
 			}
 		}
 		if (!ret)

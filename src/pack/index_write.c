@@ -389,6 +389,7 @@ static int put_container(struct writer *w, const struct pk_layout *l,
 			.stored_length = ch->stored_length[g],
 			.stored_offset = ch->stored_offset[g],
 			.flags = ch->flags[g],
+			.sum = ch->sum[g],
 		};
 		uint8_t kb[8], vb[DLFS_CHUNK_REC_SIZE];
 		dlfs_put_be32(kb, (uint32_t)c);

@@ -10,9 +10,11 @@
 
 /* Chunk records, per global chunk number, filled by pack.c: xxh3 of
  * the stored bytes, and where they are (stored_offset, stored_length,
- * flags; used only with --compress). */
+ * flags) and xxh3 of the logical bytes (sum); all but xxh3 and length
+ * used only with --compress. */
 struct pk_chunks {
 	uint64_t *xxh3;
+	uint64_t *sum;
 	uint32_t *length;
 	uint32_t *stored_length;
 	uint64_t *stored_offset;

@@ -428,7 +428,7 @@ static int to_container(struct pipe *p, struct wfile *w, uint32_t c,
  * Chunk g (len bytes at b, zeros after them) compressed, into w's
  * container at w->at, the next stored chunk's place: as a zstd frame if
  * that saves at least a 4 KiB page, else raw. Its record (the stored
- * bytes' hash, where they are) goes to p->sums.
+ * bytes' hash, where they are, the logical bytes' hash) goes to p->sums.
  */
 static int store_chunk(struct pipe *p, struct wfile *w, uint64_t g,
 		       const uint8_t *b, uint64_t len, struct dlfs_err *err)
@@ -436,6 +436,7 @@ static int store_chunk(struct pipe *p, struct wfile *w, uint64_t g,
 	const void *src = b;
 	uint64_t slen = len, room = dlfs_roundup(len, 4096);
 	uint32_t flags = 0;
+	p->sums.sum[g] = XXH3_64bits(b, len);
 	if (room > 4096) {
 		/* Room for a frame one page shorter: zstd gives up (an
 		 * error) when it cannot fit, and the chunk stays raw. */
@@ -447,7 +448,7 @@ static int store_chunk(struct pipe *p, struct wfile *w, uint64_t g,
 			flags = DLFS_CHUNK_ZSTD;
 		}
 	}
-	p->sums.xxh3[g] = XXH3_64bits(src, slen);
+	p->sums.xxh3[g] = flags ? XXH3_64bits(src, slen) : p->sums.sum[g];
 	p->sums.length[g] = (uint32_t)len;
 	p->sums.stored_length[g] = (uint32_t)slen;
 	p->sums.stored_offset[g] = w->at;
@@ -476,7 +477,7 @@ static int write_chunk(struct pipe *p, struct wfile *w, uint64_t g,
 	if (p->zc) {
 		ret = store_chunk(p, w, g, b, len, err);
 	} else {
-		p->sums.xxh3[g] = XXH3_64bits(b, len);
+		p->sums.xxh3[g] = p->sums.sum[g] = XXH3_64bits(b, len);
 		p->sums.length[g] = (uint32_t)len;
 		p->sums.stored_length[g] = (uint32_t)len;
 		/* The zeroed tail pads the last chunk to 4 KiB. */
@@ -551,12 +552,14 @@ static int pipe_alloc(struct pipe *p, struct dlfs_err *err)
 	p->pieces = calloc(n, sizeof(*p->pieces));
 	p->chunk_container = calloc(n, sizeof(uint32_t));
 	p->sums.xxh3 = calloc(n, sizeof(uint64_t));
+	p->sums.sum = calloc(n, sizeof(uint64_t));
 	p->sums.length = calloc(n, sizeof(uint32_t));
 	p->sums.stored_length = calloc(n, sizeof(uint32_t));
 	p->sums.stored_offset = calloc(n, sizeof(uint64_t));
 	p->sums.flags = calloc(n, sizeof(uint32_t));
 	p->stored_end = calloc(p->l->n_containers + 1, sizeof(uint64_t));
 	if (!p->pieces || !p->chunk_container || !p->sums.xxh3 ||
+	    !p->sums.sum ||
 	    !p->sums.length || !p->sums.stored_length ||
 	    !p->sums.stored_offset || !p->sums.flags || !p->stored_end ||
 	    posix_memalign((void **)&p->bufs, 4096, p->w * p->cs)) {
@@ -1244,6 +1247,7 @@ static void job_free(struct job *j)
 	free((void *)j->p.pieces);
 	free(j->p.chunk_container);
 	free(j->p.sums.xxh3);
+	free(j->p.sums.sum);
 	free(j->p.sums.length);
 	free(j->p.sums.stored_length);
 	free(j->p.sums.stored_offset);

@@ -22,7 +22,8 @@
  * bytes carry the features, inode records are 48 bytes). A superblock
  * with a feature bit this dlfs does not know is refused. A chunk record
  * that passes (dlfs_chunk_rec_check) has its container's length and, in
- * a compressed dataset (32-byte records), stored bytes inside the file.
+ * a compressed dataset (40-byte records), stored bytes inside the file,
+ * and a raw chunk's two checksums equal.
  * Also that every fixed-size codec round-trips, in both layouts.
  */
 #include <string.h>
@@ -41,7 +42,7 @@ static void roundtrip(const struct fuzz_ent *e)
 	uint8_t out[DLFS_SUPER_REC_SIZE];
 	switch (e->tag) {
 	case FUZZ_CHUNKS:
-		/* Both layouts: 16 bytes, and compressed's 32. */
+		/* Both layouts: 16 bytes, and compressed's 40. */
 		for (uint64_t f = 0; f <= DLFS_FEATURE(COMPRESSED);
 		     f += DLFS_FEATURE(COMPRESSED)) {
 			size_t rs = dlfs_chunk_rec_size(f);
@@ -54,7 +55,8 @@ static void roundtrip(const struct fuzz_ent *e)
 			FUZZ_ASSERT(!memcmp(out, e->val, f ? rs : 12));
 			if (!f)
 				FUZZ_ASSERT(r.stored_length == r.length &&
-					    !r.stored_offset && !r.flags);
+					    !r.stored_offset && !r.flags &&
+					    r.sum == r.xxh3);
 		}
 		break;
 	case FUZZ_CONTAINERS:
@@ -271,10 +273,11 @@ static void check_chunk(const struct dlfs_super_rec *s,
 	FUZZ_ASSERT(r.length <= cs && r.length > 0 &&
 		    k * cs + r.length <= t[c].data_size);
 	if (!(s->features & DLFS_FEATURE(COMPRESSED))) {
-		FUZZ_ASSERT(r.stored_length == r.length);
+		FUZZ_ASSERT(r.stored_length == r.length && r.sum == r.xxh3);
 		return;
 	}
 	FUZZ_ASSERT(r.stored_length <= r.length);
+	FUZZ_ASSERT((r.flags & DLFS_CHUNK_ZSTD) || r.sum == r.xxh3);
 	FUZZ_ASSERT(r.stored_offset % 4096 == 0 &&
 		    r.stored_offset >= DLFS_DATA_OFFSET(cs) &&
 		    r.stored_offset + r.stored_length + DLFS_FOOTER_SIZE <=

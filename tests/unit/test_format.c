@@ -154,15 +154,17 @@ static void test_container_records(void)
 	CHECK(!memcmp(&t, &u, sizeof(t)));
 
 	/* Chunk records: 1.0's 16 bytes (the stored fields neither written
-	 * nor read), and the compressed feature's 32, field by field. */
+	 * nor read; sum decoded as xxh3), and the compressed feature's 40,
+	 * field by field. */
 	struct dlfs_chunk_rec cr = {.xxh3 = 42, .length = 4096,
 				    .stored_length = 777,
 				    .stored_offset = UINT64_C(0x123456789000),
-				    .flags = DLFS_CHUNK_ZSTD}, cd;
+				    .flags = DLFS_CHUNK_ZSTD,
+				    .sum = UINT64_C(0xfedcba9876543210)}, cd;
 	uint8_t cb[DLFS_CHUNK_REC_SIZE + 1];
 	CHECK(dlfs_chunk_rec_size(0) == 16 &&
 	      dlfs_chunk_rec_size(DLFS_FEATURE(PATH_BOUND)) == 16 &&
-	      dlfs_chunk_rec_size(DLFS_FEATURE(COMPRESSED)) == 32);
+	      dlfs_chunk_rec_size(DLFS_FEATURE(COMPRESSED)) == 40);
 	memset(cb, 0xee, sizeof(cb));
 	dlfs_chunk_encode(&cr, 0, cb);
 	CHECK(cb[16] == 0xee); /* nothing past the 16 bytes */
@@ -171,15 +173,16 @@ static void test_container_records(void)
 	dlfs_chunk_decode(cb, 0, &cd);
 	CHECK(cd.xxh3 == 42 && cd.length == 4096);
 	CHECK(cd.stored_length == 4096 && cd.stored_offset == 0 &&
-	      cd.flags == 0);
+	      cd.flags == 0 && cd.sum == 42);
 	memset(cb, 0xee, sizeof(cb));
 	dlfs_chunk_encode(&cr, DLFS_FEATURE(COMPRESSED), cb);
-	CHECK(cb[32] == 0xee);
+	CHECK(cb[40] == 0xee);
 	CHECK(dlfs_get_le64(cb) == 42 && dlfs_get_le32(cb + 8) == 4096 &&
 	      dlfs_get_le32(cb + 12) == 777 &&
 	      dlfs_get_le64(cb + 16) == UINT64_C(0x123456789000) &&
 	      dlfs_get_le32(cb + 24) == DLFS_CHUNK_ZSTD &&
-	      dlfs_get_le32(cb + 28) == 0);
+	      dlfs_get_le32(cb + 28) == 0 &&
+	      dlfs_get_le64(cb + 32) == UINT64_C(0xfedcba9876543210));
 	dlfs_chunk_decode(cb, DLFS_FEATURE(COMPRESSED), &cd);
 	CHECK(!memcmp(&cr, &cd, sizeof(cr)));
 	CHECK(!strcmp(dlfs_feature_name(DLFS_FEATURE_BIT_COMPRESSED),

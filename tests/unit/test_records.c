@@ -821,8 +821,8 @@ static void check_chunk_recs(void)
 	r = (struct dlfs_chunk_rec){.xxh3 = 1, .length = 4 * CS};
 	dlfs_chunk_encode(&r, 0, b);
 	CHECK(dlfs_chunk_rec_check(&s, &x, "ds", 0, 0, b, 16, &out, &err) == 0);
-	CHECK(out.stored_length == 4 * CS && out.flags == 0);
-	CHECK(dlfs_chunk_rec_check(&s, &x, "ds", 0, 0, b, 32, &out, &err) ==
+	CHECK(out.stored_length == 4 * CS && out.flags == 0 && out.sum == 1);
+	CHECK(dlfs_chunk_rec_check(&s, &x, "ds", 0, 0, b, 40, &out, &err) ==
 	      -EUCLEAN);
 	CHECK(dlfs_chunk_rec_check(&s, &x, "ds", 0, 1, b, 16, &out, &err) ==
 	      -EUCLEAN); /* chunk 1 is the 100-byte last one */
@@ -833,31 +833,34 @@ static void check_chunk_recs(void)
 		uint32_t length, stored, flags;
 		uint64_t at;
 		int ok;
+		uint64_t sum;
 	} cases[] = {
-		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, d0, 1},
-		{1, 100, 100, 0, d0 + CS, 1},           /* raw last chunk */
-		{1, 100, 99, 0, d0 + CS, 0},            /* raw but shorter */
-		{0, 4 * CS, 4 * CS, DLFS_CHUNK_ZSTD, d0, 0}, /* no gain */
-		{0, 4 * CS, 100, 2, d0, 0},             /* unknown flag */
-		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, d0 + 1, 0}, /* unaligned */
-		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, d0 - CS, 0}, /* in header */
+		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, d0, 1, 8},
+		{1, 100, 100, 0, d0 + CS, 0, 8},   /* raw, sum is not xxh3 */
+		{1, 100, 100, 0, d0 + CS, 1, 7}, /* raw last chunk */
+		{1, 100, 99, 0, d0 + CS, 0, 7}, /* raw but shorter */
+		{0, 4 * CS, 4 * CS, DLFS_CHUNK_ZSTD, d0, 0, 8}, /* no gain */
+		{0, 4 * CS, 100, 2, d0, 0, 8},             /* unknown flag */
+		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, d0 + 1, 0, 8}, /* unaligned */
+		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, d0 - CS, 0, 8}, /* in header */
 		/* ends in the footer; then just before it */
 		{0, 4 * CS, CS - DLFS_FOOTER_SIZE + 1, DLFS_CHUNK_ZSTD,
-		 x.file_size - CS, 0},
+		 x.file_size - CS, 0, 8},
 		{0, 4 * CS, CS - DLFS_FOOTER_SIZE, DLFS_CHUNK_ZSTD,
-		 x.file_size - CS, 1},
-		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, UINT64_MAX - 4095, 0},
-		{0, 4 * CS - 1, 100, DLFS_CHUNK_ZSTD, d0, 0}, /* bad length */
+		 x.file_size - CS, 1, 8},
+		{0, 4 * CS, 100, DLFS_CHUNK_ZSTD, UINT64_MAX - 4095, 0, 8},
+		{0, 4 * CS - 1, 100, DLFS_CHUNK_ZSTD, d0, 0, 8}, /* bad length */
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		r = (struct dlfs_chunk_rec){.xxh3 = 7,
 					    .length = cases[i].length,
 					    .stored_length = cases[i].stored,
 					    .stored_offset = cases[i].at,
-					    .flags = cases[i].flags};
+					    .flags = cases[i].flags,
+					    .sum = cases[i].sum};
 		dlfs_chunk_encode(&r, s.features, b);
 		int ret = dlfs_chunk_rec_check(&s, &x, "ds", 3, cases[i].k, b,
-					       32, &out, &err);
+					       40, &out, &err);
 		CHECK_EQ(ret, cases[i].ok ? 0 : -EUCLEAN);
 		if (!ret)
 			CHECK(!memcmp(&out, &r, sizeof(r)));
@@ -867,6 +870,8 @@ static void check_chunk_recs(void)
 	}
 	CHECK(dlfs_chunk_rec_check(&s, &x, "ds", 0, 0, b, 16, &out, &err) ==
 	      -EUCLEAN); /* a 1.0-sized record in a compressed dataset */
+	CHECK(dlfs_chunk_rec_check(&s, &x, "ds", 0, 0, b, 32, &out, &err) ==
+	      -EUCLEAN); /* the 32-byte record without sum */
 }
 
 int main(void)
