@@ -98,7 +98,7 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 		uint64_t t0 = dlfs_stats_clock();
 		if (nvme_timed(f, t0,
 			       dlfs_nvme_read_chunk(f->nvme, c, k, cr.length,
-						    cr.xxh3, l->buf,
+						    cr.sum, l->buf,
 						    l->cap)) == 0) {
 			l->len = cr.length;
 			l->kept = 1;
@@ -112,9 +112,10 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 		if (p->home(p->arg, g) != p->rank &&
 		    dlfs_chunk_get(txn, c, k, &cr, NULL) == 0 &&
 		    p->get(p->arg, g, l->buf, l->cap, &l->len) == 0) {
-			/* A peer's bytes are checked like the PFS's. */
+			/* A peer's bytes are checked like the PFS's (the
+			 * logical bytes' sum: a peer sends them decompressed). */
 			if (l->len == cr.length &&
-			    XXH3_64bits(l->buf, l->len) == cr.xxh3) {
+			    XXH3_64bits(l->buf, l->len) == cr.sum) {
 				l->kept = tier && dlfs_nvme_put(f->nvme, c, k,
 								l->buf, l->len,
 								0);

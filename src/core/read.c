@@ -138,6 +138,15 @@ int dlfs_reader_open(struct dlfs_ds *ds, const struct dlfs_reader_conf *conf,
 	r->ds = ds;
 	r->conf = *conf;
 	r->chunk_size = cs;
+	/* A compressed dataset's file cannot be read alone from its
+	 * container: its chunk has to be read and decompressed whole. */
+	if (info->super.features & DLFS_FEATURE(COMPRESSED)) {
+		if (conf->read_unit == DLFS_UNIT_FILE)
+			dlfs_logf(conf->log, conf->log_arg, LOG_NOTICE,
+				  "read_unit=file: the dataset is compressed, "
+				  "its chunks are read whole");
+		r->conf.read_unit = DLFS_UNIT_CHUNK;
+	}
 	pthread_mutex_init(&r->log_lock, NULL);
 	dlfs_stats_init(&r->stats);
 	for (uint32_t c = 0; c < info->super.n_containers; c++)
@@ -178,7 +187,7 @@ int dlfs_reader_open(struct dlfs_ds *ds, const struct dlfs_reader_conf *conf,
 	if ((ret = dlfs_prefetch_new(&pc, &r->prefetch, err)))
 		goto fail;
 	struct dlfs_grain_conf gc = {
-		.unit = conf->read_unit,
+		.unit = r->conf.read_unit,
 		.chunk_size = cs,
 		.data_bytes = r->data_bytes,
 		.cache = r->cache,

@@ -79,13 +79,6 @@ int dlfs_fs_init(struct dlfs_fs *fs, struct dlfs_ds *ds,
 		 int foreground, struct dlfs_err *err)
 {
 	memset(fs, 0, sizeof(*fs));
-	/* The read path and the NVMe tier still take a chunk's stored bytes
-	 * for its logical ones (issue 28): refuse rather than serve them. */
-	if (dlfs_ds_info(ds)->super.features & DLFS_FEATURE(COMPRESSED))
-		return dlfs_err_set(err, -EPROTONOSUPPORT,
-				    "%s: compressed datasets are not served "
-				    "by this dlfs yet",
-				    dlfs_ds_path(ds));
 	fs->ds = ds;
 	fs->opts = opts;
 	fs->seed = seed_for(opts, dlfs_ds_info(ds)->super.dataset_id);

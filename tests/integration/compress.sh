@@ -8,8 +8,8 @@
 #  - the compressed pack's dataset id differs from the uncompressed one;
 #  - a flipped byte in a stored zstd chunk fails cat (EIO) for exactly
 #    the files of that chunk, and verify names it;
-#  - a bad --compress value is one clear error, exit 2;
-#  - the daemon refuses to mount a compressed dataset (for now).
+#  - a bad --compress value is one clear error, exit 2.
+# The daemon serving one: tests/mount/compress.sh.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 
@@ -143,15 +143,4 @@ for v in lz4 zstd: zstd:0 zstd:23 zstd:3x ZSTD; do
 	assert_absent "$T/bad.dlfs" "--compress $v"
 done
 
-note "the daemon refuses a compressed dataset"
-DLFS_BIN=${DLFS:-$(dirname "$DLFS_PACK")/../src/daemon/dlfs}
-if [ -x "$DLFS_BIN" ]; then
-	mkdir "$T/mnt"
-	run "$DLFS_BIN" "$T/c.dlfs" "$T/mnt"
-	expect_rc 1 "dlfs on a compressed dataset"
-	err_has "compressed datasets are not served by this dlfs yet" "dlfs"
-	! mountpoint -q "$T/mnt" || fail "dlfs mounted a compressed dataset"
-else
-	fail "the daemon is not at $DLFS_BIN"
-fi
 note "ok"
