@@ -5,7 +5,8 @@
 # (--procs 2), byte for byte: index,
 # containers, id; dlfs-inspect cat gives the same bytes, two mounts of the
 # two datasets read the same tree (diff -r), and the samples equal the
-# source rows. Each of the 4 ranks writes its own containers (seen with
+# source rows. The same with --compress zstd, whose mount reads the tree
+# of the plain pack's. Each of the 4 ranks writes its own containers (seen with
 # strace when installed): the ranks' sets are disjoint and together are
 # every container. A corrupt source read by one rank fails the whole job,
 # with one message, from rank 0, naming it, and nothing is left beside
@@ -147,6 +148,27 @@ if command -v strace >/dev/null; then
 else
 	note "strace not installed: which rank writes what is not checked"
 fi
+
+note "--compress zstd: $NP ranks make the one process's dataset"
+# The chunk records (both checksums, where the stored bytes are) travel
+# from the ranks to rank 0, which writes the index.
+pack "${ARGS[@]}" --compress zstd --procs 2 -o "$OUT/onez.dlfs"
+expect_ok "pack --compress with one process"
+st=0
+tmo "${MPIRUN[@]}" -np $NP "$DLFS_PACK" "${ARGS[@]}" --compress zstd -o "$OUT/mpiz.dlfs" >"$T/mpirun.log" 2>&1 || st=$?
+[ "$st" = 0 ] || { cat "$T/mpirun.log" >&2; fail "mpirun -np $NP dlfs-pack --compress exited with $st"; }
+for f in $(ls "$OUT/onez.dlfs"); do
+	cmp "$OUT/onez.dlfs/$f" "$OUT/mpiz.dlfs/$f" >&2 || fail "--compress: $f differs between one process and $NP ranks"
+done
+inspect verify "$OUT/mpiz.dlfs"
+expect_ok "verify the compressed MPI pack"
+dlfs_mount "$OUT/one.dlfs" "$T/m1"
+dlfs_mount "$OUT/mpiz.dlfs" "$T/m2" -o cache_dir="$T/nvz"
+tmo diff -r "$T/m1" "$T/m2" >&2 || fail "the compressed MPI pack's mount differs from the plain one's"
+check_log "$DLFS_LOG"
+dlfs_umount "$T/m1"
+dlfs_umount "$T/m2"
+rm -rf "$OUT/onez.dlfs" "$OUT/mpiz.dlfs"
 
 note "a corrupt source on one rank fails the job"
 head -c 5000 "$SRC/run05.h5" >"$SRC/zz-cut.h5"
