@@ -478,9 +478,9 @@ int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 				   ? 0
 				   : ZSTD_decompress(buf, cr->length, z,
 						     cr->stored_length);
-		if (ZSTD_isError(n) || n != cr->length) {
-			char name[DLFS_CONTAINER_NAME_MAX];
-			dlfs_container_name(c, name);
+		char name[DLFS_CONTAINER_NAME_MAX];
+		dlfs_container_name(c, name);
+		if (ZSTD_isError(n) || n != cr->length)
 			ret = dlfs_err_set(
 				err, -DLFS_ECORRUPT,
 				"%s/%s: chunk %llu at offset %llu: does not "
@@ -490,17 +490,14 @@ int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 				cr->length,
 				ZSTD_isError(n) ? ZSTD_getErrorName(n)
 						: "wrong length");
-		} else if (XXH3_64bits(buf, cr->length) != cr->sum) {
+		else if (XXH3_64bits(buf, cr->length) != cr->sum)
 			/* The stored bytes were right: a decoder fault. */
-			char name[DLFS_CONTAINER_NAME_MAX];
-			dlfs_container_name(c, name);
 			ret = dlfs_err_set(
 				err, -DLFS_ECHECKSUM,
 				"%s/%s: chunk %llu at offset %llu: checksum "
 				"mismatch after decompression",
 				ds->path, name, (unsigned long long)k,
 				(unsigned long long)cr->stored_offset);
-		}
 	}
 	free(z);
 	return ret;

@@ -8,6 +8,8 @@
 #  - the compressed pack's dataset id differs from the uncompressed one;
 #  - a flipped byte in a stored zstd chunk fails cat (EIO) for exactly
 #    the files of that chunk, and verify names it;
+#  - a chunk record with a wrong sum (the logical bytes' checksum) fails
+#    verify after decompression, naming the chunk;
 #  - a bad --compress value is one clear error, exit 2.
 # The daemon serving one: tests/mount/compress.sh.
 set -euo pipefail
@@ -133,6 +135,22 @@ inspect verify "$T/z.dlfs"
 expect_rc 1 "verify of the damaged dataset"
 grep -qF "chunk 0 at offset $CS: checksum mismatch" "$T/out" "$T/err" ||
 	{ _show; fail "verify does not name the damaged chunk"; }
+
+note "a chunk record whose sum is wrong: caught after decompression"
+# Stands for a decoder that returns wrong bytes: the stored bytes pass
+# their xxh3, the decompressed ones fail the record's sum (bytes 32..39).
+rm -rf "$T/s.dlfs"
+pack "$T/src/z" -o "$T/s.dlfs" --chunk-size 64K --compress zstd -q
+expect_ok "pack for the sum test"
+rm -f "$T/s.dlfs/index.sum"
+v=$("$IXEDIT" "$T/s.dlfs/index" get chunks 0000000000000000) || fail "ixedit get chunk 0"
+[ ${#v} = 80 ] || fail "chunk record of ${#v} hex digits, expected 80 (40 bytes)"
+"$IXEDIT" "$T/s.dlfs/index" put chunks 0000000000000000 "${v:0:64}0123456789abcdef" ||
+	fail "ixedit put chunk 0"
+inspect verify "$T/s.dlfs"
+expect_rc 1 "verify with a wrong sum"
+grep -qF "chunk 0 at offset $CS: checksum mismatch after decompression" "$T/out" "$T/err" ||
+	{ _show; fail "verify does not name the chunk whose sum is wrong"; }
 
 note "bad --compress values"
 for v in lz4 zstd: zstd:0 zstd:23 zstd:3x ZSTD; do
