@@ -16,6 +16,8 @@ int dlfs_fetch_init(struct dlfs_fetch *f, struct dlfs_ds *ds,
 	memset(f, 0, sizeof(*f));
 	f->ds = ds;
 	f->stats = stats;
+	f->compressed = !!(dlfs_ds_info(ds)->super.features &
+			   DLFS_FEATURE(COMPRESSED));
 	f->n_inodes = dlfs_ds_info(ds)->super.n_inodes + 1;
 	f->file_ok = calloc(f->n_inodes / 64 + 1, sizeof(*f->file_ok));
 	return f->file_ok ? 0 : -ENOMEM;
@@ -127,7 +129,12 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 	uint64_t t0 = pfs_begin(f);
 	ret = dlfs_chunk_read(f->ds, txn, c, k, l->buf, l->cap, &l->len,
 			      l->err);
-	pfs_end(f, t0, ret, l->len);
+	/* The PFS served the stored bytes: fewer than the chunk's when it
+	 * is compressed. */
+	uint64_t stored = l->len;
+	if (!ret && f->compressed && dlfs_chunk_get(txn, c, k, &cr, NULL) == 0)
+		stored = cr.stored_length;
+	pfs_end(f, t0, ret, stored);
 	if (ret)
 		return ret;
 	l->kept = tier && dlfs_nvme_put(f->nvme, c, k, l->buf, l->len, 0);

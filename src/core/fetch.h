@@ -60,6 +60,7 @@ struct dlfs_fetch {
 	struct dlfs_nvme *nvme; /* NULL without a cache_dir */
 	const struct dlfs_fetch_peer *peer; /* NULL alone */
 	struct dlfs_stats *stats;
+	int compressed;         /* the dataset's chunks are stored compressed */
 	_Atomic unsigned pfs_inflight;
 	/* One bit per inode: the file's bytes passed its own checksum during
 	 * this mount, so its index record is right and later pieces of it

@@ -55,6 +55,7 @@ expect_ok "pack --compress zstd"
 read -r CHUNKS DATA NCONT CS <<<"$(ds_geom "$DS")"
 inspect info "$DS"
 expect_ok "info"
+cp "$T/out" "$T/info.out"
 RAW=$(awk '$1 == "raw_chunks:" {print $2}' "$T/out")
 [ "$RAW" -gt 0 ] && [ "$RAW" -lt "$CHUNKS" ] ||
 	fail "test setup: $RAW of $CHUNKS chunks raw, want some of each"
@@ -79,6 +80,13 @@ snap "$MNT" "$T/s0.json"
 sassert "$T/s0.json" -- 's.read_unit.option == "chunk"' 's.read_unit.now == "chunk"' \
 	's.read_unit.file_reads == 0' 'pfs.reads > 0' 'not any(errors.values())' ||
 	fail "a compressed dataset must be read by chunks"
+# The PFS counters count what it served: the stored bytes, each chunk
+# once here (the default RAM tier holds them all).
+STORED=$(awk '$1 == "stored_bytes:" {print $2}' "$T/info.out")
+sassert "$T/s0.json" STORED="$STORED" CHUNKS="$CHUNKS" -- \
+	'pfs.reads == CHUNKS' 'pfs.bytes == STORED' ||
+	fail "tiers.pfs.bytes must count the stored (compressed) bytes the PFS served"
+
 grep -qF "read_unit=file: the dataset is compressed" "$DLFS_LOG" ||
 	fail "the daemon did not say why read_unit=file is not used: $(head -c 400 "$DLFS_LOG")"
 check_log "$DLFS_LOG"
