@@ -109,12 +109,23 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static int is_dir(struct dlfs_txn *txn, uint64_t d, struct dlfs_err *err)
+{
+	struct dlfs_inode in;
+	int ret = dlfs_stat(txn, d, &in, err);
+	if (ret)
+		return ret;
+	return S_ISDIR(in.mode) ? 0 : -ENOTDIR;
+}
+
 /* Build l as directory d's view in epoch e (caller holds mu). */
 static int build(struct dlfs_tree *t, struct dlfs_txn *txn, uint64_t e,
 		 uint64_t d, struct listing *l, struct dlfs_err *err)
 {
 	const struct dlfs_paths *paths;
-	int ret = dlfs_views_paths(t->views, txn, &paths, err);
+	int ret = is_dir(txn, d, err);
+	if (!ret)
+		ret = dlfs_views_paths(t->views, txn, &paths, err);
 	if (ret)
 		return ret;
 	l->e = e;
@@ -168,25 +179,14 @@ static int listing_of(struct dlfs_tree *t, struct dlfs_txn *txn, uint64_t e,
 	return 0;
 }
 
-static int is_dir(struct dlfs_txn *txn, uint64_t d, struct dlfs_err *err)
-{
-	struct dlfs_inode in;
-	int ret = dlfs_stat(txn, d, &in, err);
-	if (ret)
-		return ret;
-	return S_ISDIR(in.mode) ? 0 : -ENOTDIR;
-}
-
 int dlfs_tree_entry(struct dlfs_tree *t, struct dlfs_txn *txn, uint64_t e,
 		    uint64_t d, uint64_t i, struct dlfs_tree_ent *out,
 		    struct dlfs_err *err)
 {
 	struct listing *l;
-	int ret = is_dir(txn, d, err);
-	if (ret)
-		return ret;
+	/* A kept listing is of a directory: only a new one is checked. */
 	pthread_mutex_lock(&t->mu);
-	ret = listing_of(t, txn, e, d, &l, err);
+	int ret = listing_of(t, txn, e, d, &l, err);
 	if (!ret && i < l->n_sub) {
 		size_t a = l->name_off[i], b = l->name_off[i + 1];
 		out->dir = 1;
