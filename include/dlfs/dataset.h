@@ -345,6 +345,29 @@ int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 		    struct dlfs_err *err);
 
 /*
+ * What reading a compressed dataset's chunks needs besides the caller's
+ * buffer: a zstd decompression context and room for one chunk's stored
+ * bytes. Making one costs a few allocations of the chunk size, so a
+ * thread that reads many chunks keeps one. One thread uses a decoder at a
+ * time. @return 0 or -ENOMEM.
+ */
+struct dlfs_decoder;
+int dlfs_decoder_new(const struct dlfs_ds *ds, struct dlfs_decoder **out,
+		     struct dlfs_err *err);
+/* NULL is ok. */
+void dlfs_decoder_free(struct dlfs_decoder *d);
+
+/*
+ * dlfs_chunk_read of chunk k of container c whose record cr the caller
+ * has from dlfs_chunk_get, decompressed with dec (NULL: a temporary
+ * decoder) when the dataset is compressed. Same returns.
+ */
+int dlfs_chunk_read_rec(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+			const struct dlfs_chunk_rec *cr,
+			struct dlfs_decoder *dec, void *buf, size_t cap,
+			size_t *len, struct dlfs_err *err);
+
+/*
  * The path of inode ino relative to the root, found by one scan of the
  * directory entries (slow: for error messages and tools, not hot paths).
  * Writes a NUL-terminated path to buf. @return 0, -ENOENT, -ENAMETOOLONG.

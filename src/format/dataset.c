@@ -375,40 +375,85 @@ int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 		    struct dlfs_err *err)
 {
 	struct dlfs_chunk_rec cr;
-	size_t head;
+	*len = 0;
 	int ret = dlfs_chunk_get(txn, c, k, &cr, err);
 	if (ret)
 		return ret;
+	return dlfs_chunk_read_rec(ds, c, k, &cr, NULL, buf, cap, len, err);
+}
+
+int dlfs_chunk_read_rec(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+			const struct dlfs_chunk_rec *cr,
+			struct dlfs_decoder *dec, void *buf, size_t cap,
+			size_t *len, struct dlfs_err *err)
+{
+	size_t head;
+	int ret;
+	*len = 0;
 	uint64_t cs = ds->ix.info.super.chunk_size;
-	if (cr.length > cs || cr.length > cap)
+	if (cr->length > cs || cr->length > cap)
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
 				    "%s/index: chunk %llu of container %u is "
 				    "%u bytes, larger than the chunk size",
 				    ds->path, (unsigned long long)k, c,
-				    cr.length);
+				    cr->length);
 	if (dlfs_ds_compressed(ds)) {
-		*len = 0;
-		ret = dlfs_ds_chunk_logical(ds, c, k, &cr, buf, cap, err);
+		ret = dlfs_ds_chunk_logical(ds, c, k, cr, dec, buf, cap, err);
 		if (!ret)
-			*len = cr.length;
+			*len = cr->length;
 		return ret;
 	}
 	uint64_t off = dlfs_chunk_start(cs, k);
-	ret = dlfs_ds_read_range(ds, c, off, cr.length, buf, cap, &head, err);
+	ret = dlfs_ds_read_range(ds, c, off, cr->length, buf, cap, &head, err);
 	if (ret)
 		return ret;
-	if (XXH3_64bits(buf, cr.length) != cr.xxh3) {
+	if (XXH3_64bits(buf, cr->length) != cr->xxh3) {
 		char name[DLFS_CONTAINER_NAME_MAX];
 		dlfs_container_name(c, name);
-		*len = cr.length; /* the bytes are there, just not to trust */
+		*len = cr->length; /* the bytes are there, just not to trust */
 		return dlfs_err_set(err, -DLFS_ECHECKSUM,
 				    "%s/%s: chunk %llu at offset %llu: checksum "
 				    "mismatch",
 				    ds->path, name, (unsigned long long)k,
 				    (unsigned long long)off);
 	}
-	*len = cr.length;
+	*len = cr->length;
 	return 0;
+}
+
+/* A zstd context and room for one chunk's stored bytes (a zstd chunk's
+ * are shorter than the chunk: dlfs_chunk_rec_check). */
+struct dlfs_decoder {
+	ZSTD_DCtx *z;
+	void *stored;
+	size_t cap;
+};
+
+int dlfs_decoder_new(const struct dlfs_ds *ds, struct dlfs_decoder **out,
+		     struct dlfs_err *err)
+{
+	struct dlfs_decoder *d = calloc(1, sizeof(*d));
+	*out = NULL;
+	if (!d)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	d->cap = (size_t)ds->ix.info.super.chunk_size;
+	d->z = ZSTD_createDCtx();
+	if (!d->z || posix_memalign(&d->stored, 4096, d->cap)) {
+		dlfs_decoder_free(d);
+		return dlfs_err_set(err, -ENOMEM,
+				    "out of memory for a chunk decoder");
+	}
+	*out = d;
+	return 0;
+}
+
+void dlfs_decoder_free(struct dlfs_decoder *d)
+{
+	if (!d)
+		return;
+	ZSTD_freeDCtx(d->z);
+	free(d->stored);
+	free(d);
 }
 
 int dlfs_ds_compressed(const struct dlfs_ds *ds)
@@ -463,21 +508,24 @@ static int stored_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 }
 
 int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
-			  const struct dlfs_chunk_rec *cr, void *buf,
-			  size_t cap, struct dlfs_err *err)
+			  const struct dlfs_chunk_rec *cr,
+			  struct dlfs_decoder *dec, void *buf, size_t cap,
+			  struct dlfs_err *err)
 {
 	if (!(cr->flags & DLFS_CHUNK_ZSTD))
 		return stored_read(ds, c, k, cr, buf, cap, err);
-	size_t want = (size_t)dlfs_roundup(cr->stored_length, 4096);
-	void *z = NULL;
-	if (posix_memalign(&z, 4096, want ? want : 4096))
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	int ret = stored_read(ds, c, k, cr, z, want, err);
+	struct dlfs_decoder *tmp = NULL;
+	int ret;
+	if (!dec && (ret = dlfs_decoder_new(ds, &tmp, err)))
+		return ret;
+	struct dlfs_decoder *d = dec ? dec : tmp;
+	ret = stored_read(ds, c, k, cr, d->stored, d->cap, err);
 	if (!ret) {
 		size_t n = cr->length > cap
 				   ? 0
-				   : ZSTD_decompress(buf, cr->length, z,
-						     cr->stored_length);
+				   : ZSTD_decompressDCtx(d->z, buf, cr->length,
+							 d->stored,
+							 cr->stored_length);
 		char name[DLFS_CONTAINER_NAME_MAX];
 		dlfs_container_name(c, name);
 		if (ZSTD_isError(n) || n != cr->length)
@@ -499,7 +547,7 @@ int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 				ds->path, name, (unsigned long long)k,
 				(unsigned long long)cr->stored_offset);
 	}
-	free(z);
+	dlfs_decoder_free(tmp);
 	return ret;
 }
 
@@ -511,6 +559,7 @@ static int logical_read(struct dlfs_ds *ds, uint32_t c, uint64_t off,
 {
 	const uint64_t cs = ds->ix.info.super.chunk_size;
 	struct dlfs_txn *txn = NULL;
+	struct dlfs_decoder *dec = NULL;
 	void *chunk = NULL;
 	int ret = 0;
 	if (!len)
@@ -522,13 +571,15 @@ static int logical_read(struct dlfs_ds *ds, uint32_t c, uint64_t off,
 	if (posix_memalign(&chunk, 4096, cs))
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	ret = dlfs_txn_begin(ds, &txn, err);
+	if (!ret)
+		ret = dlfs_decoder_new(ds, &dec, err);
 	uint64_t k0 = dlfs_chunk_at(cs, off), k1 = dlfs_chunk_at(cs, off + len - 1);
 	for (uint64_t k = k0; !ret && k <= k1; k++) {
 		struct dlfs_chunk_rec cr;
 		ret = dlfs_chunk_get(txn, c, k, &cr, err);
 		if (!ret)
-			ret = dlfs_ds_chunk_logical(ds, c, k, &cr, chunk, cs,
-						    err);
+			ret = dlfs_ds_chunk_logical(ds, c, k, &cr, dec, chunk,
+						    cs, err);
 		if (ret)
 			break;
 		uint64_t cstart = dlfs_chunk_start(cs, k);
@@ -547,6 +598,7 @@ static int logical_read(struct dlfs_ds *ds, uint32_t c, uint64_t off,
 	}
 	if (txn)
 		dlfs_txn_end(txn);
+	dlfs_decoder_free(dec);
 	free(chunk);
 	return ret;
 }

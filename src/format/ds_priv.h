@@ -38,7 +38,8 @@ int dlfs_ds_compressed(const struct dlfs_ds *ds);
  * Chunk k of container c of a compressed dataset, record cr (checked by
  * dlfs_chunk_get), as its logical bytes (cr->length) into buf (cap >=
  * the chunk size): its stored bytes read, checked against cr->xxh3, and
- * decompressed when cr->flags says zstd, then checked against cr->sum.
+ * decompressed when cr->flags says zstd (with dec's context and buffer;
+ * NULL: a temporary one), then checked against cr->sum.
  * @return 0, -EBADMSG (DLFS_ECHECKSUM: the stored or the decompressed
  * bytes' checksum), -EUCLEAN (a frame that
  * does not decompress to cr->length bytes; a short container), -ENOENT
@@ -46,7 +47,8 @@ int dlfs_ds_compressed(const struct dlfs_ds *ds);
  * container, the chunk and its offset.
  */
 int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
-			  const struct dlfs_chunk_rec *cr, void *buf,
-			  size_t cap, struct dlfs_err *err);
+			  const struct dlfs_chunk_rec *cr,
+			  struct dlfs_decoder *dec, void *buf, size_t cap,
+			  struct dlfs_err *err);
 
 #endif

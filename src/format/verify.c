@@ -36,6 +36,7 @@ struct verify {
 	struct bad *bad;
 	size_t n_bad, cap_bad;
 	uint8_t *side; /* check_alone's buffer, VERIFY_SIDE_BUF bytes */
+	struct dlfs_decoder *dec; /* a compressed dataset's chunks */
 };
 
 static int add_bad(struct verify *v, uint64_t ino, uint32_t c, uint64_t off,
@@ -272,7 +273,8 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 			 * bad chunk's files then hash zeros and fail. */
 			ret = chunk_bad ? -DLFS_ECORRUPT
 					: dlfs_ds_chunk_logical(ds, c, k, &cr,
-								buf, cs, &e);
+								v->dec, buf, cs,
+								&e);
 			if (ret && ret != -DLFS_ECORRUPT &&
 			    ret != -DLFS_ECHECKSUM)
 				return dlfs_err_set(err, ret, "%s", e.msg);
@@ -611,6 +613,9 @@ int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
 		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
+	if (dlfs_ds_compressed(ds) &&
+	    (ret = dlfs_decoder_new(ds, &v.dec, err)))
+		goto out;
 	ret = verify_seal(&v, err);
 	for (uint32_t c = 0; c < ds->ix.info.super.n_containers && !ret; c++)
 		ret = verify_container(&v, c, buf, hs, err);
@@ -623,6 +628,7 @@ out:
 		free(v.bad[i].msg);
 	free(v.bad);
 	free(v.side);
+	dlfs_decoder_free(v.dec);
 	free(buf);
 	XXH3_freeState(hs);
 	dlfs_txn_end(v.txn);
