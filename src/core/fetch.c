@@ -126,17 +126,26 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 			dlfs_stats_add(&f->stats->err_peer, 1);
 		}
 	}
+	if ((ret = dlfs_chunk_get(txn, c, k, &cr, l->err)))
+		return ret;
 	uint64_t t0 = pfs_begin(f);
-	ret = dlfs_chunk_read(f->ds, txn, c, k, l->buf, l->cap, &l->len,
-			      l->err);
+	int unz = f->compressed && (cr.flags & DLFS_CHUNK_ZSTD);
+	enum dlfs_unz who = o && o->dec ? DLFS_UNZ_FILL
+			    : f->decode ? DLFS_UNZ_DECODE
+					: DLFS_UNZ_CALLER;
+	if (unz && who == DLFS_UNZ_DECODE)
+		ret = dlfs_decode_chunk(f->decode, c, k, &cr, l->buf, l->cap,
+					&l->len, l->err);
+	else
+		ret = dlfs_chunk_read_rec(f->ds, c, k, &cr, o ? o->dec : NULL,
+					  l->buf, l->cap, &l->len, l->err);
 	/* The PFS served the stored bytes: fewer than the chunk's when it
 	 * is compressed. */
-	uint64_t stored = l->len;
-	if (!ret && f->compressed && dlfs_chunk_get(txn, c, k, &cr, NULL) == 0)
-		stored = cr.stored_length;
-	pfs_end(f, t0, ret, stored);
+	pfs_end(f, t0, ret, f->compressed ? cr.stored_length : l->len);
 	if (ret)
 		return ret;
+	if (unz)
+		dlfs_stats_add(&f->stats->unz[who], 1);
 	l->kept = tier && dlfs_nvme_put(f->nvme, c, k, l->buf, l->len, 0);
 	return 0;
 }

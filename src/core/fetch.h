@@ -4,7 +4,10 @@
  *   - A chunk: the NVMe tier, then its home node over MPI, then the PFS
  *     (one aligned read of the chunk). Checked against the index's XXH3
  *     before it is used; one that came from a peer or the PFS is handed
- *     to the NVMe tier to keep.
+ *     to the NVMe tier to keep. A compressed dataset's zstd chunk from
+ *     the PFS is decompressed by a decode thread for a demand load
+ *     (decode.h), by the background read's own thread for its loads;
+ *     the NVMe tier and the peers hold chunks decompressed already.
  *   - A file alone (what = its struct dlfs_inode): from the NVMe tier
  *     when all its chunks are there, else from the PFS in one aligned
  *     read of its pages; checked against the file's own XXH3.
@@ -25,6 +28,7 @@
 #include <stdint.h>
 
 #include "cache.h"
+#include "decode.h"
 #include "dlfs/dataset.h"
 #include "nvme.h"
 #include "stats.h"
@@ -43,6 +47,10 @@
  * readers waiting on the load never wait for the tier's disk. */
 struct dlfs_fetch_chunk_opts {
 	int defer_nvme;
+	/* A background read's own decoder: it decompresses the chunk in its
+	 * thread. NULL (or no opts): a demand load, which hands a zstd chunk
+	 * to the decode threads (decode field) and waits. */
+	struct dlfs_decoder *dec;
 };
 
 /* The chunks' homes over MPI, as the daemon provides them. */
@@ -61,6 +69,9 @@ struct dlfs_fetch {
 	const struct dlfs_fetch_peer *peer; /* NULL alone */
 	struct dlfs_stats *stats;
 	int compressed;         /* the dataset's chunks are stored compressed */
+	/* The decode threads of a compressed dataset, once started; NULL
+	 * before: demand loads then decompress in their own thread. */
+	struct dlfs_decode *decode;
 	_Atomic unsigned pfs_inflight;
 	/* One bit per inode: the file's bytes passed its own checksum during
 	 * this mount, so its index record is right and later pieces of it

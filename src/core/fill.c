@@ -243,12 +243,13 @@ static int keep_from_ram(struct dlfs_fill *f, struct dlfs_nvme *nv,
 }
 
 static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
-		    const struct job *j)
+		    struct dlfs_decoder *dec, const struct job *j)
 {
 	struct dlfs_nvme *nv = f->conf.fetch->nvme;
 	/* The load leaves the tier to this thread (to_tier, after it): a
-	 * full write queue must not keep the chunk from its readers. */
-	struct dlfs_fetch_chunk_opts opts = {.defer_nvme = 1};
+	 * full write queue must not keep the chunk from its readers. It
+	 * decompresses in this thread, with its decoder. */
+	struct dlfs_fetch_chunk_opts opts = {.defer_nvme = 1, .dec = dec};
 	struct dlfs_chunk_ref ref;
 	struct dlfs_err err = {0};
 	uint32_t c;
@@ -307,11 +308,15 @@ static void *worker(void *arg)
 {
 	struct dlfs_fill *f = arg;
 	struct dlfs_txn *txn = NULL;
+	struct dlfs_decoder *dec = NULL;
 	struct job j;
 	if (dlfs_txn_begin(f->ds, &txn, NULL))
 		return NULL;
+	/* Without one (out of memory), the decode threads do its loads. */
+	if (f->conf.fetch->compressed)
+		dlfs_decoder_new(f->ds, &dec, NULL);
 	while (next_job(f, txn, &j)) {
-		run_job(f, txn, &j);
+		run_job(f, txn, dec, &j);
 		if (j.kind == JOB_SWEEP) {
 			pthread_mutex_lock(&f->mu);
 			if (--f->sweep_busy == 0 && f->sweep_i >= f->sweep_n)
@@ -319,6 +324,7 @@ static void *worker(void *arg)
 			pthread_mutex_unlock(&f->mu);
 		}
 	}
+	dlfs_decoder_free(dec);
 	dlfs_txn_end(txn);
 	return NULL;
 }

@@ -192,6 +192,15 @@ static void reads(struct dlfs_out *o, const struct dlfs_stats *s)
 	counter(o, "files_checked_total",
 		"Files checked whole against their own checksum.",
 		ld(&s->files_checked));
+	static const char *const unz[DLFS_UNZ_COUNT] = {
+		[DLFS_UNZ_DECODE] = "decode", [DLFS_UNZ_FILL] = "background",
+		[DLFS_UNZ_CALLER] = "caller"};
+	family(o, "chunks_decompressed_total", "counter",
+	       "Compressed chunks decompressed, by the threads that did it.");
+	for (int i = 0; i < DLFS_UNZ_COUNT; i++) {
+		snprintf(lb, sizeof(lb), "thread=\"%s\"", unz[i]);
+		sample(o, "chunks_decompressed_total", lb, ld(&s->unz[i]));
+	}
 }
 
 /* Hits, misses, bytes and latency of each tier. */

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
@@ -251,6 +252,17 @@ int dlfs_reader_start(struct dlfs_reader *r, struct dlfs_err *err)
 	int ret;
 	if (r->nvme && (ret = dlfs_nvme_start(r->nvme, err)))
 		return ret;
+	/* As many as the PFS reads in flight that demand misses may want;
+	 * without background reads, one per CPU. */
+	if (r->fetch.compressed) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		unsigned n = r->conf.pfs_depth ? r->conf.pfs_depth
+				 : cpus > 0    ? (unsigned)cpus
+					       : 1;
+		if ((ret = dlfs_decode_start(r->ds, n, &r->decode, err)))
+			return ret;
+		r->fetch.decode = r->decode;
+	}
 	if ((ret = start_outside(r, err)))
 		return ret;
 	if (!r->conf.pfs_depth) {
@@ -295,6 +307,9 @@ void dlfs_reader_close(struct dlfs_reader *r)
 		return;
 	/* Background reads use the cache and the tier: they go first. */
 	dlfs_reader_stop(r);
+	/* After every reader and the peers: they may wait on it. */
+	r->fetch.decode = NULL;
+	dlfs_decode_free(r->decode);
 	dlfs_prefetch_free(r->prefetch);
 	dlfs_nvme_close(r->nvme);
 	dlfs_grain_free(r->grain);

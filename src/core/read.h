@@ -41,6 +41,7 @@ struct dlfs_reader {
 	struct dlfs_fetch fetch;
 	struct dlfs_grain *grain;
 	struct dlfs_fill *fill;           /* NULL until started, or none */
+	struct dlfs_decode *decode;       /* compressed: NULL until started */
 	struct dlfs_prefetch *prefetch;   /* NULL without read-ahead */
 	dlfs_read_observer_fn observer;
 	void *observer_arg;

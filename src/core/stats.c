@@ -229,6 +229,11 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 		dlfs_out_put(&o, "  \"epoch\": null,\n");
 	else
 		dlfs_out_put(&o, "  \"epoch\": %llu,\n", U(t->epoch));
+	dlfs_out_put(&o,
+	    "  \"decompressed\": {\"decode_threads\": %llu, \"background\": "
+	    "%llu, \"caller\": %llu},\n",
+	    ld(&s->unz[DLFS_UNZ_DECODE]), ld(&s->unz[DLFS_UNZ_FILL]),
+	    ld(&s->unz[DLFS_UNZ_CALLER]));
 	dlfs_out_put(&o, "  \"files_checked\": %llu,\n", ld(&s->files_checked));
 	dlfs_out_put(&o, "  \"files_read\": %llu,\n", ld(&s->files_read));
 	dlfs_out_put(&o, "  \"errors\": {\"checksum\": %llu, \"container\": "

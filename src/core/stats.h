@@ -55,6 +55,14 @@ struct dlfs_time_hist {
 	_Atomic uint64_t sum_ns;
 };
 
+/* Where a compressed dataset's zstd chunks were decompressed. */
+enum dlfs_unz {
+	DLFS_UNZ_DECODE, /* the decode threads, for a demand miss (decode.h) */
+	DLFS_UNZ_FILL,   /* the background reads, in their own threads */
+	DLFS_UNZ_CALLER, /* the reader's own thread: no decode threads */
+	DLFS_UNZ_COUNT
+};
+
 struct dlfs_stats {
 	double start; /* CLOCK_MONOTONIC seconds at mount */
 	_Atomic uint64_t ops[DLFS_OP_COUNT];
@@ -66,6 +74,7 @@ struct dlfs_stats {
 	_Atomic uint64_t files_checked; /* files checked against their XXH3 */
 	_Atomic uint64_t files_read;    /* reads from a file's first byte */
 	_Atomic uint64_t ram_bytes;     /* bytes of reads served from RAM */
+	_Atomic uint64_t unz[DLFS_UNZ_COUNT]; /* zstd chunks decompressed */
 	struct dlfs_time_hist lat[DLFS_TIER_COUNT];
 };
 

@@ -5,9 +5,13 @@
 # raw chunks), 64K chunks in 1M containers.
 #  - without cache_dir, with -o read_unit=file: every file reads byte for
 #    byte; the daemon reads chunks all the same (.dlfs/stats read_unit
-#    says chunk, no file reads) and logs why;
+#    says chunk, no file reads) and logs why; with readahead=0 every load
+#    is a demand miss, and the decode threads decompress every zstd
+#    chunk, the FUSE workers none (stats decompressed);
 #  - with cache_dir: epoch 1 reads every file and writes every chunk to
-#    the NVMe tier (decompressed); a remount's epoch 2 reads every file
+#    the NVMe tier (decompressed), each zstd chunk decompressed once, by
+#    the decode or the background threads, never by a FUSE worker; a
+#    remount's epoch 2 reads every file
 #    from the tier (nvme hits > 0, pfs bytes and reads 0, no corrupt
 #    chunk): the tier's chunks are checked against the logical bytes'
 #    checksum, not the stored ones' (a text file over 1 MiB is read
@@ -73,8 +77,8 @@ MNT="$T/mnt"
 mkdir "$MNT"
 
 # ---------------------------------------------------------------- no cache
-note "no cache_dir, -o read_unit=file"
-dlfs_mount "$DS" "$MNT" -o read_unit=file
+note "no cache_dir, -o read_unit=file,readahead=0"
+dlfs_mount "$DS" "$MNT" -o read_unit=file,readahead=0
 readtree "$MNT" "$SRC" --seed 3 >/dev/null
 snap "$MNT" "$T/s0.json"
 sassert "$T/s0.json" -- 's.read_unit.option == "chunk"' 's.read_unit.now == "chunk"' \
@@ -86,6 +90,10 @@ STORED=$(awk '$1 == "stored_bytes:" {print $2}' "$T/info.out")
 sassert "$T/s0.json" STORED="$STORED" CHUNKS="$CHUNKS" -- \
 	'pfs.reads == CHUNKS' 'pfs.bytes == STORED' ||
 	fail "tiers.pfs.bytes must count the stored (compressed) bytes the PFS served"
+ZCHUNKS=$((CHUNKS - RAW))
+sassert "$T/s0.json" Z="$ZCHUNKS" -- 's.decompressed.decode_threads == Z' \
+	's.decompressed.background == 0' 's.decompressed.caller == 0' ||
+	fail "demand misses: the decode threads decompress every zstd chunk, the FUSE workers none"
 
 grep -qF "read_unit=file: the dataset is compressed" "$DLFS_LOG" ||
 	fail "the daemon did not say why read_unit=file is not used: $(head -c 400 "$DLFS_LOG")"
@@ -104,6 +112,9 @@ sassert "$T/s1.json" DATA="$DATA" CHUNKS="$CHUNKS" -- \
 	'pfs.reads == CHUNKS' 'nvme.written_chunks == CHUNKS' 'nvme.written_bytes == DATA' \
 	'nvme.corrupt == 0' 'not any(errors.values())' ||
 	fail "epoch 1: every chunk read once and cached"
+sassert "$T/s1.json" Z="$ZCHUNKS" -- 's.decompressed.caller == 0' \
+	's.decompressed.decode_threads + s.decompressed.background == Z' ||
+	fail "epoch 1: each zstd chunk decompressed once, never by a FUSE worker"
 check_log "$DLFS_LOG"
 dlfs_umount "$MNT"
 check_log "$DLFS_LOG"
@@ -114,8 +125,9 @@ dlfs_mount "$DS" "$MNT" -o cache_dir="$NV"
 readtree "$MNT" "$SRC" --seed 9 >/dev/null
 snap "$MNT" "$T/s2.json"
 sassert "$T/s2.json" -- 'nvme.hits > 0' 'nvme.misses == 0' 'pfs.bytes == 0' 'pfs.reads == 0' \
-	'nvme.corrupt == 0' 'not any(errors.values())' ||
-	fail "epoch 2: every read should come from the NVMe tier"
+	'nvme.corrupt == 0' 'not any(errors.values())' \
+	'sum(s.decompressed.values()) == 0' ||
+	fail "epoch 2: every read should come from the NVMe tier, with no decompression"
 check_log "$DLFS_LOG"
 dlfs_umount "$MNT"
 check_log "$DLFS_LOG"

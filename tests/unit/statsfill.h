@@ -85,6 +85,9 @@ static inline void stats_fill(struct dlfs_stats *s,
 	atomic_store(&s->files_checked, 1007);
 	atomic_store(&s->ram_bytes, 1008);
 	atomic_store(&s->files_read, 1009);
+	atomic_store(&s->unz[DLFS_UNZ_DECODE], 1010);
+	atomic_store(&s->unz[DLFS_UNZ_FILL], 1011);
+	atomic_store(&s->unz[DLFS_UNZ_CALLER], 1012);
 	/* Latencies: RAM 0.5 and 1.5 us, NVMe 100 us, PFS 2 ms and 10 s. */
 	dlfs_stats_time_ns(s, DLFS_TIER_RAM, 500);
 	dlfs_stats_time_ns(s, DLFS_TIER_RAM, 1500);

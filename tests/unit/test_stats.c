@@ -454,7 +454,8 @@ static int count_missing(const struct json *j)
 		"peer.enabled", "peer.timeouts", "peer.lost", "peer.errors",
 		"peer.latency_us_avg", "peer.latency_us_hist[0]",
 		"peer.latency_us_hist[19]", "stage.done", "index.sealed",
-		"index.seconds", "files_checked", "errors.checksum",
+		"index.seconds", "decompressed.caller", "files_checked",
+		"errors.checksum",
 		"errors.index",
 	};
 	int bad = 0;
@@ -567,6 +568,9 @@ static int check_rest(const struct json *j)
 		{"stage.done", 1}, {"index.sealed", 1}, {"index.bytes", 9001},
 		{"index.pfs_bytes", 9002}, {"epoch", 7001},
 		{"files_checked", 1007}, {"files_read", 1009},
+		{"decompressed.decode_threads", 1010},
+		{"decompressed.background", 1011},
+		{"decompressed.caller", 1012},
 		{"errors.checksum", 1002},
 		{"errors.container", 1003}, {"errors.io", 1004},
 		{"errors.nvme", 3012}, {"errors.peer", 1005},
