@@ -10,6 +10,16 @@
  * only when its chunk is beyond the window; the window's first chunk
  * always belongs to files already taken, so it always completes.
  *
+ * With --compress, compressor threads (as many as --threads, at most one
+ * per CPU and one per chunk of the window) take the landed chunks in
+ * chunk order and turn each into its stored form in its own buffer
+ * (chunkz.h); the writer takes them in chunk order as before, and only
+ * it decides where each goes (stored chunks lie back to back), so the
+ * output does not depend on which thread compressed what. A compressor
+ * never waits for anything but a chunk to land, so the window's first
+ * chunk is always compressed too. Memory stays the window plus one
+ * context and one chunk of scratch per compressor.
+ *
  * Lock order: only pipe.mu exists.
  */
 #include <fcntl.h>
@@ -22,10 +32,11 @@
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <sched.h>
 #include <xxhash.h>
-#include <zstd.h>
 
 #include "dlfs/dataset.h"
+#include "chunkz.h"
 #include "dist.h"
 #include "ingest.h"
 #include "index_write.h"
@@ -38,6 +49,14 @@ static double now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
+
+struct pipe;
+
+/* A compressor thread's own: its pipe, its zstd context and scratch. */
+struct zworker {
+	struct pipe *p;
+	struct pk_zctx z;
+};
 
 struct pipe {
 	const struct pk_layout *l;
@@ -59,10 +78,14 @@ struct pipe {
 	pthread_cond_t cv_window, cv_chunk;
 	struct dlfs_err err; /* the first failure, under mu */
 	struct pk_chunks sums;
-	/* --compress: the writer's context and a chunk-size output buffer,
-	 * and per container where its stored chunks end (0: none yet). */
-	ZSTD_CCtx *zc;
-	uint8_t *zbuf;
+	/* --compress: nz compressors; the next chunk for them to take
+	 * (under mu); per chunk, 1 once it is in stored form (its record in
+	 * sums but stored_offset, which the writer gives); per container,
+	 * where its stored chunks end (0: none yet). */
+	struct zworker *zw;
+	unsigned nz;
+	uint64_t znext;
+	_Atomic uint8_t *zdone;
 	uint64_t *stored_end;
 };
 
@@ -365,16 +388,24 @@ static struct timespec in_200ms(void)
 	return ts;
 }
 
+/* Chunk g is ready to write: every piece landed, and with --compress in
+ * its stored form. */
+static int chunk_ready(struct pipe *p, uint64_t g)
+{
+	return p->nz ? atomic_load(&p->zdone[g]) != 0
+		     : atomic_load(&p->pieces[g]) == 0;
+}
+
 /*
- * Wait until every piece of chunk g has landed, reporting progress every
- * 0.2 s (*last: the last report). @return 0, or -ECANCELED when the pipe
- * stops or the user cancels.
+ * Wait until chunk g is ready, reporting progress every 0.2 s (*last:
+ * the last report). @return 0, or -ECANCELED when the pipe stops or the
+ * user cancels.
  */
 static int wait_chunk(struct pipe *p, uint64_t g, double *last,
 		      struct dlfs_err *err)
 {
 	pthread_mutex_lock(&p->mu);
-	while (atomic_load(&p->pieces[g]) && !atomic_load(&p->stop)) {
+	while (!chunk_ready(p, g) && !atomic_load(&p->stop)) {
 		struct timespec ts = in_200ms();
 		pthread_cond_timedwait(&p->cv_chunk, &p->mu, &ts);
 		if (cancel_asked(p->o)) {
@@ -424,40 +455,96 @@ static int to_container(struct pipe *p, struct wfile *w, uint32_t c,
 	return ret;
 }
 
-/*
- * Chunk g (len bytes at b, zeros after them) compressed, into w's
- * container at w->at, the next stored chunk's place: as a zstd frame if
- * that saves at least a 4 KiB page, else raw. Its record (the stored
- * bytes' hash, where they are, the logical bytes' hash) goes to p->sums.
- */
-static int store_chunk(struct pipe *p, struct wfile *w, uint64_t g,
-		       const uint8_t *b, uint64_t len, struct dlfs_err *err)
+/* Chunk g's container, its index in it and its logical length. */
+static void chunk_place(const struct pipe *p, uint64_t g, uint32_t *c,
+			uint64_t *k, uint64_t *len)
 {
-	const void *src = b;
-	uint64_t slen = len, room = dlfs_roundup(len, 4096);
-	uint32_t flags = 0;
-	p->sums.sum[g] = XXH3_64bits(b, len);
-	if (room > 4096) {
-		/* Room for a frame one page shorter: zstd gives up (an
-		 * error) when it cannot fit, and the chunk stays raw. */
-		size_t n = ZSTD_compress2(p->zc, p->zbuf, room - 4096, b, len);
-		if (!ZSTD_isError(n)) {
-			memset(p->zbuf + n, 0, dlfs_roundup(n, 4096) - n);
-			src = p->zbuf;
-			slen = n;
-			flags = DLFS_CHUNK_ZSTD;
+	*c = p->chunk_container[g];
+	*k = g - p->l->first_chunk[*c];
+	*len = p->l->data_size[*c] - *k * p->cs;
+	if (*len > p->cs)
+		*len = p->cs;
+}
+
+/* Chunk g, landed, into its stored form in its buffer, its record but
+ * for the offset into p->sums; then the writer may take it. */
+static int compress_chunk(struct pipe *p, struct pk_zctx *z, uint64_t g,
+			  struct dlfs_err *err)
+{
+	uint32_t c;
+	uint64_t k, len;
+	struct pk_zchunk r;
+	chunk_place(p, g, &c, &k, &len);
+	int ret = pk_zchunk(z, chunk_buf(p, g), len, &r, err);
+	if (ret) {
+		char name[DLFS_CONTAINER_NAME_MAX];
+		dlfs_container_name(c, name);
+		return dlfs_err_prefix(err, "%s/%s: compressing chunk %llu",
+				       p->dir, name, (unsigned long long)k);
+	}
+	p->sums.xxh3[g] = r.xxh3;
+	p->sums.sum[g] = r.sum;
+	p->sums.length[g] = (uint32_t)len;
+	p->sums.stored_length[g] = r.stored_length;
+	p->sums.flags[g] = r.flags;
+	atomic_store(&p->zdone[g], 1);
+	pthread_mutex_lock(&p->mu);
+	pthread_cond_broadcast(&p->cv_chunk);
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+/* The next chunk for a compressor, once it has landed and is in the
+ * window (a chunk of no file bytes lands at once, and its buffer may
+ * still be an earlier chunk's). @return 0 when there is none. */
+static int take_chunk(struct pipe *p, uint64_t *g)
+{
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		uint64_t n = p->znext;
+		if (atomic_load(&p->stop) || n >= p->g1) {
+			pthread_mutex_unlock(&p->mu);
+			return 0;
+		}
+		if (!atomic_load(&p->pieces[n]) &&
+		    n < atomic_load(&p->base) + p->w)
+			break;
+		pthread_cond_wait(&p->cv_chunk, &p->mu);
+	}
+	*g = p->znext++;
+	pthread_mutex_unlock(&p->mu);
+	return 1;
+}
+
+/* A compressor thread: landed chunks, in chunk order, into their stored
+ * form. */
+static void *compressor(void *arg)
+{
+	struct zworker *zw = arg;
+	struct pipe *p = zw->p;
+	struct dlfs_err err = {0};
+	uint64_t g;
+	while (take_chunk(p, &g)) {
+		if (compress_chunk(p, &zw->z, g, &err)) {
+			pipe_fail(p, &err);
+			break;
 		}
 	}
-	p->sums.xxh3[g] = flags ? XXH3_64bits(src, slen) : p->sums.sum[g];
-	p->sums.length[g] = (uint32_t)len;
-	p->sums.stored_length[g] = (uint32_t)slen;
+	return NULL;
+}
+
+/* Chunk g in its stored form, into w's container at w->at, the next
+ * stored chunk's place, which its record gets. */
+static int store_chunk(struct pipe *p, struct wfile *w, uint64_t g,
+		       struct dlfs_err *err)
+{
+	uint64_t padded = dlfs_roundup(p->sums.stored_length[g], 4096);
 	p->sums.stored_offset[g] = w->at;
-	p->sums.flags[g] = flags;
-	int ret = write_at(w->fd, src, dlfs_roundup(slen, 4096), w->at,
-			   w->path, err);
+	int ret = write_at(w->fd, chunk_buf(p, g), padded, w->at, w->path,
+			   err);
 	if (ret)
 		return ret;
-	w->at += dlfs_roundup(slen, 4096);
+	w->at += padded;
 	p->stored_end[w->c] = w->at;
 	return 0;
 }
@@ -467,15 +554,13 @@ static int store_chunk(struct pipe *p, struct wfile *w, uint64_t g,
 static int write_chunk(struct pipe *p, struct wfile *w, uint64_t g,
 		       struct dlfs_err *err)
 {
-	const struct pk_layout *l = p->l;
-	uint64_t k = g - l->first_chunk[w->c];
-	uint64_t len = l->data_size[w->c] - k * p->cs;
-	if (len > p->cs)
-		len = p->cs;
+	uint32_t c;
+	uint64_t k, len;
+	chunk_place(p, g, &c, &k, &len);
 	uint8_t *b = chunk_buf(p, g);
 	int ret;
-	if (p->zc) {
-		ret = store_chunk(p, w, g, b, len, err);
+	if (p->nz) {
+		ret = store_chunk(p, w, g, err);
 	} else {
 		p->sums.xxh3[g] = p->sums.sum[g] = XXH3_64bits(b, len);
 		p->sums.length[g] = (uint32_t)len;
@@ -491,6 +576,8 @@ static int write_chunk(struct pipe *p, struct wfile *w, uint64_t g,
 	pthread_mutex_lock(&p->mu);
 	atomic_fetch_add(&p->base, 1);
 	pthread_cond_broadcast(&p->cv_window);
+	if (p->nz) /* compressors wait for the window too */
+		pthread_cond_broadcast(&p->cv_chunk);
 	pthread_mutex_unlock(&p->mu);
 	return 0;
 }
@@ -545,6 +632,55 @@ static void pipe_window(struct pipe *p)
 		p->w = p->g1 - p->g0;
 }
 
+/* The CPUs this process may run on (a batch job's share). */
+static unsigned cpus_here(void)
+{
+	cpu_set_t set;
+	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0)
+		return (unsigned)CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+/* --compress: as many compressors as --threads, but no more than CPUs
+ * (they only compute) or chunks in the window (they could not all have
+ * one), each with its context and scratch. */
+static int pipe_zalloc(struct pipe *p, struct dlfs_err *err)
+{
+	unsigned nz = p->o->threads, cpus = cpus_here();
+	if (nz > cpus)
+		nz = cpus;
+	if (nz > p->w)
+		nz = (unsigned)p->w;
+	p->zdone = calloc(p->l->n_chunks + 1, sizeof(*p->zdone));
+	p->zw = calloc(nz, sizeof(*p->zw));
+	if (!p->zdone || !p->zw)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	p->znext = p->g0;
+	for (; p->nz < nz; p->nz++) {
+		struct zworker *zw = &p->zw[p->nz];
+		zw->p = p;
+		int ret = pk_zctx_init(&zw->z, p->o->compress_level, p->cs,
+				       err);
+		if (ret) {
+			pk_zctx_free(&zw->z);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* The compressors' contexts and scratch, once the data is written. */
+static void pipe_zfree(struct pipe *p)
+{
+	for (unsigned i = 0; p->zw && i < p->nz; i++)
+		pk_zctx_free(&p->zw[i].z);
+	free(p->zw);
+	p->zw = NULL;
+	free((void *)p->zdone);
+	p->zdone = NULL;
+}
+
 /* The per-chunk arrays and the window's buffers, zeroed. */
 static int pipe_alloc(struct pipe *p, struct dlfs_err *err)
 {
@@ -569,21 +705,8 @@ static int pipe_alloc(struct pipe *p, struct dlfs_err *err)
 				    (unsigned long long)p->w);
 	}
 	memset(p->bufs, 0, p->w * p->cs);
-	if (p->o->compress == DLFS_COMPRESS_ZSTD) {
-		p->zc = ZSTD_createCCtx();
-		p->zbuf = malloc(p->cs);
-		if (!p->zc || !p->zbuf)
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		size_t r = ZSTD_CCtx_setParameter(p->zc, ZSTD_c_compressionLevel,
-						  p->o->compress_level);
-		/* No checksum in the frame: the record's covers the stored
-		 * bytes, and the files' their logical ones. */
-		if (!ZSTD_isError(r))
-			r = ZSTD_CCtx_setParameter(p->zc, ZSTD_c_checksumFlag, 0);
-		if (ZSTD_isError(r))
-			return dlfs_err_set(err, -EINVAL, "zstd: %s",
-					    ZSTD_getErrorName(r));
-	}
+	if (p->o->compress == DLFS_COMPRESS_ZSTD && p->g1 > p->g0)
+		return pipe_zalloc(p, err);
 	return 0;
 }
 
@@ -609,21 +732,27 @@ static void pipe_count(struct pipe *p, uint32_t c0, uint32_t c1)
 	}
 }
 
-/* The readers on their threads, the writer on this one, then the last
- * progress report; the first failure (a reader's over this thread's
- * cancellation) in err. */
+/* The readers and compressors on their threads, the writer on this one,
+ * then the last progress report; the first failure (another thread's
+ * over this thread's cancellation) in err. */
 static int pipe_run(struct pipe *p, struct dlfs_err *err)
 {
 	int ret = 0;
-	pthread_t *tids = calloc(p->o->threads, sizeof(*tids));
+	unsigned nt = p->o->threads + p->nz, started = 0;
+	pthread_t *tids = calloc(nt, sizeof(*tids));
 	if (!tids)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	unsigned started = 0;
-	for (; started < p->o->threads; started++) {
-		if (pthread_create(&tids[started], NULL, reader, p)) {
-			ret = dlfs_err_set(err, -EAGAIN,
-					   "cannot start reader threads");
-			atomic_store(&p->stop, 1);
+	for (; started < nt; started++) {
+		int r = started < p->o->threads
+				? pthread_create(&tids[started], NULL, reader, p)
+				: pthread_create(&tids[started], NULL,
+						 compressor,
+						 &p->zw[started -
+							p->o->threads]);
+		if (r) {
+			ret = dlfs_err_sys(err, -r, "cannot start %u threads",
+					   nt);
+			pipe_fail(p, err);
 			break;
 		}
 	}
@@ -828,10 +957,11 @@ static int finish_container(struct pipe *p, uint32_t c, const uint8_t *id,
 		return ret;
 	/* Compressed: right after the last stored chunk. */
 	tr.start = tr.at =
-		p->zc ? (p->stored_end[c] ? p->stored_end[c]
-					  : DLFS_DATA_OFFSET(p->cs))
-		      : DLFS_DATA_OFFSET(p->cs) +
-				dlfs_roundup(l->data_size[c], 4096);
+		p->o->compress != DLFS_COMPRESS_NONE
+			? (p->stored_end[c] ? p->stored_end[c]
+					    : DLFS_DATA_OFFSET(p->cs))
+			: DLFS_DATA_OFFSET(p->cs) +
+				  dlfs_roundup(l->data_size[c], 4096);
 	ret = trailer_init(&tr, err);
 	/* Container 0 also carries the directories and symlinks. */
 	if (!ret && c == 0)
@@ -1103,9 +1233,11 @@ static int data(struct job *j, struct dlfs_err *err)
 	j->p.cs = j->o->chunk_size;
 	int ret = run_pipeline(&j->p, j->share[j->rank], j->share[j->rank + 1],
 			       err);
-	/* The chunk buffers (up to 256 MiB) are not needed past here. */
+	/* The chunk buffers (up to 256 MiB) and the compressors' scratch
+	 * are not needed past here. */
 	free(j->p.bufs);
 	j->p.bufs = NULL;
+	pipe_zfree(&j->p);
 	return ret;
 }
 
@@ -1253,8 +1385,7 @@ static void job_free(struct job *j)
 	free(j->p.sums.stored_offset);
 	free(j->p.sums.flags);
 	free(j->p.stored_end);
-	free(j->p.zbuf);
-	ZSTD_freeCCtx(j->p.zc);
+	pipe_zfree(&j->p);
 	pthread_mutex_destroy(&j->p.mu);
 	pthread_cond_destroy(&j->p.cv_window);
 	pthread_cond_destroy(&j->p.cv_chunk);

@@ -6,6 +6,10 @@
 #    byte for byte; info shows the codec and the ratio; the random
 #    chunks are all stored raw, the text ones compressed;
 #  - the compressed pack's dataset id differs from the uncompressed one;
+#  - chunks are compressed by several threads (--threads, one per CPU at
+#    most), yet packs with --threads 1, 2 and 8 of a tree of compressed
+#    and raw chunks over many containers are byte-identical, index and
+#    every container, and verify;
 #  - a flipped byte in a stored zstd chunk fails cat (EIO) for exactly
 #    the files of that chunk, and verify names it;
 #  - a chunk record with a wrong sum (the logical bytes' checksum) fails
@@ -95,6 +99,50 @@ expect_ok "verify of random data"
 inspect extract "$T/r.dlfs" "$T/rx"
 expect_ok "extract of random data"
 compare_trees "$T/rnd" "$T/rx"
+
+note "compressed by 1, 2 and 8 threads: byte-identical"
+# Text, arrays and random files, in 64K chunks over containers of 512K:
+# compressed and raw chunks side by side, more chunks than the window of
+# --threads 1 (4), stored offsets carried across many containers.
+mkdir "$T/mix"
+cp -a "$T/src/z" "$T/rnd" "$T/mix/"
+"$PYTHON" - "$T/mix/more" <<'PY'
+import os, random, sys
+d = sys.argv[1]
+os.makedirs(d)
+r = random.Random(8)
+for i in range(60):
+    with open(f"{d}/m{i:02d}.txt", "w") as f:
+        # a few random words per line: compressible, not trivially
+        f.write("".join(" ".join(r.choice(["alpha", "beta", "gamma",
+                "delta", "%d" % r.randrange(10 ** 6)]) for _ in range(8)) + "\n"
+                for _ in range(r.randrange(200, 4000))))
+    if i % 5 == 0:
+        with open(f"{d}/r{i:02d}.bin", "wb") as f:
+            f.write(r.randbytes(r.randrange(1000, 200000)))
+PY
+MIXOPTS=(--chunk-size 64K --container-size 512K --compress zstd -q)
+for t in 1 2 8; do
+	pack "$T/mix" -o "$T/t$t.dlfs" "${MIXOPTS[@]}" --threads $t
+	expect_ok "pack --compress zstd --threads $t"
+done
+inspect info "$T/t1.dlfs"
+nc=$(awk '$1 == "containers:" {print $2}' "$T/out")
+chunks=$(awk '$1 == "chunks:" {print $2}' "$T/out")
+raw=$(awk '$1 == "raw_chunks:" {print $2}' "$T/out")
+[ "$nc" -ge 4 ] && [ "$raw" -gt 0 ] && [ "$raw" -lt "$chunks" ] && [ "$chunks" -ge 40 ] ||
+	{ _show; fail "want >= 4 containers, >= 40 chunks, some raw and some zstd: $nc, $chunks, $raw raw"; }
+for t in 2 8; do
+	[ "$(ls -A "$T/t1.dlfs")" = "$(ls -A "$T/t$t.dlfs")" ] || fail "--threads $t: other files than --threads 1"
+	for f in $(ls -A "$T/t1.dlfs"); do
+		cmp "$T/t1.dlfs/$f" "$T/t$t.dlfs/$f" >&2 || fail "--threads 1 vs $t: $f differs"
+	done
+done
+inspect verify "$T/t8.dlfs"
+expect_ok "verify of the --threads 8 pack"
+inspect extract "$T/t8.dlfs" "$T/tx"
+expect_ok "extract of the --threads 8 pack"
+compare_trees "$T/mix" "$T/tx"
 
 note "a flipped byte in a stored zstd chunk"
 # Only the text and arrays: chunk 0 of container 0 is a zstd frame, stored
