@@ -1,8 +1,9 @@
 #!/bin/bash
 # sigint: SIGINT or SIGTERM while dlfs-pack is writing (--threads 1, 2 GiB
-# of input) makes it stop promptly with a non-zero status and the message
-# "dlfs-pack: interrupted", leaving no OUT and no temp dir behind; an
-# existing OUT being replaced with --force survives the interruption intact.
+# of input; also while compressing) makes it stop promptly with a non-zero
+# status and the message "dlfs-pack: interrupted", leaving no OUT and no
+# temp dir behind; an existing OUT being replaced with --force survives the
+# interruption intact.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 
@@ -53,6 +54,9 @@ interrupt INT 1 "SIGINT after 1 s"
 assert_empty_dir "$T/o" "after SIGINT"
 interrupt TERM 0.5 "SIGTERM after 0.5 s"
 assert_empty_dir "$T/o" "after SIGTERM"
+# Compressor threads stop too (2 GiB of zeros: about 4 s to pack here).
+interrupt INT 0.5 "SIGINT after 0.5 s, with --compress zstd" --compress zstd
+assert_empty_dir "$T/o" "after SIGINT with --compress"
 
 # Replacing an existing dataset with --force: the old one must survive.
 mkdir "$T/small"
