@@ -417,7 +417,7 @@ static int parse_args(int argc, char **argv, struct cli *cl)
 static int join_job(int *argc, char ***argv, struct dlfs_pack_comm *comm,
 		    int *joined, struct cli *cl)
 {
-	char msg[256];
+	char msg[512];
 	*joined = 0;
 	if (pack_comm_init(argc, argv, comm, joined, msg, sizeof(msg))) {
 		fprintf(stderr, PROG ": %s\n", msg);

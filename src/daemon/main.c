@@ -386,7 +386,9 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (cmd.show_version) {
-		printf("dlfs %s\n", DLFS_VERSION);
+		char mpi[256];
+		dlfs_peer_mpi_library(mpi, sizeof(mpi));
+		printf("dlfs %s\nMPI library: %s\n", DLFS_VERSION, mpi);
 		fuse_lowlevel_version();
 		goto out;
 	}

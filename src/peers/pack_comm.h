@@ -24,7 +24,8 @@ int pack_comm_available(void);
  * If an MPI launcher started more than one process, join the job and
  * fill c (*joined = 1); otherwise leave MPI alone (*joined = 0). @return
  * 0, or -ENOTSUP with msg saying why (launched as several ranks by a
- * build without MPI), or -EIO (MPI failed to start).
+ * build without MPI), -EPROTO (MPI sees another number of processes
+ * than the launcher started: launch.h), or -EIO (MPI failed to start).
  */
 int pack_comm_init(int *argc, char ***argv, struct dlfs_pack_comm *c,
 		   int *joined, char *msg, size_t len);

@@ -89,6 +89,11 @@ int pack_comm_init(int *argc, char ***argv, struct dlfs_pack_comm *c,
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
+	/* Each process a job of one would pack the same OUT on its own. */
+	if (dlfs_launch_check(size, msg, len)) {
+		MPI_Finalize();
+		return -EPROTO;
+	}
 	*c = (struct dlfs_pack_comm){
 		.rank = rank,
 		.size = size,

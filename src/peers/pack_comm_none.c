@@ -23,7 +23,7 @@ int pack_comm_init(int *argc, char ***argv, struct dlfs_pack_comm *c,
 		snprintf(msg, len,
 			 "started as one of %d processes by an MPI launcher, "
 			 "but this dlfs-pack was built without MPI "
-			 "(meson -Dmpi=enabled with libopenmpi-dev)",
+			 "(meson -Dmpi=enabled, with libopenmpi-dev or libmpich-dev)",
 			 n);
 		return -ENOTSUP;
 	}

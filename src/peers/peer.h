@@ -104,7 +104,8 @@ struct dlfs_peer_stats {
  * may fork to mount) and before any FUSE thread starts; never fork after.
  * *out is NULL (and 0 returned) when there is no launch and no force.
  * @return 0, -ENOTSUP (MPI asked for, not built in), -EPROTO (the ranks
- * disagree; err says how), -ETIMEDOUT (not every rank joined within
+ * disagree, or MPI sees another number of processes than the launcher
+ * started: launch.h; err says how), -ETIMEDOUT (not every rank joined within
  * join_timeout_ms: the MPI thread is left behind, blocked in MPI, and the
  * process must exit without MPI_Finalize), or -errno.
  */
@@ -148,5 +149,10 @@ int dlfs_peer_get(struct dlfs_peer *p, uint64_t g, void *buf, size_t cap,
 		  size_t *len);
 
 void dlfs_peer_get_stats(struct dlfs_peer *p, struct dlfs_peer_stats *s);
+
+/* The MPI library this process runs with, for dlfs --version: the first
+ * line of its MPI_Get_library_version (which MPI lets one call before
+ * MPI_Init), or "none (built without MPI)". */
+void dlfs_peer_mpi_library(char *buf, size_t len);
 
 #endif

@@ -257,6 +257,9 @@ out:
 static int join(struct dlfs_peer *p)
 {
 	int provided, rank, size;
+	/* FUNNELED: this thread, which calls MPI_Init_thread and so is
+	 * MPI's main thread, makes every MPI call. Open MPI 4.1 and MPICH
+	 * 4.0 both grant it; the other threads never call MPI. */
 	if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) !=
 	    MPI_SUCCESS) {
 		snprintf(p->init_msg, sizeof(p->init_msg), "MPI_Init_thread failed");
@@ -269,6 +272,18 @@ static int join(struct dlfs_peer *p)
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
 	p->rank = (unsigned)rank;
 	p->size = (unsigned)size;
+	/* An MPI that does not speak the launcher's interface makes each
+	 * process a job of one: every node alone, the PFS read N times. */
+	if (dlfs_launch_check(size, p->init_msg, sizeof(p->init_msg)))
+		return -EPROTO;
+	if (provided < MPI_THREAD_FUNNELED)
+		/* MPI_THREAD_SINGLE promises no other thread exists; ours
+		 * never call MPI, which such builds (MPICH's
+		 * --enable-threads=single) are known to bear. */
+		dlfs_logf(p->conf.log, p->conf.arg, LOG_WARNING,
+			  "MPI grants only thread level %d (MPI_THREAD_SINGLE): "
+			  "going on, with every MPI call made by one thread",
+			  provided);
 
 	struct hello me = {0}, *all = calloc((size_t)size, sizeof(me));
 	if (!all) {
@@ -873,4 +888,27 @@ void dlfs_peer_get_stats(struct dlfs_peer *p, struct dlfs_peer_stats *s)
 	pthread_mutex_lock(&p->mu);
 	*s = p->st;
 	pthread_mutex_unlock(&p->mu);
+}
+
+void dlfs_peer_mpi_library(char *buf, size_t len)
+{
+	char v[MPI_MAX_LIBRARY_VERSION_STRING];
+	int n = 0;
+	if (!len)
+		return;
+	if (MPI_Get_library_version(v, &n) != MPI_SUCCESS || n <= 0) {
+		snprintf(buf, len, "unknown (MPI_Get_library_version failed)");
+		return;
+	}
+	/* One line, runs of blanks as one space: MPICH says "MPICH
+	 * Version:\t4.0.2" and goes on for lines. */
+	size_t o = 0;
+	for (int i = 0; i < n && v[i] && v[i] != '\n' && o + 1 < len; i++) {
+		int blank = v[i] == ' ' || v[i] == '\t';
+		if (!blank || (o && buf[o - 1] != ' '))
+			buf[o++] = blank ? ' ' : v[i];
+	}
+	while (o && buf[o - 1] == ' ')
+		o--;
+	buf[o] = 0;
 }

@@ -2,6 +2,7 @@
 #include "launch.h"
 #include "peer.h"
 
+#include <stdio.h>
 #include <syslog.h>
 
 #include <stdlib.h>
@@ -14,7 +15,7 @@ int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
 	if (conf->force)
 		return dlfs_err_set(err, -ENOTSUP,
 				    "-o mpi: this dlfs was built without MPI "
-				    "(install libopenmpi-dev and rebuild)");
+				    "(install libopenmpi-dev or libmpich-dev and rebuild)");
 	if (dlfs_launch_size() > 1 && conf->log)
 		conf->log(conf->arg, LOG_WARNING,
 			  "started by an MPI launcher, but this dlfs was built "
@@ -89,4 +90,9 @@ void dlfs_peer_get_stats(struct dlfs_peer *p, struct dlfs_peer_stats *s)
 {
 	(void)p;
 	memset(s, 0, sizeof(*s));
+}
+
+void dlfs_peer_mpi_library(char *buf, size_t len)
+{
+	snprintf(buf, len, "none (built without MPI)");
 }
