@@ -1,6 +1,7 @@
 #!/bin/bash
-# mpi_compress: a compressed dataset (dlfs-pack --compress zstd) under
-# `mpirun -np 4`, one dlfs per rank with its own cache dir. Each rank
+# mpi_compress: a compressed dataset (dlfs-pack --compress zstd) on four
+# ranks (the launcher of the build's MPI: lib/mpilib.sh), one dlfs per
+# rank with its own cache dir. Each rank
 # reads every file by its plain path in its own random order:
 #  - every rank reads the source's bytes;
 #  - the PFS serves the stored (compressed) bytes about once for the job,

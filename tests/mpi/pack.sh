@@ -1,25 +1,24 @@
 #!/bin/bash
-# mpi pack: `mpirun -np 4 dlfs-pack` over HDF5 files (h5py, chunked+gzip
-# and contiguous, several N), an LMDB environment, a directory and a tar
-# (with hard links in both) makes the same dataset as one process
-# (--procs 2), byte for byte: index,
-# containers, id; dlfs-inspect cat gives the same bytes, two mounts of the
-# two datasets read the same tree (diff -r), and the samples equal the
-# source rows. The same with --compress zstd, whose mount reads the tree
-# of the plain pack's. Each of the 4 ranks writes its own containers (seen with
-# strace when installed): the ranks' sets are disjoint and together are
-# every container. A corrupt source read by one rank fails the whole job,
-# with one message, from rank 0, naming it, and nothing is left beside
-# OUT. Skips (77) when dlfs-pack was built without MPI or mpirun is
-# missing.
+# mpi pack: dlfs-pack on 4 ranks (under the launcher of the build's MPI:
+# lib/mpilib.sh) over HDF5 files (h5py, chunked+gzip and contiguous,
+# several N), an LMDB environment, a directory and a tar (with hard links
+# in both) makes the same dataset as one process (--procs 2), byte for
+# byte: index, containers, id; dlfs-inspect cat gives the same bytes, two
+# mounts of the two datasets read the same tree (diff -r), and the samples
+# equal the source rows. The same with --compress zstd, whose mount reads
+# the tree of the plain pack's. Each of the 4 ranks writes its own
+# containers (seen with strace when installed): the ranks' sets are
+# disjoint and together are every container. A corrupt source read by one
+# rank fails the whole job, with one message, from rank 0, naming it, and
+# nothing is left beside OUT. Skips (77) when dlfs-pack was built without
+# MPI or its launcher is missing.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 mount_setup
-[ "${DLFS_HAVE_MPI:-0}" = 1 ] || skip "dlfs-pack was built without MPI"
-command -v mpirun >/dev/null || skip "mpirun not found (package openmpi-bin)"
+. "$LIB_DIR/mpilib.sh"
+mpi_require
 need_py h5py numpy
 command -v mdb_load >/dev/null || skip "mdb_load not found (package lmdb-utils)"
-MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
 NP=4
 
 SRC="$T/src"
@@ -71,7 +70,7 @@ NC=$(ls "$OUT/one.dlfs" | grep -c '\.dlc$')
 # Each rank under strace (when there is one), to see what it writes.
 cat >"$T/rank.sh" <<RANK_SH
 #!/bin/sh
-R=\$OMPI_COMM_WORLD_RANK
+R=\$$MPI_RANK_VAR
 if command -v strace >/dev/null; then
 	exec strace -f -qq -e trace=openat -o "$T/trace.\$R" "$DLFS_PACK" "\$@"
 fi
@@ -80,7 +79,7 @@ RANK_SH
 chmod +x "$T/rank.sh"
 st=0
 tmo "${MPIRUN[@]}" -np $NP "$T/rank.sh" "${ARGS[@]}" -o "$OUT/mpi.dlfs" >"$T/mpirun.log" 2>&1 || st=$?
-[ "$st" = 0 ] || { cat "$T/mpirun.log" >&2; fail "mpirun -np $NP dlfs-pack exited with $st"; }
+[ "$st" = 0 ] || { cat "$T/mpirun.log" >&2; fail "$NP ranks of dlfs-pack exited with $st"; }
 
 note "byte-identical to one process"
 [ "$(ls "$OUT/one.dlfs")" = "$(ls "$OUT/mpi.dlfs")" ] || fail "different files: $(ls "$OUT/mpi.dlfs" | tr '\n' ' ')"
@@ -156,7 +155,7 @@ pack "${ARGS[@]}" --compress zstd --procs 2 -o "$OUT/onez.dlfs"
 expect_ok "pack --compress with one process"
 st=0
 tmo "${MPIRUN[@]}" -np $NP "$DLFS_PACK" "${ARGS[@]}" --compress zstd -o "$OUT/mpiz.dlfs" >"$T/mpirun.log" 2>&1 || st=$?
-[ "$st" = 0 ] || { cat "$T/mpirun.log" >&2; fail "mpirun -np $NP dlfs-pack --compress exited with $st"; }
+[ "$st" = 0 ] || { cat "$T/mpirun.log" >&2; fail "$NP ranks of dlfs-pack --compress exited with $st"; }
 for f in $(ls "$OUT/onez.dlfs"); do
 	cmp "$OUT/onez.dlfs/$f" "$OUT/mpiz.dlfs/$f" >&2 || fail "--compress: $f differs between one process and $NP ranks"
 done
