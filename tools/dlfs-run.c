@@ -33,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "launch_vars.h"
 #include "node.h"
 
 #define ME "dlfs-run"
@@ -327,8 +328,7 @@ static int make_dir(struct run *r)
 static void exec_server(struct run *r, int ready, pid_t parent)
 {
 	static const char *const launch[] = {
-		"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
-		"SLURM_STEP_NUM_TASKS", "LD_PRELOAD", "DLFS_PRELOAD", NULL};
+		DLFS_LAUNCH_SIZE_VARS, "LD_PRELOAD", "DLFS_PRELOAD", NULL};
 	char fd[16];
 	if (r->private) {
 		setpgid(0, 0);

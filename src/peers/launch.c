@@ -1,5 +1,6 @@
 /* Launch detection: see launch.h. */
 #include "launch.h"
+#include "launch_vars.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -16,27 +17,36 @@ static int size_of(const char *var)
 	return v && *v && !*end && n > 1 && n <= INT_MAX ? (int)n : 0;
 }
 
-void dlfs_launch_detect(struct dlfs_launch *l)
+/* Who sets var (launch.h), for messages. */
+static void who(struct dlfs_launch *l, const char *mpi_type)
 {
-	const char *mpi_type = getenv("SLURM_MPI_TYPE");
-	memset(l, 0, sizeof(*l));
-	if ((l->size = size_of("OMPI_COMM_WORLD_SIZE"))) {
-		l->var = "OMPI_COMM_WORLD_SIZE";
+	if (!strcmp(l->var, "OMPI_COMM_WORLD_SIZE"))
 		snprintf(l->by, sizeof(l->by), "Open MPI's mpirun");
-	} else if ((l->size = size_of("PMI_SIZE"))) {
-		l->var = "PMI_SIZE";
+	else if (!strcmp(l->var, "PMI_SIZE"))
 		snprintf(l->by, sizeof(l->by), "%s",
 			 mpi_type && !strcmp(mpi_type, "pmi2")
 				 ? "srun --mpi=pmi2"
 				 : "a PMI launcher (MPICH's mpiexec)");
-	} else if ((l->size = size_of("SLURM_STEP_NUM_TASKS"))) {
-		l->var = "SLURM_STEP_NUM_TASKS";
+	else if (!strcmp(l->var, "SLURM_STEP_NUM_TASKS"))
 		snprintf(l->by, sizeof(l->by), "srun --mpi=%.20s",
 			 mpi_type ? mpi_type : "none");
-	} else {
-		l->size = 1;
-		snprintf(l->by, sizeof(l->by), "no launcher");
+	else
+		snprintf(l->by, sizeof(l->by), "an MPI launcher");
+}
+
+void dlfs_launch_detect(struct dlfs_launch *l)
+{
+	static const char *const vars[] = {DLFS_LAUNCH_SIZE_VARS};
+	memset(l, 0, sizeof(*l));
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		if ((l->size = size_of(vars[i]))) {
+			l->var = vars[i];
+			who(l, getenv("SLURM_MPI_TYPE"));
+			return;
+		}
 	}
+	l->size = 1;
+	snprintf(l->by, sizeof(l->by), "no launcher");
 }
 
 int dlfs_launch_size(void)

@@ -3,6 +3,10 @@
 #  - COMMAND and its children (a shell, then Python) read the dataset at
 #    PREFIX byte for byte, and PREFIX/.dlfs/info names the dataset; the -o
 #    options reach the server (ram_cache shows in .dlfs/stats);
+#  - under an MPI launcher (each launch variable of
+#    src/peers/shared/launch_vars.h set), COMMAND is the rank: it keeps
+#    them and reads, and the server, which refuses a launch, never sees
+#    them;
 #  - COMMAND's exit status is dlfs-run's (0, 3, 128 + a signal), and when
 #    it ends the server is gone, leaving only the node directory's lock
 #    files (TMPDIR/dlfs-run-UID/KEY.lock, .users, .alive);
@@ -63,6 +67,14 @@ PY
 ' _ "$SRC" "$P" "$PYTHON" >"$T/out1" 2>&1 || { cat "$T/out1" >&2; fail "reading through dlfs-run failed"; }
 [ -z "$(left)" ] || fail "dlfs-run left $(left) in TMPDIR"
 [ "$(servers)" = 0 ] || fail "the server outlived its only dlfs-run"
+
+note "under an MPI launcher: the command is the rank, never its server"
+f=$(cd "$SRC" && find . -type f -size +1k | sort | head -n 1)
+env OMPI_COMM_WORLD_SIZE=2 PMI_SIZE=2 SLURM_STEP_NUM_TASKS=2 \
+	timeout -k 10 "$DLFS_CMD_TIMEOUT" "$DLFS_RUN" "$DS:$P" -- sh -c \
+	'[ "$OMPI_COMM_WORLD_SIZE$PMI_SIZE$SLURM_STEP_NUM_TASKS" = 222 ] && cmp "$1" "$2"' \
+	_ "$P/$f" "$SRC/$f" >"$T/out1" 2>&1 || { cat "$T/out1" >&2; fail "dlfs-run under a launcher's variables"; }
+[ "$(servers)" = 0 ] || fail "a server is still running"
 
 note "exit statuses"
 st=0
