@@ -21,7 +21,7 @@
 #                   its MPICH for PMI)
 
 # mpi_require: skip (77), saying why, unless the build has MPI and its
-# launcher; then set MPIRUN, MPI_RANK_VAR and MPI_KEEP_GOING.
+# launcher; then set MPIRUN and the others above.
 mpi_require() {
 	[ -n "${DLFS_MPIEXEC:-}" ] ||
 		skip "${DLFS_MPI_SKIP:-no MPI launcher given: run it with meson test, which gives the launcher of the build (DLFS_MPIEXEC, DLFS_MPI_FAMILY)}"
