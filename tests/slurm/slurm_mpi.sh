@@ -71,7 +71,8 @@ for r in 0 1; do
 	mkdir "$T/x-mnt$r"
 	track_mount "$T/x-mnt$r"
 done
-run srun -n 2 --mpi="$MPI_SRUN_NOT" sh -c "exec \"$DLFS\" \"$DS\" \"$T/x-mnt\$SLURM_PROCID\" -f -o join_timeout=20"
+# Bounded: daemons that wrongly ran alone would stay mounted.
+DLFS_TEST_TIMEOUT=60 run srun -n 2 --mpi="$MPI_SRUN_NOT" sh -c "exec \"$DLFS\" \"$DS\" \"$T/x-mnt\$SLURM_PROCID\" -f -o join_timeout=20"
 expect_fail "srun --mpi=$MPI_SRUN_NOT dlfs"
 if [ "$DLFS_MPI_FAMILY" = mpich ]; then
 	for r in 0 1; do
