@@ -66,6 +66,26 @@ mpi_require_survival() {
 	esac
 }
 
+# sixteen_dirs: $SRC, 16 directories of 40 random files (500 B to 40 KB),
+# packed into $DS (chunks of 64K, containers of 1M): for jobs of up to
+# sixteen ranks (mpi16.sh, mpi_fault.sh).
+sixteen_dirs() {
+	SRC="$T/src"
+	DS="$T/ds.dlfs"
+	"$PYTHON" - "$SRC" <<'PY'
+import os, random, sys
+r = random.Random(16)
+d = sys.argv[1]
+for k in range(16):
+    os.makedirs(os.path.join(d, "c%02d" % k))
+    for i in range(40):
+        open(os.path.join(d, "c%02d/s%03d.bin" % (k, i)), "wb").write(
+            r.randbytes(r.randrange(500, 40000)))
+PY
+	pack "$SRC" -o "$DS" --chunk-size 64K --container-size 1M -q
+	expect_ok "pack"
+}
+
 # read_shares TAG EPOCH PART RANKS...: each rank reads its share of EPOCH
 # through samples/ in the background, all of it (PART all), its first 20
 # files (head) or the others (tail, appended); then check_shares compares

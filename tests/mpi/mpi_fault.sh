@@ -20,20 +20,7 @@ mount_setup
 mpi_require
 mpi_require_survival
 
-SRC="$T/src"
-"$PYTHON" - "$SRC" <<'PY'
-import os, random, sys
-r = random.Random(16)
-d = sys.argv[1]
-for k in range(16):
-    os.makedirs(os.path.join(d, "c%02d" % k))
-    for i in range(40):
-        open(os.path.join(d, "c%02d/s%03d.bin" % (k, i)), "wb").write(
-            r.randbytes(r.randrange(500, 40000)))
-PY
-DS="$T/ds.dlfs"
-pack "$SRC" -o "$DS" --chunk-size 64K --container-size 1M -q
-expect_ok "pack"
+sixteen_dirs
 
 # kill_rank TAG R: SIGKILL rank R's daemon and drop its dead mount.
 kill_rank() {
