@@ -36,8 +36,10 @@ static void usage(FILE *f)
 		"      --order ORDER       sorted|input|size|shuffle[:SEED]\n"
 		"      --threads N         files read, and chunks compressed, "
 		"in parallel (8)\n"
-		"      --compress zstd[:LEVEL]  compress each chunk (level "
-		"3; 1 to 22)\n"
+		"      --compress zstd[:LEVEL]|none  compress each chunk "
+		"(level 3; 1 to 22);\n"
+		"                          default: zstd with --split-hdf5, "
+		"else none\n"
 		"  -f, --force             replace an existing dataset\n"
 		"  -q, --quiet             no progress or summary\n"
 		"      --skip-errors       leave out unreadable files, with "
@@ -311,8 +313,8 @@ static int opt_compress(const char *arg, struct dlfs_pack_opts *o)
 {
 	if (dlfs_parse_compress(arg, &o->compress, &o->compress_level)) {
 		fprintf(stderr,
-			PROG ": --compress '%s': expected zstd or "
-			"zstd:LEVEL, LEVEL from 1 to %d\n",
+			PROG ": --compress '%s': expected zstd, "
+			"zstd:LEVEL (LEVEL from 1 to %d) or none\n",
 			arg, DLFS_ZSTD_LEVEL_MAX);
 		return 2;
 	}

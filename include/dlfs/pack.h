@@ -40,6 +40,8 @@ enum dlfs_compress {
 			     * compressed feature */
 	DLFS_COMPRESS_ZSTD, /* each chunk a zstd frame, or raw if it does
 			     * not shrink by a 4 KiB page */
+	DLFS_COMPRESS_AUTO, /* the default: ZSTD with split_hdf5, else NONE
+			     * (dlfs_pack_compress) */
 };
 /* The level --compress zstd uses without one: zstd's default. */
 #define DLFS_ZSTD_LEVEL_DEFAULT 3
@@ -185,8 +187,12 @@ int dlfs_pack_dry_run(const char *const *sources, unsigned n_sources,
 int dlfs_parse_sample_format(const char *s, enum dlfs_sample_format *f);
 
 /* Parse "zstd" or "zstd:LEVEL" (LEVEL 1 to DLFS_ZSTD_LEVEL_MAX; without
- * it, DLFS_ZSTD_LEVEL_DEFAULT). @return 0 or -EINVAL. */
+ * it, DLFS_ZSTD_LEVEL_DEFAULT), or "none". @return 0 or -EINVAL. */
 int dlfs_parse_compress(const char *s, enum dlfs_compress *c, int *level);
+
+/* The codec o packs with: o->compress, or for DLFS_COMPRESS_AUTO (the
+ * default) ZSTD with split_hdf5 and NONE without. */
+enum dlfs_compress dlfs_pack_compress(const struct dlfs_pack_opts *o);
 
 /* Parse "sorted|input|size|shuffle[:SEED]". @return 0 or -EINVAL. */
 int dlfs_parse_order(const char *s, enum dlfs_order *order, uint64_t *seed);

@@ -18,7 +18,17 @@ void dlfs_pack_opts_init(struct dlfs_pack_opts *o)
 	o->align = 1;
 	o->order = DLFS_ORDER_SORTED;
 	o->threads = 8;
+	o->compress = DLFS_COMPRESS_AUTO;
 	o->compress_level = DLFS_ZSTD_LEVEL_DEFAULT;
+}
+
+enum dlfs_compress dlfs_pack_compress(const struct dlfs_pack_opts *o)
+{
+	if (o->compress != DLFS_COMPRESS_AUTO)
+		return o->compress;
+	/* Samples split out of HDF5 files take about twice the files'
+	 * bytes, which were often compressed (dlfs-pack(1), --compress). */
+	return o->split_hdf5 ? DLFS_COMPRESS_ZSTD : DLFS_COMPRESS_NONE;
 }
 
 int dlfs_pack_opts_check(const struct dlfs_pack_opts *o, struct dlfs_err *err)
@@ -65,8 +75,9 @@ int dlfs_pack_opts_check(const struct dlfs_pack_opts *o, struct dlfs_err *err)
 					    o->hdf5_datasets);
 	}
 	if (o->compress != DLFS_COMPRESS_NONE &&
-	    (o->compress != DLFS_COMPRESS_ZSTD || o->compress_level < 1 ||
-	     o->compress_level > DLFS_ZSTD_LEVEL_MAX))
+	    ((o->compress != DLFS_COMPRESS_ZSTD &&
+	      o->compress != DLFS_COMPRESS_AUTO) ||
+	     o->compress_level < 1 || o->compress_level > DLFS_ZSTD_LEVEL_MAX))
 		return dlfs_err_set(err, -EINVAL,
 				    "--compress: the codec must be zstd, its "
 				    "level 1 to %d",
@@ -92,6 +103,11 @@ int dlfs_parse_sample_format(const char *s, enum dlfs_sample_format *f)
 
 int dlfs_parse_compress(const char *s, enum dlfs_compress *c, int *level)
 {
+	if (!strcmp(s, "none")) {
+		*c = DLFS_COMPRESS_NONE;
+		*level = DLFS_ZSTD_LEVEL_DEFAULT;
+		return 0;
+	}
 	if (strncmp(s, "zstd", 4) || (s[4] && s[4] != ':'))
 		return -EINVAL;
 	*c = DLFS_COMPRESS_ZSTD;

@@ -1399,12 +1399,15 @@ int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 	      const struct dlfs_pack_opts *o, struct dlfs_err *err)
 {
 	struct dlfs_err own = {0};
-	struct job j = {.o = o, .out = out, .n = n_sources};
 	if (!err)
 		err = &own; /* messages travel between ranks through it */
 	int ret = dlfs_pack_opts_check(o, err);
 	if (ret)
 		return ret;
+	/* The pack sees the codec the default stands for. */
+	struct dlfs_pack_opts ro = *o;
+	ro.compress = dlfs_pack_compress(o);
+	struct job j = {.o = &ro, .out = out, .n = n_sources};
 	if (!n_sources)
 		return dlfs_err_set(err, -EINVAL, "no sources given");
 	ret = run_steps(&j, job_init(&j, sources, err), err);

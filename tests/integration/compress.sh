@@ -14,6 +14,8 @@
 #    the files of that chunk, and verify names it;
 #  - a chunk record with a wrong sum (the logical bytes' checksum) fails
 #    verify after decompression, naming the chunk;
+#  - without --compress (and without --split-hdf5) a tree is packed
+#    uncompressed, as with --compress none;
 #  - a bad --compress value is one clear error, exit 2.
 # The daemon serving one: tests/mount/compress.sh.
 set -euo pipefail
@@ -200,11 +202,25 @@ expect_rc 1 "verify with a wrong sum"
 grep -qF "chunk 0 at offset $CS: checksum mismatch after decompression" "$T/out" "$T/err" ||
 	{ _show; fail "verify does not name the chunk whose sum is wrong"; }
 
+note "the default and --compress none: uncompressed"
+for how in default none; do
+	rm -rf "$T/u.dlfs"
+	if [ $how = default ]; then
+		pack "$T/src/z" -o "$T/u.dlfs" --chunk-size 64K -q
+	else
+		pack "$T/src/z" -o "$T/u.dlfs" --chunk-size 64K -q --compress none
+	fi
+	expect_ok "pack ($how)"
+	inspect info "$T/u.dlfs"
+	expect_ok "info ($how)"
+	! grep -q "compressed\|^compress:" "$T/out" || { _show; fail "$how: a tree is packed uncompressed"; }
+done
+
 note "bad --compress values"
-for v in lz4 zstd: zstd:0 zstd:23 zstd:3x ZSTD; do
+for v in lz4 zstd: zstd:0 zstd:23 zstd:3x ZSTD None none:3; do
 	pack "$T/src/z" -o "$T/bad.dlfs" --compress "$v"
 	expect_rc 2 "--compress $v"
-	err_has "--compress '$v': expected zstd or zstd:LEVEL, LEVEL from 1 to 22" "--compress $v"
+	err_has "--compress '$v': expected zstd, zstd:LEVEL (LEVEL from 1 to 22) or none" "--compress $v"
 	[ "$(wc -l <"$T/err")" = 1 ] || { _show; fail "--compress $v: not one line"; }
 	assert_absent "$T/bad.dlfs" "--compress $v"
 done

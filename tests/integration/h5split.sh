@@ -12,6 +12,8 @@
 # - the tree is exactly the expected names, zero-padded to the width of
 #   N - 1, and dlfs-inspect ls lists them in sample order; stat and cat
 #   agree with the extracted files; verify passes;
+# - the samples are compressed with zstd by default (info says zstd:3);
+#   --compress none packs the same samples uncompressed;
 # - --dry-run lists exactly the files and sizes the pack writes;
 # - --procs 1, 2 and 3 and a repeated run give byte-identical datasets;
 #   a source's mtime is part of the dataset (its id changes with it);
@@ -43,10 +45,22 @@ check_form() {
 	diff "$T/want" "$T/got" >&2 || fail "$form: the tree is not the expected files"
 }
 
-note "npy form (the default)"
+note "npy form (the default), compressed with zstd (the default)"
 pack --split-hdf5 "$SRC"/*.h5 -o "$T/ds/npy.dlfs" -q --chunk-size 1M --container-size 16M
 expect_ok "pack --split-hdf5"
 check_form npy "$T/ds/npy.dlfs"
+inspect info "$T/ds/npy.dlfs"
+expect_ok "info of the npy form"
+grep -qx "compress: zstd:3" "$T/out" || { _show; fail "--split-hdf5 packs with zstd by default"; }
+
+note "--compress none: the same samples, uncompressed"
+pack --split-hdf5 --compress none "$SRC"/*.h5 -o "$T/ds/npy-u.dlfs" -q --chunk-size 1M --container-size 16M
+expect_ok "pack --split-hdf5 --compress none"
+inspect info "$T/ds/npy-u.dlfs"
+expect_ok "info of the uncompressed npy form"
+! grep -q "^compress:" "$T/out" || { _show; fail "--compress none packs uncompressed"; }
+check_form npy "$T/ds/npy-u.dlfs"
+rm -rf "$T/ds/npy-u.dlfs"
 
 note "names sort in sample order; stat and cat"
 inspect ls "$T/ds/npy.dlfs" climate_b

@@ -71,6 +71,37 @@ static void test_sample_format(void)
 	CHECK_EQ(dlfs_parse_sample_format("", &f), -EINVAL);
 }
 
+/* The codec's text forms, and what the default stands for: zstd for
+ * samples split out of HDF5 files, none for anything else. */
+static void test_compress(void)
+{
+	enum dlfs_compress c;
+	int level;
+	CHECK_EQ(dlfs_parse_compress("zstd", &c, &level), 0);
+	CHECK_EQ(c, DLFS_COMPRESS_ZSTD);
+	CHECK_EQ(level, DLFS_ZSTD_LEVEL_DEFAULT);
+	CHECK_EQ(dlfs_parse_compress("zstd:19", &c, &level), 0);
+	CHECK_EQ(level, 19);
+	CHECK_EQ(dlfs_parse_compress("none", &c, &level), 0);
+	CHECK_EQ(c, DLFS_COMPRESS_NONE);
+	static const char *const bad[] = {"", "zstd:", "zstd:0", "zstd:23",
+					  "none:1", "auto", "lz4"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		CHECK_EQ(dlfs_parse_compress(bad[i], &c, &level), -EINVAL);
+
+	struct dlfs_pack_opts o;
+	dlfs_pack_opts_init(&o);
+	CHECK_EQ(o.compress, DLFS_COMPRESS_AUTO);
+	CHECK_EQ(dlfs_pack_compress(&o), DLFS_COMPRESS_NONE);
+	o.split_hdf5 = 1;
+	CHECK_EQ(dlfs_pack_compress(&o), DLFS_COMPRESS_ZSTD);
+	o.compress = DLFS_COMPRESS_NONE;
+	CHECK_EQ(dlfs_pack_compress(&o), DLFS_COMPRESS_NONE);
+	o.split_hdf5 = 0;
+	o.compress = DLFS_COMPRESS_ZSTD;
+	CHECK_EQ(dlfs_pack_compress(&o), DLFS_COMPRESS_ZSTD);
+}
+
 /* o fails the checks with a message that holds want. */
 static void refused(const struct dlfs_pack_opts *o, const char *want)
 {
@@ -140,6 +171,7 @@ int main(void)
 	test_size();
 	test_order();
 	test_sample_format();
+	test_compress();
 	test_check();
 	return t_done("test_packopts");
 }
