@@ -47,7 +47,7 @@ w("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 names = {
     "cat": "cat of the HDF5 files (baseline)",
     "script": "split.py (h5py, np.save) + dlfs-pack of the tree",
-    "h5": "dlfs-pack --split-hdf5 --sample-format h5 --procs %d" % ncpu,
+    "h5": "dlfs-pack --split-hdf5 --compress none --sample-format h5 --procs %d" % ncpu,
 }
 cat = packs.get("cat", {}).get("secs")
 script = packs.get("script", {}).get("secs")
@@ -61,9 +61,9 @@ for k in order:
         continue
     label = names.get(k)
     if label is None and k.startswith("procs"):
-        label = "dlfs-pack --split-hdf5 --procs %s" % k[5:]
+        label = "dlfs-pack --split-hdf5 --compress none --procs %s" % k[5:]
     if label is None and k.startswith("mpi"):
-        label = "mpirun -np %s dlfs-pack --split-hdf5" % k[3:]
+        label = "mpirun -np %s dlfs-pack --split-hdf5 --compress none" % k[3:]
     s = r["secs"]
     extra = ""
     if k == "script":
@@ -91,7 +91,8 @@ npk = meta.get("npy_procs")
 if npk and ("procs%sz" % npk in packs or "h5z" in packs):
     w("### --split-hdf5 with and without --compress zstd")
     w("")
-    w("The packs above again with `--compress zstd` (level 3), cold, to the end of a `sync`.")
+    w("The packs above (`--compress none`) again with `--compress zstd` (level 3, what")
+    w("`--split-hdf5` does by default), cold, to the end of a `sync`.")
     w("*time vs plain* is the row's time over the same form's uncompressed pack's (the goal")
     w("for `--compress` at the default level: at most 1.5x); *size vs plain* the same for")
     w("the dataset's bytes on disk (`du`, index included); *vs HDF5* those over the HDF5")
@@ -104,7 +105,7 @@ if npk and ("procs%sz" % npk in packs or "h5z" in packs):
                             "dlfs-pack --split-hdf5 --procs %s" % npk),
                            ("h5", "h5z", "dlfs-pack --split-hdf5 --sample-format h5 --procs %d" % ncpu)):
         b = packs.get(base)
-        for k, extra in ((base, ""), (z, " --compress zstd")):
+        for k, extra in ((base, " --compress none"), (z, " --compress zstd")):
             r = packs.get(k)
             if not r:
                 continue
@@ -190,8 +191,8 @@ w("| reader | samples | s | samples/s | MB/s of samples | vs rows | PFS read MB 
 w("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 rnames = {
     "rows": "h5py, random rows of the original files on the PFS (baseline)",
-    "npy": "dlfs mount (cache_dir), np.load of random samples (npy form)",
-    "npy_nocache": "dlfs mount without cache_dir (RAM tier 1 GiB), np.load of random samples",
+    "npy": "dlfs mount (cache_dir), np.load of random samples (npy form, --compress none)",
+    "npy_nocache": "dlfs mount without cache_dir (RAM tier 1 GiB), np.load of random samples (--compress none)",
     "npy_z": "dlfs mount (cache_dir) of the npy pack made with --compress zstd, np.load of random samples",
     "npy_z_nocache": "dlfs mount without cache_dir of the npy pack made with --compress zstd, np.load of random samples",
     "h5": "dlfs mount (cache_dir), h5py of random per-sample files (h5 form)",
