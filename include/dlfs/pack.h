@@ -39,7 +39,7 @@ enum dlfs_compress {
 	DLFS_COMPRESS_NONE, /* stored as they are: format 1.1 without the
 			     * compressed feature */
 	DLFS_COMPRESS_ZSTD, /* each chunk a zstd frame, or raw if it does
-			     * not shrink by a 4 KiB page */
+			     * not shrink by a 32nd and a 4 KiB page */
 	DLFS_COMPRESS_AUTO, /* the default: ZSTD with split_hdf5, else NONE
 			     * (dlfs_pack_compress) */
 };

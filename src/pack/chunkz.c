@@ -1,6 +1,6 @@
 /*
  * One chunk's compression (chunkz.h): zstd at the pack's level, kept
- * only when it saves a 4 KiB page of the chunk's stored size.
+ * only when it saves enough of the chunk's stored size (pk_zsave_min).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +41,12 @@ void pk_zctx_free(struct pk_zctx *z)
 	*z = (struct pk_zctx){0};
 }
 
+uint64_t pk_zsave_min(uint64_t room)
+{
+	uint64_t s = dlfs_roundup(room / 32, 4096);
+	return s > 4096 ? s : 4096;
+}
+
 int pk_zchunk(struct pk_zctx *z, uint8_t *b, uint64_t len,
 	      struct pk_zchunk *r, struct dlfs_err *err)
 {
@@ -50,11 +56,12 @@ int pk_zchunk(struct pk_zctx *z, uint8_t *b, uint64_t len,
 		.stored_length = (uint32_t)len,
 	};
 	r->xxh3 = r->sum;
-	if (room <= 4096)
+	uint64_t save = pk_zsave_min(room);
+	if (room <= save)
 		return 0; /* one page: nothing to save */
-	/* Room for a frame one page shorter: zstd gives up (dstSize_tooSmall)
-	 * when it cannot fit, and the chunk stays raw. */
-	size_t n = ZSTD_compress2(z->cc, z->buf, room - 4096, b, len);
+	/* Room for a frame that saves enough: zstd gives up
+	 * (dstSize_tooSmall) when it cannot fit, and the chunk stays raw. */
+	size_t n = ZSTD_compress2(z->cc, z->buf, room - save, b, len);
 	if (ZSTD_isError(n)) {
 		if (ZSTD_getErrorCode(n) == ZSTD_error_dstSize_tooSmall)
 			return 0;

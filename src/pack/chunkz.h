@@ -45,10 +45,19 @@ int pk_zctx_init(struct pk_zctx *z, int level, uint64_t cs,
 void pk_zctx_free(struct pk_zctx *z);
 
 /*
+ * The bytes a frame must save for a chunk of room stored bytes (its
+ * length rounded up to 4 KiB) to be stored compressed: a 32nd of them,
+ * and at least one 4 KiB page, in whole pages. zstd shaves a percent or
+ * so off JPEGs and other compressed data; that is not worth
+ * decompressing each such chunk in every epoch that reads it.
+ */
+uint64_t pk_zsave_min(uint64_t room);
+
+/*
  * Chunk b (len bytes, 0 < len <= cs, then zeros up to the next 4 KiB;
  * b has room for cs bytes), turned in place into its stored form: a
  * zstd frame followed by zeros up to the next 4 KiB when that saves at
- * least one 4 KiB page of the stored size, else left raw. r gets its
+ * least pk_zsave_min of the stored size, else left raw. r gets its
  * record fields. @return 0, or -ENOMEM / -EIO when zstd fails for any
  * other reason than the frame not fitting, with err "zstd: <its
  * error>" (the caller prefixes the chunk's name).

@@ -6,7 +6,9 @@
  *    the frame and sum of the logical bytes;
  *  - random bytes, and a chunk of one page, stay raw (record sums
  *    equal, the bytes untouched), and so does a frame that would save
- *    less than a page;
+ *    less than a page, or less than a 32nd of a 4 MiB chunk (128 KiB:
+ *    bytes that barely compress, such as JPEGs, are not worth
+ *    decompressing); one that saves more is kept;
  *  - the frame depends on the bytes and the level only: a context used
  *    before, or another context, gives the same bytes (the packer's
  *    output must not depend on which thread compressed a chunk);
@@ -123,6 +125,34 @@ static void test_raw(struct pk_zctx *z)
 	free(src);
 }
 
+/* A 4 MiB chunk of random bytes with a run of zeros: zstd saves about
+ * the run. 64 KiB is less than a 32nd of the chunk: raw; 256 KiB is
+ * more: a frame. */
+static void test_barely(void)
+{
+	const size_t big = 4u << 20;
+	struct pk_zctx z;
+	CHECK_EQ(pk_zsave_min(big), 128u << 10);
+	CHECK_EQ(pk_zsave_min(8192), 4096);
+	CHECK_EQ(pk_zctx_init(&z, 3, big, &err), 0);
+	uint8_t *b = malloc(big);
+	for (size_t zeros = 64u << 10; zeros <= 256u << 10; zeros *= 4) {
+		struct pk_zchunk r;
+		t_fill(b, big, 5);
+		memset(b + big / 2, 0, zeros);
+		CHECK_EQ(pk_zchunk(&z, b, big, &r, &err), 0);
+		if (zeros < (128u << 10)) {
+			CHECK_EQ(r.flags, 0);
+			CHECK_EQ(r.stored_length, big);
+		} else {
+			CHECK_EQ(r.flags, DLFS_CHUNK_ZSTD);
+			CHECK(r.stored_length <= big - (128u << 10));
+		}
+	}
+	free(b);
+	pk_zctx_free(&z);
+}
+
 /* The same chunk through a fresh context and through one that has
  * compressed other chunks first: the same stored bytes. */
 static void test_same_bytes(struct pk_zctx *used)
@@ -201,6 +231,7 @@ int main(void)
 	CHECK_EQ(pk_zctx_init(&z, 3, CS, &err), 0);
 	test_compressible(&z);
 	test_raw(&z);
+	test_barely();
 	test_same_bytes(&z);
 	pk_zctx_free(&z);
 	test_error();

@@ -77,8 +77,8 @@ def section(w, meta, rows, cap_mb):
     w("")
     w("The same files three ways, each on the PFS: dlfs-packed as they are "
       "(uncompressed), packed with `dlfs-pack --compress zstd` (zstd level "
-      "3, each chunk alone, stored raw when it would not save a 4 KiB "
-      "page), and kernel squashfs `mksquashfs TREE IMG %s` (its default "
+      "3, each chunk alone, stored raw when it would not save a 32nd "
+      "of it and a 4 KiB page), and kernel squashfs `mksquashfs TREE IMG %s` (its default "
       "level, 15, and 128 KiB blocks; built outside the group, "
       "loop-mounted, cold). Sets of about %s MB of file bytes each, made "
       "once on the PFS and reused:" % (
