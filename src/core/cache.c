@@ -596,6 +596,11 @@ int dlfs_cache_prefetch(struct dlfs_cache *c, uint64_t key, const void *what,
 			if (s) {
 				s->refs++;
 				make_hold(c, s, hold);
+			} else if (!ret) {
+				/* Evicted while this waited for its load (or
+				 * its failed slot was reused): nothing to
+				 * hold, so not done. The caller tries again. */
+				ret = -EAGAIN;
 			}
 		}
 		pthread_mutex_unlock(&c->mu);

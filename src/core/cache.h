@@ -165,8 +165,10 @@ void dlfs_cache_set_prefetch_limit(struct dlfs_cache *cache, unsigned slots);
  * for a slot and never uses an uncached buffer. With hold set, keeps the
  * entry pinned (also when it was cached already) until
  * dlfs_cache_put(hold): holds count against the prefetch limit while
- * unread. @return 0 (loaded, or already there), -EAGAIN (prefetch limit
- * reached or no free slot), or the load's error.
+ * unread. @return 0 (loaded, or already there; with hold set, hold then
+ * pins it), -EAGAIN (prefetch limit reached, no free slot, or with hold
+ * set the entry was evicted while this waited for its load), or the
+ * load's error.
  */
 /* A background fill, not read-ahead: not counted as issued, used or
  * wasted read-ahead (still bounded like it). */
