@@ -149,7 +149,8 @@ void dlfs_nvme_drop(struct dlfs_nvme *n, uint32_t c, uint64_t k);
  * dlfs_nvme_next_turned_away), or with wait set waits for room
  * (background loads: they exist to fill the tier). @return 1 when this
  * call queued the chunk, 2 when the tier had it or had queued it already,
- * 0 when it was not taken (full tier, full queue, a faulty disk).
+ * 0 when it was not taken (full tier, full queue, a faulty disk, or len
+ * not the chunk's length: only whole chunks are kept).
  */
 int dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 		  const void *data, size_t len, int wait);

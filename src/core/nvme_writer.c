@@ -176,6 +176,12 @@ int dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 		  const void *data, size_t len, int wait)
 {
 	uint64_t g = gid(n, c, k);
+	/* Only whole chunks: the map would record anything else as one,
+	 * and the unchecked reads (dlfs_nvme_pread) would serve it. */
+	if (!data || len != clen(n, c, k)) {
+		add(&n->write_dropped, 1);
+		return 0;
+	}
 	if (atomic_load_explicit(&n->st[g], memory_order_relaxed) &
 	    (ST_PRESENT | ST_QUEUED))
 		return 2;
