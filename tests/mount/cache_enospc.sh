@@ -7,7 +7,7 @@
 #  - three passes over every file, in random orders: every byte correct,
 #    no read error;
 #  - tiers.nvme.errors >= 1 or errors.nvme >= 1; no errors.{checksum,
-#    container, io}; nvme.used_bytes <= capacity;
+#    container, io}; nvme.corrupt = 0; nvme.used_bytes <= capacity;
 #  - the daemon logs at least one line about the full cache disk, and at
 #    most 5 lines about the cache in all (not one per chunk); nothing else
 #    bad;
@@ -46,8 +46,9 @@ snap "$MNT" "$T/s1.json"
 stats_shape "$T/s1.json"
 sassert "$T/s1.json" -- 'nvme.enabled == 1' \
 	'nvme.errors >= 1 or errors.nvme >= 1' 'nvme.used_bytes <= nvme.capacity_bytes' \
+	'nvme.corrupt == 0' \
 	'errors.checksum == 0' 'errors.container == 0' 'errors.io == 0' ||
-	fail "a full cache disk: expected it counted in nvme errors, and nothing else"
+	fail "a full cache disk: expected it counted in nvme errors, and nothing else (no cached chunk found bad)"
 sassert "$T/s1.json" -- 'nvme.capacity_bytes < 64 << 20' 'nvme.capacity_bytes <= 1 << 20' ||
 	fail "a full cache disk: capacity_bytes should drop to what the 1 MiB tmpfs held (dlfs(1))"
 note "nvme: $(sget "$T/s1.json" tiers.nvme | head -c 400)"
