@@ -20,6 +20,59 @@ bench_deps() {
 	"$BENCH_REPO/tools/dev/deps" bench >&2 || bench_die "tools/dev/deps bench failed"
 }
 
+# bench_mpi BINARY [try]: the launcher of the MPI that BINARY is linked
+# with. Debian names each family's own launcher (mpirun.openmpi,
+# mpiexec.hydra); the plain mpirun is an alternative that may be the
+# other family's, and a launcher of the wrong family starts N lone
+# copies. Sets
+#   MPI_FAMILY   openmpi or mpich
+#   MPIRUN       (array) the launcher and its options for more ranks than
+#                cores, as root, unbound; add -np N and the command
+#   MPI_LAUNCHER the launcher's name (mpirun.openmpi, mpiexec.hydra)
+#   MPI_VERSION  one line naming the launcher and its version
+#   BENCH_MPIRUN MPIRUN as one string, for the Python helpers (exported)
+# A rank's number is ${OMPI_COMM_WORLD_RANK:-$PMI_RANK} under either.
+# Without MPI in BINARY, or without its launcher: dies, or with try set,
+# returns 1 (MPI_FAMILY empty) after saying why.
+# shellcheck disable=SC2034 # MPI_VERSION, MPI_FAMILY: for the callers
+bench_mpi() {
+	local bin=$1 try=${2:-} libs l why=
+	MPI_FAMILY='' MPI_VERSION='' MPI_LAUNCHER=''
+	MPIRUN=()
+	libs=$(ldd "$bin" 2>/dev/null) || libs=
+	case $libs in
+	*libmpich.so*)
+		for l in mpiexec.hydra mpiexec.mpich; do
+			command -v "$l" >/dev/null && { MPIRUN=("$(command -v "$l")"); break; }
+		done
+		[ ${#MPIRUN[@]} -gt 0 ] || why="$bin is built against MPICH, and neither mpiexec.hydra nor mpiexec.mpich is installed (apt-get install mpich)"
+		MPI_FAMILY=mpich
+		;;
+	*libmpi.so*)
+		command -v mpirun.openmpi >/dev/null &&
+			MPIRUN=("$(command -v mpirun.openmpi)" --allow-run-as-root --oversubscribe --bind-to none)
+		[ ${#MPIRUN[@]} -gt 0 ] || why="$bin is built against Open MPI, and mpirun.openmpi is not installed (apt-get install openmpi-bin)"
+		MPI_FAMILY=openmpi
+		;;
+	*) why="$bin is built without MPI (apt-get install libopenmpi-dev or libmpich-dev, then meson setup --reconfigure BUILD && ninja -C BUILD)" ;;
+	esac
+	if [ -n "$why" ]; then
+		MPI_FAMILY=''
+		MPIRUN=()
+		[ "$try" = try ] || bench_die "$why"
+		bench_log "no MPI: $why"
+		return 1
+	fi
+	MPI_LAUNCHER=${MPIRUN[0]##*/}
+	if [ "$MPI_FAMILY" = mpich ]; then
+		MPI_VERSION="$MPI_LAUNCHER (MPICH) $("${MPIRUN[0]}" --version 2>&1 | awk '$1 == "Version:" { print $2; exit }')"
+	else
+		MPI_VERSION=$("${MPIRUN[0]}" --version 2>&1 | head -n 1)
+	fi
+	BENCH_MPIRUN="${MPIRUN[*]}"
+	export BENCH_MPIRUN
+}
+
 # Seconds since the epoch with nanoseconds.
 bench_now() { date +%s.%N; }
 

@@ -63,7 +63,8 @@ for k in order:
     if label is None and k.startswith("procs"):
         label = "dlfs-pack --split-hdf5 --compress none --procs %s" % k[5:]
     if label is None and k.startswith("mpi"):
-        label = "mpirun -np %s dlfs-pack --split-hdf5 --compress none" % k[3:]
+        label = "%s -np %s dlfs-pack --split-hdf5 --compress none" % (
+            meta.get("mpirun") or "mpirun", k[3:])
     s = r["secs"]
     extra = ""
     if k == "script":

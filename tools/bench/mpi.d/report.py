@@ -79,7 +79,7 @@ def main():
       "if it was up)." % (meta["command"], meta["iops"], meta["bps"]))
     w("- Simulated PFS caps: **%s IOPS, %s MB/s** (%s). Every process "
       "under test runs inside the capped cgroup (`tools/bench/pfs-sim exec "
-      "-- CMD`): the four daemons, `mpirun` and its ranks, the readers."
+      "-- CMD`): the four daemons, the MPI launcher and its ranks, the readers."
       % (meta["iops"], fmt(float(meta["bps"]) / 1e6), meta["pfs"]))
     w("- Node-local NVMe: %s; each node has its own empty `cache_dir` "
       "there." % meta["local"])
@@ -98,14 +98,17 @@ def main():
       "positions [r*N/4, (r+1)*N/4) of the epoch's order, cut from its own "
       "mount's `.dlfs/epochs/E/files` (a single mount's list is the whole "
       "epoch; the four lists are checked equal)." % opts)
-    w("- mpi: `mpirun --allow-run-as-root --oversubscribe --bind-to none "
-      "-np 4 rank.sh`, where rank.sh runs `dlfs PFS/R.dlfs MNT$R -f -o "
-      "cache_dir=LOCAL/nv-mpi$R,%s` with R=$OMPI_COMM_WORLD_RANK; ready "
+    launcher = meta.get("mpirun", "mpirun --allow-run-as-root "
+                        "--oversubscribe --bind-to none")
+    w("- mpi: `%s -np 4 rank.sh`, where rank.sh runs `dlfs PFS/R.dlfs "
+      "MNT$R -f -o cache_dir=LOCAL/nv-mpi$R,%s` with "
+      "R=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}; ready "
       "when every rank's `.dlfs/info` says rank R of 4%s. Rank r reads its "
       "share, its mount's `.dlfs/epochs/E/files`: checked to be exactly "
       "independent node r's quarter, so both setups read the same files "
-      "per node." % (opts, " (%s s after mpirun started)" % fmt(start["secs"], 1)
-                      if start else ""))
+      "per node." % (launcher, opts,
+                     " (%s s after the launcher started)" % fmt(start["secs"], 1)
+                     if start else ""))
     w("- Each setup: epoch 1, then epoch 2 (a new order, so every node's "
       "share changes) on the same mounts. Before each epoch: wait for < 10%% "
       "busy CPUs (up to %s s), `sync; echo 3 > /proc/sys/vm/drop_caches`. "
@@ -261,8 +264,8 @@ def main():
             for k, v in caches.items()))
         w("")
     if start or stop:
-        w("mpi job: all 4 ranks mounted %s s after `mpirun` started; "
-          "`mpirun` exited %s s after the first `fusermount3 -u`." % (
+        w("mpi job: all 4 ranks mounted %s s after the launcher started; "
+          "the launcher exited %s s after the first `fusermount3 -u`." % (
               fmt(start["secs"], 1) if start else "n/a",
               fmt(stop["secs"], 1) if stop else "n/a"))
         w("")
@@ -365,7 +368,7 @@ def main():
     else:
         w("None: no reader hung or failed, every byte count and spot check "
           "matched, the shares were the quarters of the same order, the "
-          "ranks logged nothing bad and `mpirun` exited 0 after the "
+          "ranks logged nothing bad and the launcher exited 0 after the "
           "unmounts.")
     w("")
     with open(sys.argv[3], "w") as f:

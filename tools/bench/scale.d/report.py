@@ -33,6 +33,8 @@ def main():
     w("")
     w("- Run: %s, %s, revision %s." % (meta["date"], meta["machine"], meta["revision"]))
     w("- Reproduce: `%s` (as root; `--quick` for 1, 2, 4 ranks and 50,000 files)." % meta["command"])
+    if meta.get("mpi"):
+        w("- MPI: %s." % meta["mpi"])
     w("- Dataset: %s files of 0.5-2 KiB, 1,000 a directory; index %s MB, data %s MB. "
       "PFS cap %s IOPS, %s MB/s." % (fmt(int(meta["files"])), fmt(ix / MB, 1),
                                      fmt(data / MB, 1), meta["iops"],
@@ -92,9 +94,9 @@ def main():
             fmt(s["data_pfs_reads"]), fmt(s["data_pfs_reads_small"]),
             fmt(s["epoch_dev_reqs"]), lat))
     w("")
-    w("Ready: from mpirun's start until every rank's `.dlfs/info` says it is "
-      "one of N (the index shared, the dataset open); N=1 runs alone, "
-      "without MPI (`mpirun -np 1` is no launch of several tasks), so N=2 "
+    w("Ready: from the launcher's start until every rank's `.dlfs/info` says "
+      "it is one of N (the index shared, the dataset open); N=1 runs alone, "
+      "without MPI (`-np 1` is no launch of several tasks), so N=2 "
       "is the first with MPI's start-up. Unsealed ready: the baseline, "
       "each rank mapping its index from the PFS. Data PFS bytes: "
       "`tiers.pfs.bytes` summed over the ranks after epoch 1 and the NVMe "
@@ -130,7 +132,7 @@ def main():
             continue
         what = "%s N=%d" % (r["mode"], r["ranks"])
         if r.get("mpirun_rc"):
-            problems.append("%s: mpirun exited with %s" % (what, r["mpirun_rc"]))
+            problems.append("%s: the MPI launcher exited with %s" % (what, r["mpirun_rc"]))
         if r.get("epoch_errors"):
             problems.append("%s: %d read errors" % (what, r["epoch_errors"]))
         if "epoch_files" in r and r["epoch_files"] != nf:

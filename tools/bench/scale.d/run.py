@@ -31,6 +31,16 @@ WALK_S = 1800     # for a find of the whole tree
 EPOCH_S = 3600
 
 
+
+def launcher():
+    """The MPI launcher and its options (tools/bench/lib.sh: bench_mpi)."""
+    cmd = os.environ.get("BENCH_MPIRUN", "").split()
+    if not cmd:
+        raise SystemExit("BENCH_MPIRUN is not set: run tools/bench/scale, "
+                         "which sets it from the MPI dlfs is built with")
+    return cmd
+
+
 def gen_tar(out, count, per_dir, seed):
     r = random.Random(seed)
     with tarfile.open(out, "w", format=tarfile.GNU_FORMAT) as tf:
@@ -129,7 +139,7 @@ def job(a):
     rank_sh = os.path.join(a.run, "rank.sh")
     with open(rank_sh, "w") as f:
         f.write("#!/bin/sh\n# rank.sh TAGDIR DSTOP: one rank's dlfs\n"
-                "R=$OMPI_COMM_WORLD_RANK\n"
+                "R=${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\n"
                 'exec "%s" "$2/ds$R.dlfs" "$1/mnt$R" -f '
                 '-o "cache_dir=$1/nv$R" >"$1/log$R" 2>&1\n' % a.dlfs)
     os.chmod(rank_sh, 0o755)
@@ -138,8 +148,7 @@ def job(a):
     dev0 = device(a.loop)
     t0 = time.monotonic()
     job = subprocess.Popen(
-        [a.pfs_sim, "exec", "--", "mpirun", "--allow-run-as-root",
-         "--oversubscribe", "--bind-to", "none", "-np", str(n), rank_sh,
+        [a.pfs_sim, "exec", "--"] + launcher() + ["-np", str(n), rank_sh,
          os.path.join(a.run, tag), os.path.dirname(dss[0])],
         stdin=subprocess.DEVNULL, stdout=open(os.path.join(a.run, tag, "mpirun.log"), "w"),
         stderr=subprocess.STDOUT)
