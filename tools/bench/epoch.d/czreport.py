@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from benchlib import fmt, ratio, verdict  # noqa: E402
 
 SETS = (("npy", "npy samples", True), ("tokens", "tokenised text", True),
+        ("volumes", "1 MiB volumes", True),
         ("jpeg", "JPEGs", False))  # (key, name, compressible)
 SYSTEMS = (
     ("plain", "plain tree on the PFS"),
@@ -86,6 +87,8 @@ def section(w, meta, rows, cap_mb):
     w("")
     w("- npy: %s." % meta.get("cz_npy", "?"))
     w("- tokens: %s." % meta.get("cz_tokens", "?"))
+    if meta.get("cz_volumes"):
+        w("- volumes: %s." % meta["cz_volumes"])
     w("- jpeg: %s." % meta.get("cz_jpeg", "?"))
     w("")
     w("Passes as R's (8 threads, every file once, epoch 1's random order; "
