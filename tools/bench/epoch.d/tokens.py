@@ -8,10 +8,10 @@ vocabulary of 50,257 ids (GPT-2's size). As with a BPE vocabulary, frequent
 tokens have low ids: rank r gets an id from a seeded shuffle of its block
 of 1,024 ranks. A function of SEED and the file's number only, so any
 machine makes the same bytes. Run with /usr/bin/python3 (numpy)."""
-import os
-import sys
 
 import numpy as np
+
+from gentree import tree_args, tree_paths
 
 VOCAB = 50257
 EXPONENT = 1.0
@@ -32,24 +32,13 @@ def vocabulary(seed):
 
 
 def main():
-    if len(sys.argv) != 5:
-        sys.exit("usage: tokens.py DEST FILES PER_DIR SEED")
-    dest = sys.argv[1]
-    files, per_dir, seed = (int(x) for x in sys.argv[2:5])
-    if files < 1 or per_dir < 1:
-        sys.exit("tokens.py: FILES and PER_DIR must be positive")
+    dest, files, per_dir, seed = tree_args("tokens.py")
     cdf, ids = vocabulary(seed)
-    ndirs = (files + per_dir - 1) // per_dir
-    dw = max(3, len(str(ndirs - 1)))
-    fw = max(7, len(str(files - 1)))
-    for i in range(files):
-        d = os.path.join(dest, "s%0*d" % (dw, i // per_dir))
-        if i % per_dir == 0:
-            os.makedirs(d, exist_ok=True)
+    for i, path in tree_paths(dest, files, per_dir, "s", "doc"):
         rng = np.random.default_rng([seed, 1, i])
         n = int(rng.integers(MIN_TOKENS, MAX_TOKENS + 1))
         doc = ids[np.searchsorted(cdf, rng.random(n), side="right")]
-        np.save(os.path.join(d, "doc%0*d.npy" % (fw, i)), doc)
+        np.save(path, doc)
 
 
 if __name__ == "__main__":
