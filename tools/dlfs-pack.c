@@ -128,6 +128,41 @@ static void on_progress(void *arg, const struct dlfs_pack_progress *p)
 	ui->drew = 1;
 }
 
+/*
+ * A file never straddles a chunk (dlfs-pack(1), LAYOUT): files just over
+ * a fraction of a chunk (1 MiB + a header in 4 MiB chunks) leave much of
+ * each chunk as zeros, which the PFS then serves. Say so when that is
+ * over a tenth of the file bytes of an uncompressed dataset (compression
+ * stores the zeros in a few bytes) and more than a chunk.
+ */
+#define PAD_NOTE_SHARE 10 /* percent of the file bytes */
+static void padding_note(const struct dlfs_ds *ds)
+{
+	const struct dlfs_info *in = dlfs_ds_info(ds);
+	const struct dlfs_super_rec *s = &in->super;
+	if (s->features & DLFS_FEATURE(COMPRESSED) || !s->total_file_bytes)
+		return;
+	uint64_t data = 0;
+	for (uint32_t c = 0; c < s->n_containers; c++)
+		data += dlfs_ds_container(ds, c)->data_size;
+	if (data <= s->total_file_bytes)
+		return;
+	uint64_t pad = data - s->total_file_bytes;
+	if (pad <= s->chunk_size ||
+	    pad * 100 <= s->total_file_bytes * PAD_NOTE_SHARE)
+		return;
+	char b[32], cs[32];
+	human((double)pad, b, sizeof(b));
+	human((double)s->chunk_size, cs, sizeof(cs));
+	fprintf(stderr,
+		PROG ": note: %s of the containers (%.0f%% of the file bytes) "
+		"is padding: a file never straddles a chunk, and these files "
+		"fill %s chunks badly. The PFS reads it with the files; a "
+		"larger --chunk-size or --compress zstd leaves less "
+		"(dlfs-pack(1), LAYOUT)\n",
+		b, 100.0 * (double)pad / (double)s->total_file_bytes, cs);
+}
+
 static void summary(const char *out, double secs)
 {
 	struct dlfs_ds *ds;
@@ -153,6 +188,7 @@ static void summary(const char *out, double secs)
 		(unsigned long long)s->n_containers,
 		(unsigned long long)in->index_bytes,
 		(double)in->index_bytes / (double)s->n_inodes, secs, rate);
+	padding_note(ds);
 	dlfs_ds_close(ds);
 }
 
