@@ -6,6 +6,7 @@
 
 #include "fill.h"
 #include "grain.h"
+#include "util.h"
 
 #define U(x) ((unsigned long long)(x))
 
@@ -75,17 +76,31 @@ static void gauge(struct dlfs_out *o, const char *name, const char *help,
 }
 
 /* A label value: backslash, double quote and newline escaped, as the
- * format wants. */
+ * format wants, and bytes that are not UTF-8 (a path is any bytes, the
+ * format is UTF-8) each replaced by U+FFFD, so Prometheus takes the
+ * page whatever the paths. */
 static void label_value(const char *in, char *out, size_t len)
 {
-	size_t o = 0;
-	for (; in && *in && o + 3 < len; in++) {
-		if (*in == '\\' || *in == '"' || *in == '\n') {
-			out[o++] = '\\';
-			out[o++] = *in == '\n' ? 'n' : *in;
-		} else {
-			out[o++] = *in;
+	const unsigned char *p = (const unsigned char *)(in ? in : "");
+	size_t n = strlen((const char *)p), o = 0;
+	while (n) {
+		size_t k = dlfs_utf8_seq(p, n);
+		const char *put = (const char *)p;
+		size_t w = k;
+		if (!k) {
+			put = "\xef\xbf\xbd";
+			w = 3;
+			k = 1;
+		} else if (*p == '\\' || *p == '"' || *p == '\n') {
+			put = *p == '\n' ? "\\n" : *p == '"' ? "\\\"" : "\\\\";
+			w = 2;
 		}
+		if (o + w >= len)
+			break;
+		memcpy(out + o, put, w);
+		o += w;
+		p += k;
+		n -= k;
 	}
 	out[o] = '\0';
 }

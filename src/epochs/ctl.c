@@ -51,20 +51,32 @@ void dlfs_ctl_fill_attr(uid_t uid, gid_t gid, const struct dlfs_inode *in,
 	st->st_ctim = st->st_mtim;
 }
 
-/* JSON string contents: quote and backslash escaped, controls as \u. */
+/* JSON string contents: quote and backslash escaped, controls as \u,
+ * and each byte that is not UTF-8 as \udcXX, the lone surrogate that
+ * Python's surrogateescape decodes it to: JSON must be UTF-8, and a path
+ * read back with os.fsencode gives its bytes again. */
 static void json_str(const char *in, char *out, size_t len)
 {
-	size_t o = 0;
-	for (; *in && o + 7 < len; in++) {
-		unsigned char ch = (unsigned char)*in;
-		if (ch == '"' || ch == '\\') {
+	const unsigned char *p = (const unsigned char *)in;
+	size_t n = strlen(in), o = 0;
+	while (n && o + 7 < len) {
+		size_t k = dlfs_utf8_seq(p, n);
+		if (!k) {
+			o += (size_t)snprintf(out + o, len - o, "\\udc%02x", *p);
+			k = 1;
+		} else if (*p == '"' || *p == '\\') {
 			out[o++] = '\\';
-			out[o++] = (char)ch;
-		} else if (ch < 0x20) {
-			o += (size_t)snprintf(out + o, len - o, "\\u%04x", ch);
+			out[o++] = (char)*p;
+		} else if (*p < 0x20) {
+			o += (size_t)snprintf(out + o, len - o, "\\u%04x", *p);
+		} else if (o + k < len) {
+			memcpy(out + o, p, k);
+			o += k;
 		} else {
-			out[o++] = (char)ch;
+			break;
 		}
+		p += k;
+		n -= k;
 	}
 	out[o] = '\0';
 }
@@ -73,7 +85,7 @@ static int render_info(struct dlfs_ctl *c, const char *mountpoint)
 {
 	const struct dlfs_info *in = dlfs_ds_info(c->ds);
 	const struct dlfs_super_rec *s = &in->super;
-	char q1[8192], q2[8192], sh[512] = "";
+	char q1[8192], q2[8192], q3[512], q4[512], sh[512] = "";
 	if (c->views) {
 		sh[0] = ',';
 		sh[1] = ' ';
@@ -81,6 +93,9 @@ static int render_info(struct dlfs_ctl *c, const char *mountpoint)
 	}
 	json_str(dlfs_ds_path(c->ds), q1, sizeof(q1));
 	json_str(mountpoint, q2, sizeof(q2));
+	/* From the index, which a hostile dataset may fill with anything. */
+	json_str(in->order, q3, sizeof(q3));
+	json_str(in->creator, q4, sizeof(q4));
 	/* The feature flags by name (all known: the dataset opened). */
 	char feat[512] = "";
 	size_t fl = 0;
@@ -103,7 +118,7 @@ static int render_info(struct dlfs_ctl *c, const char *mountpoint)
 		"\"index_bytes\": %llu, \"first_file_ino\": %llu%s}\n",
 		q1, q2, s->format_major, s->format_minor, feat,
 		in->dataset_id_hex,
-		in->order, in->creator, (unsigned long long)s->chunk_size,
+		q3, q4, (unsigned long long)s->chunk_size,
 		(unsigned long long)s->container_size,
 		(unsigned long long)s->align, (unsigned long long)s->n_inodes,
 		(unsigned long long)s->n_files, (unsigned long long)s->n_dirs,

@@ -116,6 +116,39 @@ void dlfs_quote(const char *in, size_t len, char *out, size_t outlen)
 		out[o < outlen ? o : outlen - 1] = '\0';
 }
 
+size_t dlfs_utf8_seq(const unsigned char *p, size_t n)
+{
+	if (!n)
+		return 0;
+	if (p[0] < 0x80)
+		return 1;
+	size_t len;
+	unsigned lo = 0x80, hi = 0xbf; /* the second byte's range */
+	if (p[0] >= 0xc2 && p[0] <= 0xdf) {
+		len = 2;
+	} else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		len = 3;
+		if (p[0] == 0xe0)
+			lo = 0xa0; /* overlong below */
+		else if (p[0] == 0xed)
+			hi = 0x9f; /* surrogates above */
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		len = 4;
+		if (p[0] == 0xf0)
+			lo = 0x90;
+		else if (p[0] == 0xf4)
+			hi = 0x8f; /* past U+10FFFF above */
+	} else {
+		return 0;
+	}
+	if (n < len || p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return len;
+}
+
 int dlfs_parse_size(const char *s, uint64_t *out)
 {
 	if (!s || !isdigit((unsigned char)*s))

@@ -284,6 +284,35 @@ check_log "$DLFS_LOG"
 dlfs_umount "$MNT"
 check_log "$DLFS_LOG"
 
+note "paths that are not UTF-8 (issue 38): promtool takes the page, .dlfs/info is JSON"
+# A path is any bytes; the text format and JSON are UTF-8. The dataset,
+# the mountpoint and the cache_dir each hold a byte 0xff.
+B=$'\xff'
+DSB="$T/ds$B.dlfs"
+cp -a "$DS" "$DSB"
+MNTB="$T/mnt$B"
+mkdir "$MNTB" "$T/cache$B"
+dlfs_mount "$DSB" "$MNTB" -o "ram_cache=16M,cache_dir=$T/cache$B"
+cat "$MNTB/a/s000" >/dev/null
+tmo cat "$MNTB/.dlfs/metrics" >"$T/bad.prom"
+tmo cat "$MNTB/.dlfs/info" >"$T/bad.info"
+dlfs_umount "$MNTB"
+promcheck "$T/bad.prom" "with a path that is not UTF-8"
+grep -q $'\xef\xbf\xbd' "$T/bad.prom" ||
+	fail "the metrics should show the byte 0xff as U+FFFD"
+"$PYTHON" - "$T/bad.info" "$DSB" "$MNTB" <<'PY' || fail ".dlfs/info with a path that is not UTF-8 (see above)"
+import json, os, sys
+raw = open(sys.argv[1], "rb").read()
+info = json.loads(raw.decode("utf-8"))   # strict: the page must be UTF-8
+want = {os.fsencode(sys.argv[2]), os.fsencode(sys.argv[3])}
+got = {os.fsencode(v) for v in info.values() if isinstance(v, str)}
+missing = want - got
+if missing:
+    print("  .dlfs/info lacks %r (its strings, fsencoded: %r)" % (missing, got), file=sys.stderr)
+    sys.exit(1)
+PY
+check_log "$DLFS_LOG"
+
 note "through dlfs-run (dlfs --serve)"
 export DLFS_DAEMON=$DLFS
 export TMPDIR="$T/tmp"

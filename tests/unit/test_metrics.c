@@ -508,6 +508,17 @@ static void test_values(void)
 	CHECK(e->n_mount == e->n_lines);
 	CHECK(!strcmp(e->mount, "/run/a \\\"b\\\".sock"));
 	free(b);
+	/* A path is bytes, the format UTF-8: each byte that is not (a stray
+	 * 0xff, a sequence cut short, an overlong '/') is U+FFFD, and the
+	 * UTF-8 around it stays as it is. */
+	t.mount = "/run/\xff\xc3";
+	t.dataset_path = "/pfs/\xc3\xa9t\xc3\xa9\xe2\x82/\xc0\xaf.dlfs";
+	b = render(&s, &t);
+	CHECK(check(e, b) == 0);
+	CHECK(!strcmp(e->mount, "/run/\xef\xbf\xbd\xef\xbf\xbd"));
+	CHECK(strstr(b, "dataset=\"/pfs/\xc3\xa9t\xc3\xa9\xef\xbf\xbd"
+			"\xef\xbf\xbd/\xef\xbf\xbd\xef\xbf\xbd.dlfs\""));
+	free(b);
 	free(e);
 }
 

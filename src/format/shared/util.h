@@ -61,6 +61,15 @@ static inline uint64_t dlfs_roundup(uint64_t v, uint64_t a)
 void dlfs_quote(const char *in, size_t len, char *out, size_t outlen);
 
 /*
+ * The length of the well-formed UTF-8 sequence at the start of p, which
+ * has n bytes: 1 to 4, or 0 when it is not one (a stray continuation
+ * byte, an overlong form, a surrogate, past U+10FFFF, or cut short by n).
+ * Paths are bytes, but JSON and the Prometheus text format are UTF-8:
+ * their writers use this to escape what is not.
+ */
+size_t dlfs_utf8_seq(const unsigned char *p, size_t n);
+
+/*
  * Grow array *a of elements of size bytes so that it holds need of them:
  * doubling from 64, *cap counts elements. @return 0 or -ENOMEM (then *a
  * and *cap are as they were).
