@@ -62,6 +62,11 @@ static int open_share(struct dlfs_reader *r, struct dlfs_err *err)
 	free(first);
 	if (ret)
 		dlfs_err_prefix(err, "shared memory for readers outside");
+	else if (!dlfs_share_sealed(r->share))
+		dlfs_logf(r->conf.log, r->conf.log_arg, LOG_WARNING,
+			  "shared memory: this kernel cannot seal it against "
+			  "writes (F_SEAL_FUTURE_WRITE, Linux 5.1): clients "
+			  "are served by requests, not from the shared tiers");
 	return ret;
 }
 
@@ -825,8 +830,7 @@ int dlfs_reader_share_fds(struct dlfs_reader *r, int fds[3])
 {
 	if (!r->share)
 		return -ENOENT;
-	dlfs_share_fds(r->share, fds);
-	return 0;
+	return dlfs_share_fds(r->share, fds);
 }
 
 void dlfs_reader_share_file(struct dlfs_reader *r, const struct dlfs_inode *in)

@@ -135,8 +135,10 @@ void dlfs_reader_replan(struct dlfs_reader *r);
 
 /*
  * The shared memory of a reader opened with conf.share: the meta, data
- * and rw files of shared/shm.h (the reader's; dup them to keep them).
- * @return 0, or -ENOENT without conf.share.
+ * and rw files of shared/shm.h (the reader's; dup them to keep them);
+ * meta and data are read-only and sealed against writes.
+ * @return 0, -ENOENT without conf.share, or -EPERM where the kernel
+ * cannot seal them (then nothing is to be passed on; logged at start).
  */
 int dlfs_reader_share_fds(struct dlfs_reader *r, int fds[3]);
 

@@ -15,6 +15,7 @@ struct dlfs_share {
 	int ro[2];       /* meta and data again, read-only: for clients */
 	uint8_t *map[3];
 	uint64_t size[3];
+	int sealed;      /* meta and data cannot be written by clients */
 };
 
 enum { META, DATA, RW };
@@ -89,7 +90,8 @@ static int make_huge(struct dlfs_share *sh, uint64_t size)
 		return 0;
 	/* The default huge page size: 2 MiB on x86-64 (another one makes
 	 * the sizes below fail, and ordinary pages are used). */
-	int fd = memfd_create(names[DATA], MFD_CLOEXEC | MFD_HUGETLB);
+	int fd = memfd_create(names[DATA],
+			      MFD_CLOEXEC | MFD_HUGETLB | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return 0;
 	void *p = MAP_FAILED;
@@ -111,7 +113,7 @@ static int make(struct dlfs_share *sh, int i, uint64_t size,
 {
 	if (i == DATA && make_huge(sh, size))
 		return 0;
-	sh->fd[i] = memfd_create(names[i], MFD_CLOEXEC);
+	sh->fd[i] = memfd_create(names[i], MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (sh->fd[i] < 0)
 		return dlfs_err_set(err, -errno, "memfd_create (%s): %s",
 				    names[i], strerror(errno));
@@ -130,6 +132,25 @@ static int make(struct dlfs_share *sh, int i, uint64_t size,
 	sh->map[i] = p;
 	sh->size[i] = size;
 	return 0;
+}
+
+/*
+ * Seal fd, which the server has mapped writable, so that nobody maps or
+ * writes it from now on: F_SEAL_FUTURE_WRITE keeps the server's mapping
+ * writable and refuses every later write(2), writable shared mapping and
+ * hole punch, through any descriptor of the file (a client's reopened
+ * /proc/self/fd/N too). A client that wrote there would give the other
+ * processes of the job wrong bytes. Its size is sealed too (a client that
+ * shrank it would make the others fault), and then the seals themselves.
+ * @return 0 or -errno (-EINVAL: a kernel before Linux 5.1).
+ */
+static int seal(int fd)
+{
+	return fcntl(fd, F_ADD_SEALS,
+		     F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
+			     F_SEAL_SEAL) < 0
+		       ? -errno
+		       : 0;
 }
 
 int dlfs_share_new(const struct dlfs_share_conf *c, struct dlfs_share **out,
@@ -166,8 +187,9 @@ int dlfs_share_new(const struct dlfs_share_conf *c, struct dlfs_share **out,
 			return ret;
 		}
 	}
-	/* Clients get meta and data read-only: they cannot map them
-	 * writable, by mistake or otherwise. */
+	/* Clients get meta and data read-only, and sealed: reopening a
+	 * descriptor through /proc read-write gives no way to write them. */
+	sh->sealed = seal(sh->fd[META]) == 0 && seal(sh->fd[DATA]) == 0;
 	for (int i = 0; i < 2; i++) {
 		char path[64];
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", sh->fd[i]);
@@ -224,11 +246,19 @@ uint8_t *dlfs_share_rw(struct dlfs_share *sh)
 	return sh->map[RW];
 }
 
-void dlfs_share_fds(const struct dlfs_share *sh, int fds[3])
+int dlfs_share_sealed(const struct dlfs_share *sh)
 {
+	return sh->sealed;
+}
+
+int dlfs_share_fds(const struct dlfs_share *sh, int fds[3])
+{
+	if (!sh->sealed)
+		return -EPERM;
 	fds[0] = sh->ro[0];
 	fds[1] = sh->ro[1];
 	fds[2] = sh->fd[2];
+	return 0;
 }
 
 void dlfs_share_put_loc(struct dlfs_share *sh, uint64_t ino,

@@ -44,8 +44,15 @@ uint8_t *dlfs_share_data(struct dlfs_share *sh);
 uint8_t *dlfs_share_rw(struct dlfs_share *sh);
 
 /* The files, meta and data read-only and rw, for passing on to clients
- * (they stay the share's). */
-void dlfs_share_fds(const struct dlfs_share *sh, int fds[3]);
+ * (they stay the share's). Meta and data are sealed against writes
+ * (F_SEAL_FUTURE_WRITE), so that no client can change what the others
+ * read; rw is the clients' to write (shm.h). @return 0, or -EPERM where
+ * the kernel could not seal them (before Linux 5.1): then clients must
+ * not be given them, and are served by requests. */
+int dlfs_share_fds(const struct dlfs_share *sh, int fds[3]);
+
+/* Could meta and data be sealed (dlfs_share_fds)? */
+int dlfs_share_sealed(const struct dlfs_share *sh);
 
 /* File ino is size bytes at offset of container (xxh3 its checksum):
  * for the locations table. Any thread; a racing write of the same entry

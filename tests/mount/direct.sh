@@ -41,7 +41,9 @@
 #      less at most 2;
 #  (g) the wire (wirecheck.py --shm): MAP passes 3 descriptors whose sizes
 #      are the reply's, the first mapped begins with the magic and version
-#      1; NVFD of container 2**40 is EINVAL; NVFD 0 is ENOENT without a
+#      1; meta and data reopened read-write through /proc/self/fd take no
+#      writable mapping, write or new size (sealed), and a process reading
+#      every file after that gets the source's bytes; NVFD of container 2**40 is EINVAL; NVFD 0 is ENOENT without a
 #      cache_dir, and with one a read-only descriptor of the cache file,
 #      holding the container's chunk.
 # The server logs no error (but (d)'s checksum lines).
@@ -133,9 +135,11 @@ drun a "$DS:$P" -- bash -c "$INNER"'
 	step pass3 env DLFS_PRELOAD_DIRECT=0 "$PYTHON" "$LIB_DIR/readtree.py" "$SRC" "$P"
 	snap s5
 	step wire env -u LD_PRELOAD "$PYTHON" "$HERE/wirecheck.py" --shm "${DLFS_PRELOAD#*=}"
+	step pass4 "$PYTHON" "$LIB_DIR/readtree.py" "$SRC" "$P"
 '
 ok a pass1 "the first process read wrong bytes, or failed"
 ok a pass2 "the second process read wrong bytes, or failed"
+ok a pass4 "a process after the wire's attempts to write the shared memory read wrong bytes, or failed"
 [ "$(cat "$OUT/pass2.out")" = "$NF $NB" ] ||
 	fail "(a) the second pass read $(cat "$OUT/pass2.out") (files, bytes), not the source's $NF $NB"
 sassert "$OUT/s2.json" R1="$(sget "$OUT/s1.json" ops.read)" NE="$NE" -- \

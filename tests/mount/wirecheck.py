@@ -281,6 +281,40 @@ def check_ctl(c, root_ino, ctl, src):
         fail("epoch 1's first sample %r is not %s" % (name, first))
 
 
+def attack(fd, size, what):
+    """A client reopens a read-only descriptor of meta or data read-write
+    and tries to write through it (issue 38): the seals refuse a writable
+    shared mapping, write(2) and a new size. Where one works it does what
+    an attacker would (flips every byte), so the readers after it fail."""
+    try:
+        w = os.open("/proc/self/fd/%d" % fd, os.O_RDWR)
+    except OSError:
+        return  # refused already: nothing to write through
+    try:
+        try:
+            m = mmap.mmap(w, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        except OSError:
+            pass
+        else:
+            fail("MAP: %s reopened read-write maps writable" % what)
+            with m:
+                m[:] = bytes(b ^ 0xFF for b in m[:])
+        try:
+            os.pwrite(w, b"\0", 0)
+        except OSError:
+            pass
+        else:
+            fail("MAP: %s reopened read-write takes write(2)" % what)
+        try:
+            os.ftruncate(w, size // 2)
+        except OSError:
+            pass
+        else:
+            fail("MAP: %s reopened read-write can be shrunk" % what)
+    finally:
+        os.close(w)
+
+
 def check_shm(sock, nvme_ds=None, show=False):
     """The checks of --shm; show: print the head (JSON) on stdout."""
     c = Conn(sock)
@@ -307,6 +341,8 @@ def check_shm(sock, nvme_ds=None, show=False):
                 print(json.dumps(h))
             g0, = struct.unpack_from("<Q", meta, h["first_off"])
             present = meta[h["nv_st_off"] + g0] & 1
+        for i, what in ((0, "meta"), (1, "data")):
+            attack(fds[i], sizes[i], what)
         chunk_size, data_off, n_containers = h["chunk_size"], h["data_off"], h["n_containers"]
     finally:
         for fd in fds:

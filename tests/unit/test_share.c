@@ -170,7 +170,8 @@ static void view_open(struct dlfs_share *sh, struct view *v)
 {
 	int fds[3];
 	struct stat st;
-	dlfs_share_fds(sh, fds);
+	if (dlfs_share_fds(sh, fds))
+		abort();
 	for (int i = 0; i < 3; i++) {
 		if (fstat(fds[i], &st))
 			abort();
@@ -455,7 +456,7 @@ static void test_layout(void)
 	 * memory as the share's own mappings. */
 	int fds[3];
 	const uint64_t sizes[3] = {h->meta_size, h->data_size, h->rw_size};
-	dlfs_share_fds(sh, fds);
+	CHECK(dlfs_share_fds(sh, fds) == 0);
 	for (int i = 0; i < 3; i++) {
 		struct stat st;
 		char link[64], target[128];
@@ -1323,6 +1324,75 @@ static void test_outside_hole(void)
 	dlfs_share_free(sh);
 }
 
+/*
+ * What a client holding meta's and data's descriptors could try to write
+ * them with (issue 38): reopening /proc/self/fd/N read-write, then a
+ * writable shared mapping, write(2), a read-only mapping made writable,
+ * a hole punched, a new size. Each is refused, by the seals; the server's
+ * own mapping stays writable, and what it writes is what clients read.
+ */
+static void attack(int fd, size_t size, const uint8_t *seen)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	int w = open(path, O_RDWR | O_CLOEXEC);
+	int tries[] = {fd, w};
+	for (int k = 0; k < 2; k++) {
+		int f = tries[k];
+		if (f < 0)
+			continue;
+		void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED,
+			       f, 0);
+		CHECK(m == MAP_FAILED);
+		if (m != MAP_FAILED) {
+			((uint8_t *)m)[0] ^= 0xff; /* what an attacker would do */
+			munmap(m, size);
+		}
+		uint8_t b = (uint8_t)~seen[1];
+		CHECK(pwrite(f, &b, 1, 1) < 0);
+		CHECK(ftruncate(f, (off_t)size / 2) < 0);
+		CHECK(ftruncate(f, (off_t)size * 2) < 0);
+		CHECK(fallocate(f, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+				0, 4096) < 0);
+		void *r = mmap(NULL, size, PROT_READ, MAP_SHARED, f, 0);
+		CHECK(r != MAP_FAILED);
+		if (r != MAP_FAILED) {
+			CHECK(mprotect(r, size, PROT_READ | PROT_WRITE) < 0);
+			munmap(r, size);
+		}
+		/* The seals cannot be taken off or changed. */
+		CHECK(fcntl(f, F_ADD_SEALS, F_SEAL_WRITE) < 0);
+	}
+	CHECK((fcntl(fd, F_GET_SEALS) & F_SEAL_FUTURE_WRITE) != 0);
+	if (w >= 0)
+		close(w);
+}
+
+static void test_sealed(void)
+{
+	struct dlfs_share *sh = new_share(4, 100, 2);
+	struct view v;
+	view_open(sh, &v);
+	int fds[3];
+	CHECK(dlfs_share_sealed(sh));
+	CHECK(dlfs_share_fds(sh, fds) == 0);
+	dlfs_share_meta(sh)[4096] = 0x21;
+	dlfs_share_data(sh)[0] = 0x42;
+	dlfs_share_data(sh)[1] = 0x43;
+	attack(fds[0], v.size[0], v.meta);
+	attack(fds[1], v.size[1], v.data);
+	CHECK_EQ(v.meta[4096], 0x21);
+	CHECK_EQ(v.data[0], 0x42);
+	CHECK_EQ(v.data[1], 0x43);
+	/* The server writes on, and clients see it. */
+	dlfs_share_data(sh)[1] = 0x44;
+	dlfs_share_meta(sh)[4097] = 0x45;
+	CHECK_EQ(v.data[1], 0x44);
+	CHECK_EQ(v.meta[4097], 0x45);
+	view_close(&v);
+	dlfs_share_free(sh);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -1334,6 +1404,7 @@ static const struct {
 	{"loc", test_loc}, {"names", test_names},
 	{"seen", test_seen}, {"outside", test_outside},
 	{"outside_hole", test_outside_hole},
+	{"sealed", test_sealed},
 };
 
 int main(int argc, char **argv)

@@ -7,11 +7,12 @@
  * it. Both are built together: a region of another version is refused.
  *
  * Three memory files (memfd), passed over the preload wire:
- *   meta  (clients map it read-only): struct dlfs_shm_head, then the RAM
+ *   meta  (clients map it read-only; sealed with F_SEAL_FUTURE_WRITE,
+ *         so no descriptor of it maps writable): struct dlfs_shm_head, then the RAM
  *         tier's hash table and slot records, the containers' first
  *         global chunks, the NVMe tier's chunk states and its eviction
  *         counter, and where files are (the locations table);
- *   data  (read-only): the RAM tier's slot buffers, slot i at
+ *   data  (read-only and sealed alike): the RAM tier's slot buffers, slot i at
  *         i * slot_size;
  *   rw    (clients write it): the files checked against their own
  *         checksums (a bit per inode), each slot's use (CLOCK's
