@@ -15,24 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "mountinfo.h"
 
-/* Undo mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-	char *o = s;
-	for (; *s; s++, o++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
-		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*o = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
-				    (s[3] - '0'));
-			s += 3;
-		} else {
-			*o = *s;
-		}
-	}
-	*o = '\0';
-}
+extern char **environ;
 
 /*
  * Is canon (an absolute path) the mount point of a FUSE mount, per
@@ -40,32 +25,16 @@ static void unescape(char *s)
  */
 static int fuse_mounted_at(const char *canon)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return -errno;
-	char *line = NULL;
-	size_t cap = 0;
-	int found = 0;
-	while (getline(&line, &cap, f) > 0) {
-		/* id parent major:minor root MOUNTPOINT opts... - TYPE ... */
-		char *save = NULL, *mnt = NULL, *tok;
-		int i = 0;
-		for (tok = strtok_r(line, " ", &save); tok && i < 4;
-		     tok = strtok_r(NULL, " ", &save))
-			i++;
-		mnt = tok;
-		while (tok && strcmp(tok, "-"))
-			tok = strtok_r(NULL, " ", &save);
-		char *type = tok ? strtok_r(NULL, " ", &save) : NULL;
-		if (!mnt || !type)
-			continue;
-		unescape(mnt);
-		if (!strcmp(mnt, canon))
-			found = !strncmp(type, "fuse", 4); /* the last wins */
-	}
-	free(line);
-	fclose(f);
-	return found;
+	struct dlfs_mountinfo mi;
+	struct dlfs_mount_entry e;
+	int ret = dlfs_mountinfo_open(&mi), found = 0;
+	if (ret)
+		return ret;
+	while ((ret = dlfs_mountinfo_next(&mi, &e)) > 0)
+		if (!strcmp(e.mountpoint, canon))
+			found = !strncmp(e.fstype, "fuse", 4); /* the last wins */
+	dlfs_mountinfo_close(&mi);
+	return ret < 0 ? ret : found;
 }
 
 /* The absolute path of path without touching path itself (a dead mount
@@ -146,26 +115,18 @@ out:
 int dlfs_mountpoint_readahead(const char *path, unsigned long kib,
 			      struct dlfs_err *err)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return dlfs_err_sys(err, -errno, "/proc/self/mountinfo");
-	char *line = NULL, dev[32] = "";
-	size_t cap = 0;
-	while (getline(&line, &cap, f) > 0) {
-		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... */
-		char mm[32], root[8], *mp = NULL;
-		int n = 0;
-		if (sscanf(line, "%*u %*u %31s %7s %n", mm, root, &n) < 2 ||
-		    !n)
-			continue;
-		mp = line + n;
-		mp[strcspn(mp, " ")] = '\0';
-		unescape(mp);
-		if (!strcmp(mp, path))
-			snprintf(dev, sizeof(dev), "%s", mm); /* the last wins */
-	}
-	free(line);
-	fclose(f);
+	struct dlfs_mountinfo mi;
+	struct dlfs_mount_entry me;
+	char dev[32] = "";
+	int ret = dlfs_mountinfo_open(&mi);
+	if (ret)
+		return dlfs_err_sys(err, ret, "/proc/self/mountinfo");
+	while ((ret = dlfs_mountinfo_next(&mi, &me)) > 0)
+		if (!strcmp(me.mountpoint, path))
+			snprintf(dev, sizeof(dev), "%s", me.dev); /* the last wins */
+	dlfs_mountinfo_close(&mi);
+	if (ret < 0)
+		return dlfs_err_sys(err, ret, "/proc/self/mountinfo");
 	if (!*dev)
 		return dlfs_err_set(err, -ENOENT,
 				    "%s: not in /proc/self/mountinfo", path);

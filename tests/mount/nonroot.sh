@@ -25,46 +25,9 @@ set -euo pipefail
 mount_setup
 . "$LIB_DIR/cachelib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root: makes a user and changes /dev/fuse's mode"
-for c in useradd userdel setpriv pgrep; do
-	command -v "$c" >/dev/null || skip "$c not found (passwd, util-linux, procps)"
-done
 [ -c /dev/fuse ] || skip "/dev/fuse is not a character device"
-
-# ------------------------------------------------------------ the user
-# useradd and userdel fail while another program holds /etc/passwd's
-# lock (status 1 or 10): try again, for at most 30 s.
-passwd_retry() {
-	local i st
-	for ((i = 0; i < 150; i++)); do
-		st=0
-		"$@" 2>"$T/passwd.err" || st=$?
-		case $st in 1 | 10) sleep 0.2 ;; *) return "$st" ;; esac
-	done
-	return "$st"
-}
-# drop_user: at exit, after the daemons are stopped. A process of the
-# user still there (a daemon that forked) is ended by its id first.
-drop_user() {
-	local p
-	for p in $(pgrep -u "$NU_UID" || true); do
-		echo "[$TEST_NAME] ending process $p of $NU, left running" >&2
-		kill -KILL "$p" 2>/dev/null
-	done
-	passwd_retry userdel "$NU" || {
-		cat "$T/passwd.err" >&2
-		return 1
-	}
-	! getent group "$NU" >/dev/null || groupdel "$NU"
-}
-NU="dlfs-nr-$$-$RANDOM"
-st=0
-passwd_retry useradd --no-create-home --user-group --shell /usr/sbin/nologin \
-	--comment "dlfs test nonroot.sh" "$NU" || st=$?
-[ "$st" = 0 ] || fail "useradd $NU: status $st: $(cat "$T/passwd.err")"
-NU_UID=$(id -u "$NU")
-NU_GID=$(id -g "$NU")
-at_exit drop_user
-note "user $NU ($NU_UID:$NU_GID)"
+. "$LIB_DIR/userlib.sh"
+make_user nonroot.sh
 
 # The device's mode, put back at exit whatever happens (registered after
 # the user, so it runs before userdel).

@@ -45,6 +45,8 @@ RECIPE="$SRC_ROOT/tools/slurm/dlfs-slurm.sh"
 PROLOG="$SRC_ROOT/tools/slurm/dlfs-prolog"
 EPILOG="$SRC_ROOT/tools/slurm/dlfs-epilog"
 LOADER="$HERE/loader.py"
+: "${DLFS_DETACH:=$SRC_ROOT/build/tools/dlfs-detach}"
+export DLFS_DETACH
 
 SRC="$T/src"
 mkdir "$SRC"
@@ -113,7 +115,7 @@ rm -r "$B/dlfs-9003" "$B/dlfs-9004"
 for s in prolog epilog; do
 	cat >"$T/$s.sh" <<EOF
 #!/bin/sh
-DLFS_SLURM_BASE="$DLFS_SLURM_BASE" "$SRC_ROOT/tools/slurm/dlfs-$s" 2>>"$T/$s.log"
+DLFS_SLURM_BASE="$DLFS_SLURM_BASE" DLFS_DETACH="$DLFS_DETACH" "$SRC_ROOT/tools/slurm/dlfs-$s" 2>>"$T/$s.log"
 EOF
 	chmod +x "$T/$s.sh"
 	: >"$T/$s.log"
