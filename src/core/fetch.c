@@ -68,13 +68,50 @@ static uint64_t pfs_begin(struct dlfs_fetch *f)
 }
 
 static void pfs_end(struct dlfs_fetch *f, uint64_t t0, int ret,
-		    uint64_t bytes)
+		    uint64_t bytes, enum dlfs_pfs_why why)
 {
 	atomic_fetch_sub_explicit(&f->pfs_inflight, 1, memory_order_relaxed);
 	if (!ret) {
 		dlfs_stats_time(f->stats, DLFS_TIER_PFS, t0);
 		dlfs_stats_pfs_read(f->stats, bytes);
+		dlfs_stats_add(&f->stats->pfs_why[why], 1);
 	}
+}
+
+/*
+ * Ask the peers for chunk k of container c (global g): into l, checked,
+ * and handed to the NVMe tier when tier. @return 0 when a peer served it;
+ * else -1 with *why, the reason the PFS must read it.
+ */
+static int from_peer(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
+		     uint64_t k, int tier, struct dlfs_load *l,
+		     enum dlfs_pfs_why *why)
+{
+	const struct dlfs_fetch_peer *p = f->peer;
+	uint64_t g = dlfs_ds_container(f->ds, c)->first_chunk + k;
+	struct dlfs_chunk_rec cr;
+	if (p->home(p->arg, g) == p->rank) {
+		*why = DLFS_PFS_HOME;
+		return -1;
+	}
+	*why = DLFS_PFS_ERROR;
+	if (dlfs_chunk_get(txn, c, k, &cr, NULL))
+		return -1;
+	int ret = p->get(p->arg, g, l->buf, l->cap, &l->len);
+	if (ret) {
+		*why = ret == -EXDEV	   ? DLFS_PFS_SUBSTITUTE
+		       : ret == -EHOSTDOWN ? DLFS_PFS_GONE
+					   : DLFS_PFS_ERROR;
+		return -1;
+	}
+	/* A peer's bytes are checked like the PFS's (the logical bytes'
+	 * sum: a peer sends them decompressed). */
+	if (l->len != cr.length || XXH3_64bits(l->buf, l->len) != cr.sum) {
+		dlfs_stats_add(&f->stats->err_peer, 1);
+		return -1;
+	}
+	l->kept = tier && dlfs_nvme_put(f->nvme, c, k, l->buf, l->len, 0);
+	return 0;
 }
 
 /* An NVMe read that started at t0 ended with ret: timed when it served. */
@@ -108,23 +145,14 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 		}
 		/* Absent after all, damaged or unreadable: read it again. */
 	}
-	if (f->peer) {
+	enum dlfs_pfs_why why = DLFS_PFS_MISS;
+	if (f->peer && o && o->serve) {
 		uint64_t g = dlfs_ds_container(f->ds, c)->first_chunk + k;
-		const struct dlfs_fetch_peer *p = f->peer;
-		if (p->home(p->arg, g) != p->rank &&
-		    dlfs_chunk_get(txn, c, k, &cr, NULL) == 0 &&
-		    p->get(p->arg, g, l->buf, l->cap, &l->len) == 0) {
-			/* A peer's bytes are checked like the PFS's (the
-			 * logical bytes' sum: a peer sends them decompressed). */
-			if (l->len == cr.length &&
-			    XXH3_64bits(l->buf, l->len) == cr.sum) {
-				l->kept = tier && dlfs_nvme_put(f->nvme, c, k,
-								l->buf, l->len,
-								0);
-				return 0;
-			}
-			dlfs_stats_add(&f->stats->err_peer, 1);
-		}
+		why = f->peer->home(f->peer->arg, g) == f->peer->rank
+			      ? DLFS_PFS_HOME
+			      : DLFS_PFS_SUBSTITUTE;
+	} else if (f->peer && !from_peer(f, txn, c, k, tier, l, &why)) {
+		return 0;
 	}
 	if ((ret = dlfs_chunk_get(txn, c, k, &cr, l->err)))
 		return ret;
@@ -141,7 +169,7 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 					  l->buf, l->cap, &l->len, l->err);
 	/* The PFS served the stored bytes: fewer than the chunk's when it
 	 * is compressed. */
-	pfs_end(f, t0, ret, f->compressed ? cr.stored_length : l->len);
+	pfs_end(f, t0, ret, f->compressed ? cr.stored_length : l->len, why);
 	if (ret)
 		return ret;
 	if (unz)
@@ -206,7 +234,8 @@ static int load_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
 				 l->buf, l->cap, &l->off, l->err);
 	pfs_end(f, t0, ret,
 		dlfs_roundup(in->offset + in->size, 4096) -
-			(in->offset & ~UINT64_C(4095)));
+			(in->offset & ~UINT64_C(4095)),
+		DLFS_PFS_MISS); /* a file read alone: no peer asked */
 	if (ret)
 		return ret;
 	if (!file_sum_ok(in, l->buf, l->off)) {
@@ -296,7 +325,7 @@ int dlfs_fetch_salvage(struct dlfs_fetch *f, const struct dlfs_inode *in,
 	uint64_t t0 = pfs_begin(f);
 	int ret = dlfs_file_pread(f->ds, in, *buf, (size_t)in->size, 0, &got,
 				  err);
-	pfs_end(f, t0, ret, got);
+	pfs_end(f, t0, ret, got, DLFS_PFS_ERROR);
 	if (ret)
 		return ret;
 	if (got != in->size || XXH3_64bits(*buf, got) != in->xxh3)

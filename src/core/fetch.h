@@ -51,14 +51,20 @@ struct dlfs_fetch_chunk_opts {
 	 * thread. NULL (or no opts): a demand load, which hands a zstd chunk
 	 * to the decode threads (decode field) and waits. */
 	struct dlfs_decoder *dec;
+	/* The load serves a peer's request (this node is the chunk's home,
+	 * or its gone home's substitute): never ask a peer for it. */
+	int serve;
 };
 
 /* The chunks' homes over MPI, as the daemon provides them. */
 struct dlfs_fetch_peer {
 	unsigned rank;                              /* this node's */
 	unsigned (*home)(void *arg, uint64_t g);    /* global chunk g's */
-	/* Global chunk g from its home into buf. @return 0 with *len, or
-	 * -errno (then read it from the PFS). */
+	/* Global chunk g from its home (or its gone home's substitute)
+	 * into buf. @return 0 with *len, or -errno, and then read it from
+	 * the PFS: -EXDEV when this node is the substitute, -EHOSTDOWN when
+	 * no peer can answer (the job is ending), another code for a
+	 * peer's error. */
 	int (*get)(void *arg, uint64_t g, void *buf, size_t cap, size_t *len);
 	void *arg;
 };

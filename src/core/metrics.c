@@ -278,6 +278,15 @@ static void pfs(struct dlfs_out *o, const struct dlfs_stats *s,
 		n[b] = ld(&s->pfs_hist[b]);
 	histogram(o, "pfs_read_size_bytes", "", n, DLFS_HIST_BUCKETS, le_size,
 		  "%.0f", (double)ld(&s->pfs_bytes));
+	family(o, "pfs_reads_why_total", "counter",
+	       "Reads of containers by why: home (this node is the chunk's "
+	       "home), miss (no peer asked), substitute (for a gone home), "
+	       "gone (no peer could answer), error (a peer's answer failed).");
+	for (int w = 0; w < DLFS_PFS_WHY_COUNT; w++) {
+		char lb[32];
+		snprintf(lb, sizeof(lb), "why=\"%s\"", dlfs_pfs_why_names[w]);
+		sample(o, "pfs_reads_why_total", lb, ld(&s->pfs_why[w]));
+	}
 }
 
 static void ram(struct dlfs_out *o, const struct dlfs_cache_stats *r)
@@ -413,10 +422,26 @@ static void peer(struct dlfs_out *o, const struct dlfs_tier_snap *t)
 	counter(o, "peer_requests_total", "Chunks asked of their home node.",
 		p->requests);
 	family(o, "peer_failures_total", "counter",
-	       "Peer requests that failed, by why (the PFS served them).");
+	       "Peer failures: timeout and lost, peers found gone by their "
+	       "silence or by MPI's report (their chunks then go to a "
+	       "substitute); error, answers that were an error.");
 	sample(o, "peer_failures_total", "reason=\"timeout\"", p->timeouts);
 	sample(o, "peer_failures_total", "reason=\"lost\"", p->lost);
 	sample(o, "peer_failures_total", "reason=\"error\"", p->errors);
+	counter(o, "peer_back_total", "Peers found gone, heard from again.",
+		p->back);
+	counter(o, "peer_rerouted_total",
+		"Chunks asked of a gone home's substitute.", p->rerouted);
+	counter(o, "peer_heartbeats_sent_total",
+		"Heartbeats sent to peers waiting on this node.",
+		p->heartbeats_sent);
+	counter(o, "peer_heartbeats_heard_total",
+		"Heartbeats from the peers this node waited on.",
+		p->heartbeats_heard);
+	family(o, "peer_mpi_lag_max_seconds", "gauge",
+	       "The latest the MPI thread woke from an idle wait.");
+	sample_f(o, "peer_mpi_lag_max_seconds", "%.6f",
+		 p->mpi_lag_us_max / 1e6);
 	counter(o, "peer_served_total", "Chunks served to other nodes.",
 		p->served);
 	counter(o, "peer_served_bytes_total", "Bytes served to other nodes.",

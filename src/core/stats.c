@@ -23,6 +23,10 @@ void dlfs_stats_init(struct dlfs_stats *s)
 	s->start = now();
 }
 
+const char *const dlfs_pfs_why_names[DLFS_PFS_WHY_COUNT] = {
+	"home", "miss", "substitute", "gone", "error",
+};
+
 void dlfs_stats_pfs_read(struct dlfs_stats *s, uint64_t len)
 {
 	unsigned b = 0;
@@ -170,6 +174,10 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 		    last ? ">" : "", label,
 		    ld(&s->pfs_hist[b]));
 	}
+	dlfs_out_put(&o, "}, \"why\": {");
+	for (int w = 0; w < DLFS_PFS_WHY_COUNT; w++)
+		dlfs_out_put(&o, "%s\"%s\": %llu", w ? ", " : "",
+			     dlfs_pfs_why_names[w], ld(&s->pfs_why[w]));
 	dlfs_out_put(&o, "}}\n  },\n");
 	const struct dlfs_fill_stats *fs = t->fill;
 	struct dlfs_fill_stats none = {0};
@@ -204,13 +212,20 @@ size_t dlfs_stats_json(const struct dlfs_stats *s,
 	dlfs_out_put(&o,
 	    "  \"peer\": {\"enabled\": %d, \"rank\": %u, \"ranks\": %u, "
 	    "\"requests\": %llu, \"hits\": %llu, \"bytes\": %llu, "
-	    "\"timeouts\": %llu, \"lost\": %llu, \"errors\": %llu, \"latency_us_avg\": %llu, "
+	    "\"timeouts\": %llu, \"lost\": %llu, \"back\": %llu, "
+	    "\"errors\": %llu, \"rerouted\": %llu, \"latency_us_avg\": %llu, "
 	    "\"latency_us_max\": %llu, \"served\": %llu, \"served_bytes\": "
-	    "%llu, \"latency_us_hist\": [",
+	    "%llu, \"heartbeats_sent\": %llu, \"heartbeats_heard\": %llu, "
+	    "\"mpi_lag_us_avg\": %llu, \"mpi_lag_us_max\": %llu, "
+	    "\"latency_us_hist\": [",
 	    t->peer_enabled, t->rank, t->ranks, U(ps->requests), U(ps->hits),
-	    U(ps->bytes), U(ps->timeouts), U(ps->lost), U(ps->errors),
+	    U(ps->bytes), U(ps->timeouts), U(ps->lost), U(ps->back),
+	    U(ps->errors), U(ps->rerouted),
 	    U(ps->hits ? ps->latency_us_sum / ps->hits : 0),
-	    U(ps->latency_us_max), U(ps->served), U(ps->served_bytes));
+	    U(ps->latency_us_max), U(ps->served), U(ps->served_bytes),
+	    U(ps->heartbeats_sent), U(ps->heartbeats_heard),
+	    U(ps->mpi_waits ? ps->mpi_lag_us_sum / ps->mpi_waits : 0),
+	    U(ps->mpi_lag_us_max));
 	for (int b = 0; b < DLFS_LAT_BUCKETS; b++)
 		dlfs_out_put(&o, "%s%llu", b ? ", " : "", U(ps->lat_hist[b]));
 	dlfs_out_put(&o, "]},\n");

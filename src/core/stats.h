@@ -63,12 +63,27 @@ enum dlfs_unz {
 	DLFS_UNZ_COUNT
 };
 
+/* Why a container was read from the PFS: with peers, each chunk should
+ * be read once per job, by its home. */
+enum dlfs_pfs_why {
+	DLFS_PFS_HOME,       /* this node is the chunk's home */
+	DLFS_PFS_MISS,       /* a miss read here, no peer asked: a node
+			      * alone, or a file read alone (read_unit) */
+	DLFS_PFS_SUBSTITUTE, /* this node stands in for the chunk's gone home */
+	DLFS_PFS_GONE,       /* no peer could answer: the job is ending */
+	DLFS_PFS_ERROR,      /* a peer's answer was an error or failed its
+			      * checksum, or a damaged chunk's file was
+			      * read again alone */
+	DLFS_PFS_WHY_COUNT
+};
+
 struct dlfs_stats {
 	double start; /* CLOCK_MONOTONIC seconds at mount */
 	_Atomic uint64_t ops[DLFS_OP_COUNT];
 	_Atomic uint64_t bytes_served;
 	_Atomic uint64_t pfs_reads, pfs_bytes;
 	_Atomic uint64_t pfs_hist[DLFS_HIST_BUCKETS];
+	_Atomic uint64_t pfs_why[DLFS_PFS_WHY_COUNT];
 	_Atomic uint64_t err_checksum, err_container, err_io, err_peer;
 	_Atomic uint64_t err_index;    /* damaged index records met */
 	_Atomic uint64_t files_checked; /* files checked against their XXH3 */
@@ -105,10 +120,16 @@ void dlfs_stats_time_ns(struct dlfs_stats *s, enum dlfs_tier tier,
 #define DLFS_LAT_BUCKETS 20
 struct dlfs_peer_snap {
 	uint64_t requests, hits, bytes, timeouts, lost, errors;
+	uint64_t back, rerouted;
 	uint64_t latency_us_sum, latency_us_max;
 	uint64_t served, served_bytes;
+	uint64_t heartbeats_sent, heartbeats_heard;
+	uint64_t mpi_waits, mpi_lag_us_sum, mpi_lag_us_max;
 	uint64_t lat_hist[DLFS_LAT_BUCKETS];
 };
+
+/* The names of enum dlfs_pfs_why, for the stats and the metrics. */
+extern const char *const dlfs_pfs_why_names[DLFS_PFS_WHY_COUNT];
 
 /* A snapshot of the tiers' own counters, rendered with the stats. */
 struct dlfs_tier_snap {

@@ -113,10 +113,13 @@ static int serve_chunk(void *arg, void *ctx, uint64_t g, void *buf,
 	uint64_t k;
 	if (!ctx)
 		return -ENOMEM;
+	/* Serving a peer (as the home, or a gone home's substitute): from
+	 * this node's tiers or the PFS, never asking another peer. */
+	static const struct dlfs_fetch_chunk_opts serving = {.serve = 1};
 	int ret = dlfs_ds_chunk_locate(fs->ds, g, &c, &k);
 	if (!ret)
-		ret = dlfs_cache_get(cache, dlfs_cache_chunk_key(c, k), NULL,
-				     ctx, &r, NULL);
+		ret = dlfs_cache_get(cache, dlfs_cache_chunk_key(c, k),
+				     &serving, ctx, &r, NULL);
 	if (ret)
 		return ret;
 	if (r.len > cap) {
@@ -159,6 +162,8 @@ static int peer_get(void *arg, uint64_t g, void *buf, size_t cap,
 static void peer_conf(struct dlfs_fs *fs, uint64_t seed,
 		      struct dlfs_peer_conf *pc)
 {
+	_Static_assert(DLFS_PEER_TIMEOUT_DEFAULT_MS == 60000,
+		       "opts.c's default peer_timeout is peer.h's");
 	*pc = (struct dlfs_peer_conf){
 		.force = fs->opts->mpi,
 		.seed = seed,
@@ -270,9 +275,24 @@ static void snapshot(struct dlfs_fs *fs, struct dlfs_tier_snap *ts,
 		struct dlfs_peer_stats p;
 		dlfs_peer_get_stats(fs->peer, &p);
 		ts->peer = (struct dlfs_peer_snap){
-			p.requests, p.hits, p.bytes, p.timeouts, p.lost, p.errors,
-			p.latency_us_sum, p.latency_us_max, p.served,
-			p.served_bytes, {0}};
+			.requests = p.requests,
+			.hits = p.hits,
+			.bytes = p.bytes,
+			.timeouts = p.timeouts,
+			.lost = p.lost,
+			.errors = p.errors,
+			.back = p.back,
+			.rerouted = p.rerouted,
+			.latency_us_sum = p.latency_us_sum,
+			.latency_us_max = p.latency_us_max,
+			.served = p.served,
+			.served_bytes = p.served_bytes,
+			.heartbeats_sent = p.heartbeats_sent,
+			.heartbeats_heard = p.heartbeats_heard,
+			.mpi_waits = p.mpi_waits,
+			.mpi_lag_us_sum = p.mpi_lag_us_sum,
+			.mpi_lag_us_max = p.mpi_lag_us_max,
+		};
 		_Static_assert(DLFS_LAT_BUCKETS == DLFS_PEER_LAT_BUCKETS,
 			       "one latency histogram");
 		memcpy(ts->peer.lat_hist, p.latency_hist,

@@ -81,7 +81,7 @@ static const struct row rows[] = {
 	 "fill the tiers in the background (default auto)",
 	 "none, auto, home or all"},
 	{"peer_timeout", K_UINT, F(peer_timeout_ms), 1, 3600000, NULL, NULL,
-	 "MS", "wait for a peer, then the PFS (default 5000)",
+	 "MS", "silence after which a peer is gone (default 60000)",
 	 "milliseconds from 1 to 3600000"},
 	{"join_timeout", K_UINT, F(join_timeout_s), 1, 86400, NULL, NULL, "S",
 	 "wait for every MPI rank to join, then exit 1 (default 120)",
@@ -234,7 +234,7 @@ int dlfs_opts_parse(struct fuse_args *args, struct dlfs_opts *o)
 	o->rd.read_unit = DLFS_UNIT_AUTO;
 	o->shuffle = DLFS_SHUFFLE_GLOBAL;
 	o->shuffle_window = 16;
-	o->peer_timeout_ms = 5000;
+	o->peer_timeout_ms = 60000; /* peer.h: DLFS_PEER_TIMEOUT_DEFAULT_MS */
 	o->join_timeout_s = 120;
 	for (unsigned i = 0; i < N_ROWS; i++) {
 		snprintf(templ[i], sizeof(templ[i]), "%s%s", rows[i].name,

@@ -6,9 +6,15 @@
  * cut into W contiguous ranges, rank r's being [r*N/W, (r+1)*N/W), so a
  * home reads its range sequentially. A rank that misses a chunk in its
  * RAM and NVMe tiers asks the chunk's home, which serves it from its own
- * tiers or reads it from the PFS once and keeps it. A peer that does not
- * answer within the timeout costs that wait and a read from the PFS,
- * never a hung read.
+ * tiers or reads it from the PFS once and keeps it. A busy home is waited
+ * for: while it owes answers it sends heartbeats, so a slow node never
+ * turns into extra PFS reads (a home is slow exactly when it is busy, and
+ * reading the PFS then would add load where there is too much). A home is
+ * gone only when MPI reports its failure, or when nothing at all is heard
+ * from it for its silence limit (timeout_ms, or more when it was seen
+ * silent longer before); its chunks then go to one substitute, the next
+ * rank after it that is not gone, so the PFS still sees each once. Never
+ * a hung read.
  *
  * Threads: one MPI thread makes every MPI call, from MPI_Init_thread to
  * MPI_Finalize. Callers queue requests to it and sleep on their own
@@ -50,7 +56,9 @@ struct dlfs_peer_conf {
 	int seed_given;        /* -o seed= was given: all must agree */
 	uint64_t n_chunks;     /* across all containers */
 	size_t chunk_size;
-	unsigned timeout_ms;   /* a peer's answer; then the PFS */
+	/* The shortest silence (no answer, no heartbeat, no request) of a
+	 * peer waited on that makes it gone; 0: the default. */
+	unsigned timeout_ms;
 	/* Joining: MPI_Init and the ranks' agreement; 0 = 120 s. A rank
 	 * that dies before it joins leaves the others waiting in MPI
 	 * forever: this bounds it. */
@@ -90,11 +98,24 @@ struct dlfs_peer_share_result {
  * of at most 16 << b microseconds; the last, all longer ones. */
 #define DLFS_PEER_LAT_BUCKETS 20
 
+/* The default of conf.timeout_ms: a minute of silence. A node stopped
+ * for less (swapping, a debugger, SIGSTOP) is waited for. */
+#define DLFS_PEER_TIMEOUT_DEFAULT_MS 60000
+
 struct dlfs_peer_stats {
-	uint64_t requests, hits, bytes, timeouts, lost, errors;
+	uint64_t requests, hits, bytes;
+	uint64_t timeouts; /* ranks found gone by their silence */
+	uint64_t lost;     /* ranks found gone by MPI's report */
+	uint64_t back;     /* gone ranks heard from again */
+	uint64_t errors;   /* answers that were an error */
+	uint64_t rerouted; /* requests sent to a gone home's substitute */
 	uint64_t latency_us_sum, latency_us_max;
 	uint64_t latency_hist[DLFS_PEER_LAT_BUCKETS];
 	uint64_t served, served_bytes;
+	uint64_t heartbeats_sent, heartbeats_heard;
+	/* The MPI thread's idle waits, and how late it woke from them: how
+	 * responsive it stays on a node whose CPUs are busy. */
+	uint64_t mpi_waits, mpi_lag_us_sum, mpi_lag_us_max;
 };
 
 /*
@@ -141,9 +162,12 @@ void dlfs_peer_home_range(unsigned rank, unsigned size, uint64_t n,
 			  uint64_t *lo, uint64_t *hi);
 
 /*
- * Fetch global chunk g from its home into buf (cap bytes). @return 0
- * with *len, -ETIMEDOUT, -EHOSTDOWN (the home gave up on it, or is
- * gone), or -errno: in every error case read it from the PFS.
+ * Fetch global chunk g from its home, or the home's substitute when the
+ * home is gone, into buf (cap bytes); waits as long as the one asked is
+ * heard from. @return 0 with *len; -EXDEV when this rank is the gone
+ * home's substitute: read it from the PFS for the job; -EHOSTDOWN when
+ * the job is ending (or g's home is this rank); or the -errno the peer
+ * answered. In every error case read it from the PFS.
  */
 int dlfs_peer_get(struct dlfs_peer *p, uint64_t g, void *buf, size_t cap,
 		  size_t *len);

@@ -1,113 +1,26 @@
 /*
- * Many nodes over MPI: see peer.h. The only file that includes mpi.h.
- *
- * Messages (all MPI_BYTE on MPI_COMM_WORLD):
- *   request  tag TAG_REQ:            le64 chunk, le32 slot, le32 0
- *   reply    tag TAG_REPLY + slot:   le64 chunk, le32 status (0 or errno),
- *                                    le32 length, then length bytes
- * A requester has SLOTS outstanding requests at most, each with its own
- * reply buffer, so a late or abandoned reply never lands in a caller's
- * memory: the MPI thread copies a reply out only while its caller waits.
- *
- * Lock order: p->mu is the one lock; nothing is called with it held but
- * memcpy of small headers and condition variables.
+ * Many nodes over MPI: see peer.h and peer_mpi_priv.h. This file holds
+ * the MPI thread and the requests this rank makes of its peers.
  */
 #include "launch.h"
-#include "peer.h"
+#include "peer_mpi_priv.h"
 
-#include <mpi.h>
-#include <pthread.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <syslog.h>
 #include <string.h>
+#include <syslog.h>
 #include <time.h>
 
 #include "dlfs/format.h"
 
-#define TAG_REQ 1
-#define TAG_BYE 2 /* "this rank is leaving": empty */
-#define TAG_REPLY 1000
-#define SLOTS 32
-#define HDR 16
-#define BACKOFF_MIN_US 50
-#define BACKOFF_MAX_US 2000
-#define DEAD_MS 10000 /* a peer that timed out is skipped this long */
-/* Longest wait for the other ranks to leave after the last one that did:
- * ranks unmounted one after another (a script, a busy node) keep it going,
- * a dead rank, which never says bye, ends it. */
-#define LEAVE_MIN_MS 10000
-#define JOIN_DEFAULT_MS 120000 /* longest wait for every rank to join */
-#define SHARE_PIECE (8u << 20) /* the index is broadcast in these */
-
-enum slot_state { S_FREE, S_QUEUED, S_SENT, S_COPYING, S_DONE, S_ABANDONED };
-
-struct slot {
-	enum slot_state state;
-	uint64_t g;
-	unsigned home;
-	void *buf; /* the caller's, valid until S_DONE is seen */
-	size_t cap, len;
-	int result;
-	int cancelled; /* MPI_Cancel issued for an abandoned receive */
-	MPI_Request sreq, rreq;
-	uint8_t out[HDR];
-	uint8_t *rbuf; /* HDR + chunk_size, allocated on first use */
-	pthread_cond_t cv;
-	double t0;
-};
-
-struct job { /* a request from a peer, for the server threads */
-	uint64_t g;
-	unsigned src, slot;
-};
-
-struct reply { /* a served chunk, for the MPI thread to send */
-	int in_use, ready, sending;
-	unsigned dst, slot;
-	size_t len;
-	MPI_Request req;
-	uint8_t *buf; /* HDR + chunk_size */
-};
-
-struct dlfs_peer {
-	struct dlfs_peer_conf conf;
-	unsigned rank, size;
-	uint64_t seed;
-
-	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* open's wait, free slots, server jobs */
-	pthread_cond_t wake;    /* the MPI thread's idle wait: new work */
-	pthread_t mpi_thread, *servers;
-	unsigned n_servers;
-	int mpi_started, init_done, init_ret, leaving, stop_servers, finished;
-	int abandon; /* ranks never left: exit without MPI_Finalize */
-	char init_msg[DLFS_ERR_MSG_MAX];
-
-	struct slot slots[SLOTS];
-	struct job *jobs;
-	unsigned jobs_head, jobs_len, jobs_cap;
-	struct reply *replies;
-	unsigned n_replies;
-	double *dead_until; /* per rank */
-
-	struct dlfs_peer_stats st;
-	struct dlfs_peer_share_result share;
-
-	/* Leaving: byes received (and when the last came), byes sent. */
-	MPI_Request bye_in, *bye_out;
-	unsigned byes;
-	double last_bye;
-};
-
-static double now_s(void)
+double dlfs_peer_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
-
 
 unsigned dlfs_peer_home(const struct dlfs_peer *p, uint64_t g)
 {
@@ -146,190 +59,64 @@ void dlfs_peer_set_layout(struct dlfs_peer *p, uint64_t n_chunks,
 	p->conf.chunk_size = chunk_size;
 }
 
-/* ---- start: runs on the MPI thread ---- */
+/* ---- who is there ---- */
 
-struct hello {
-	char id[2 * DLFS_ID_SIZE + 1];
-	uint8_t seed_given, pad[6];
-	uint64_t index_sum, seed, n_chunks;
-};
-
-/*
- * Share the index (peer.h, share_*): one rank reads it, in pieces, and
- * broadcasts each to the ranks that need it, over a communicator of just
- * those and itself, so a rank that has it costs nothing. Each piece
- * carries the reader's status first, so a failed read stops every rank at
- * the same piece. A receiver that fails to write goes on receiving (it
- * must stay in step) and reports its failure afterwards. @return 0, or
- * -errno for a failure of MPI itself (p->init_msg says it); a bad copy is
- * p->share.result, for the caller to fall back on.
- */
-static int share(struct dlfs_peer *p)
+void dlfs_peer_heard(struct dlfs_peer *p, unsigned src, double now)
 {
-	struct dlfs_peer_share_result *r = &p->share;
-	int need = !!p->conf.share_need, n = (int)p->size;
-	int *needs = calloc((size_t)n, sizeof(int));
-	uint8_t *buf = NULL;
-	MPI_Comm sub = MPI_COMM_NULL;
-	int ret = 0;
-	double t0 = now_s();
-	if (!needs) {
-		snprintf(p->init_msg, sizeof(p->init_msg), "out of memory");
-		return -ENOMEM;
+	if (src >= p->size)
+		return;
+	struct rank_state *rs = &p->ranks[src];
+	if (rs->waiting) {
+		double from = rs->heard > rs->since ? rs->heard : rs->since;
+		if (now - from > rs->gap_max)
+			rs->gap_max = now - from;
 	}
-	if (MPI_Allgather(&need, 1, MPI_INT, needs, 1, MPI_INT,
-			  MPI_COMM_WORLD) != MPI_SUCCESS) {
-		snprintf(p->init_msg, sizeof(p->init_msg),
-			 "MPI_Allgather of who needs the index failed");
-		ret = -EIO;
-		goto out;
+	rs->heard = now;
+	if (rs->gone) {
+		rs->gone = 0;
+		p->st.back++;
 	}
-	int root = -1;
-	for (int i = 0; i < n; i++) {
-		r->receivers += (unsigned)needs[i];
-		if (!needs[i] && root < 0)
-			root = i;
-	}
-	if (!r->receivers)
-		goto out;
-	if (root < 0)
-		root = 0;
-	r->root = (int)p->rank == root;
-	int in = need || r->root;
-	/* The root first in the new communicator: rank 0 there. */
-	if (MPI_Comm_split(MPI_COMM_WORLD, in ? 0 : MPI_UNDEFINED,
-			   r->root ? 0 : (int)p->rank + 1,
-			   &sub) != MPI_SUCCESS) {
-		snprintf(p->init_msg, sizeof(p->init_msg),
-			 "MPI_Comm_split for sharing the index failed");
-		ret = -EIO;
-		goto out;
-	}
-	if (!in)
-		goto out;
-	size_t piece = SHARE_PIECE;
-	if (!(buf = malloc(HDR + piece))) {
-		/* Every rank must take part: a rank without memory still
-		 * needs a buffer, so this is fatal for the join. */
-		snprintf(p->init_msg, sizeof(p->init_msg), "out of memory");
-		ret = -ENOMEM;
-		goto out;
-	}
-	uint64_t size = p->conf.share_size;
-	for (uint64_t off = 0; off < size;) {
-		size_t len = size - off < piece ? (size_t)(size - off) : piece;
-		int st = 0;
-		if (r->root)
-			st = p->conf.share_read(p->conf.share_arg, off,
-						buf + HDR, len);
-		dlfs_put_le32(buf, (uint32_t)-st);
-		if (MPI_Bcast(buf, (int)(HDR + len), MPI_BYTE, 0, sub) !=
-		    MPI_SUCCESS) {
-			snprintf(p->init_msg, sizeof(p->init_msg),
-				 "MPI_Bcast of the index at offset %llu failed",
-				 (unsigned long long)off);
-			ret = -EIO;
-			goto out;
-		}
-		st = -(int)dlfs_get_le32(buf);
-		if (st) {
-			if (!r->result)
-				r->result = st;
-			break;
-		}
-		if (need && !r->result)
-			r->result = p->conf.share_write(p->conf.share_arg,
-							buf + HDR, len);
-		off += len;
-		r->bytes += len;
-	}
-out:
-	if (sub != MPI_COMM_NULL)
-		MPI_Comm_free(&sub);
-	r->seconds = now_s() - t0;
-	free(buf);
-	free(needs);
-	return ret;
 }
 
-/* Initialise MPI and check the ranks agree. @return 0 or -errno, with
- * p->init_msg saying why. */
-static int join(struct dlfs_peer *p)
+/* How long rank r may be silent while this one waits on it before it is
+ * gone: the option, or SILENCE_GAPS times its longest silence so far,
+ * whichever is longer, but never more than ten times the option. */
+static double silence_limit(const struct dlfs_peer *p, unsigned r)
 {
-	int provided, rank, size;
-	/* FUNNELED: this thread, which calls MPI_Init_thread and so is
-	 * MPI's main thread, makes every MPI call. Open MPI 4.1 and MPICH
-	 * 4.0 both grant it; the other threads never call MPI. */
-	if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) !=
-	    MPI_SUCCESS) {
-		snprintf(p->init_msg, sizeof(p->init_msg), "MPI_Init_thread failed");
-		return -EIO;
-	}
-	p->mpi_started = 1;
-	/* A dead peer must cost a timeout, not abort this node. */
-	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &size);
-	p->rank = (unsigned)rank;
-	p->size = (unsigned)size;
-	/* An MPI that does not speak the launcher's interface makes each
-	 * process a job of one: every node alone, the PFS read N times. */
-	if (dlfs_launch_check(size, p->init_msg, sizeof(p->init_msg)))
-		return -EPROTO;
-	if (provided < MPI_THREAD_FUNNELED)
-		/* MPI_THREAD_SINGLE promises no other thread exists; ours
-		 * never call MPI, which such builds (MPICH's
-		 * --enable-threads=single) are known to bear. */
-		dlfs_logf(p->conf.log, p->conf.arg, LOG_WARNING,
-			  "MPI grants only thread level %d (MPI_THREAD_SINGLE): "
-			  "going on, with every MPI call made by one thread",
-			  provided);
+	double floor = p->conf.timeout_ms / 1000.0;
+	double seen = SILENCE_GAPS * p->ranks[r].gap_max;
+	return seen < floor ? floor : seen > 10 * floor ? 10 * floor : seen;
+}
 
-	struct hello me = {0}, *all = calloc((size_t)size, sizeof(me));
-	if (!all) {
-		snprintf(p->init_msg, sizeof(p->init_msg), "out of memory");
-		return -ENOMEM;
+/* Has rank r been silent past its limit while this one waits on it? */
+static double silent_for(const struct dlfs_peer *p, unsigned r, double now)
+{
+	const struct rank_state *rs = &p->ranks[r];
+	double from = rs->heard > rs->since ? rs->heard : rs->since;
+	return rs->waiting ? now - from : 0;
+}
+
+/* Where to ask for chunk g: its home, or the home's substitute when it
+ * is gone, the next rank after it that is not (this one, possibly). */
+static unsigned route(const struct dlfs_peer *p, uint64_t g)
+{
+	unsigned h = dlfs_peer_home(p, g);
+	for (unsigned i = 0; i < p->size; i++) {
+		unsigned r = (h + i) % p->size;
+		if (r == p->rank || !p->ranks[r].gone)
+			return r;
 	}
-	snprintf(me.id, sizeof(me.id), "%s", p->conf.dataset_id_hex);
-	me.index_sum = p->conf.index_sum;
-	me.seed = p->conf.seed;
-	me.seed_given = (uint8_t)!!p->conf.seed_given;
-	me.n_chunks = p->conf.n_chunks;
-	int ret = 0;
-	if (MPI_Allgather(&me, sizeof(me), MPI_BYTE, all, sizeof(me), MPI_BYTE,
-			  MPI_COMM_WORLD) != MPI_SUCCESS) {
-		snprintf(p->init_msg, sizeof(p->init_msg),
-			 "MPI_Allgather of the dataset identity failed");
-		ret = -EIO;
-		goto out;
-	}
-	for (int r = 0; r < size && !ret; r++) {
-		if (strcmp(all[r].id, me.id) || all[r].index_sum != me.index_sum ||
-		    all[r].n_chunks != me.n_chunks)
-			ret = -EPROTO;
-		else if (all[r].seed_given && all[0].seed_given &&
-			 all[r].seed != all[0].seed)
-			ret = -EPROTO;
-		if (ret)
-			snprintf(p->init_msg, sizeof(p->init_msg),
-				 "rank %d mounts dataset %s (index checksum "
-				 "%016llx, seed %s%llu), rank %d mounts %s "
-				 "(%016llx, seed %s%llu): every rank must mount "
-				 "the same dataset with the same seed",
-				 r, all[r].id,
-				 (unsigned long long)all[r].index_sum,
-				 all[r].seed_given ? "" : "drawn ",
-				 (unsigned long long)all[r].seed, rank, me.id,
-				 (unsigned long long)me.index_sum,
-				 me.seed_given ? "" : "drawn ",
-				 (unsigned long long)me.seed);
-	}
-	p->seed = all[0].seed; /* rank 0 draws the seed for everyone */
-out:
-	free(all);
-	if (!ret && p->conf.share_size)
-		ret = share(p);
-	return ret;
+	return p->rank;
+}
+
+/* The MPI thread was lag seconds late (negative: woken early). */
+static void lag(struct dlfs_peer *p, double lag)
+{
+	uint64_t us = lag > 0 ? (uint64_t)(lag * 1e6) : 0;
+	p->st.mpi_waits++;
+	p->st.mpi_lag_us_sum += us;
+	if (us > p->st.mpi_lag_us_max)
+		p->st.mpi_lag_us_max = us;
 }
 
 /* ---- the MPI thread's work ---- */
@@ -374,11 +161,18 @@ static int requests(struct dlfs_peer *p)
 			s->cancelled = 1;
 		}
 		flag = 0;
-		int gone = MPI_Test(&s->rreq, &flag, MPI_STATUS_IGNORE) !=
-			   MPI_SUCCESS;
+		MPI_Status status;
+		int gone = MPI_Test(&s->rreq, &flag, &status) != MPI_SUCCESS;
 		if (!flag && !gone)
 			continue;
 		work++;
+		/* An answer, late or not, says its home is alive; a receive
+		 * that completes because it was cancelled says nothing. */
+		int cancelled = 0;
+		if (!gone && MPI_Test_cancelled(&status, &cancelled) ==
+				     MPI_SUCCESS &&
+		    !cancelled)
+			dlfs_peer_heard(p, s->home, dlfs_peer_now());
 		if (gone) {
 			/* MPI says the peer is gone: nothing more will come
 			 * for this slot, and its buffer holds no answer. */
@@ -423,53 +217,24 @@ static int requests(struct dlfs_peer *p)
 	return work;
 }
 
-/* Take in peers' requests, send served replies. Caller holds mu. */
-static int serving(struct dlfs_peer *p)
+/* Heartbeats from homes this rank waits on. Caller holds mu. */
+static int alive_in(struct dlfs_peer *p)
 {
 	int work = 0, flag = 1;
-	while (flag && p->jobs_len < p->jobs_cap) {
+	while (flag) {
 		MPI_Status status;
 		flag = 0;
-		if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_REQ, MPI_COMM_WORLD, &flag,
+		if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_ALIVE, MPI_COMM_WORLD, &flag,
 			       &status) != MPI_SUCCESS ||
 		    !flag)
 			break;
-		uint8_t in[HDR];
-		if (MPI_Recv(in, HDR, MPI_BYTE, status.MPI_SOURCE, TAG_REQ,
+		if (MPI_Recv(NULL, 0, MPI_BYTE, status.MPI_SOURCE, TAG_ALIVE,
 			     MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
 			break;
-		struct job *j = &p->jobs[(p->jobs_head + p->jobs_len++) %
-					 p->jobs_cap];
-		j->g = dlfs_get_le64(in);
-		j->slot = dlfs_get_le32(in + 8);
-		j->src = (unsigned)status.MPI_SOURCE;
-		pthread_cond_broadcast(&p->cv);
+		dlfs_peer_heard(p, (unsigned)status.MPI_SOURCE,
+				dlfs_peer_now());
+		p->st.heartbeats_heard++;
 		work++;
-	}
-	for (unsigned i = 0; i < p->n_replies; i++) {
-		struct reply *r = &p->replies[i];
-		if (r->ready && !r->sending) {
-			if (MPI_Isend(r->buf, (int)(HDR + r->len), MPI_BYTE,
-				      (int)r->dst, TAG_REPLY + (int)r->slot,
-				      MPI_COMM_WORLD, &r->req) != MPI_SUCCESS) {
-				r->in_use = r->ready = 0;
-				pthread_cond_broadcast(&p->cv);
-				continue;
-			}
-			r->sending = 1;
-			work++;
-		}
-		if (r->sending) {
-			int done = 0;
-			if (MPI_Test(&r->req, &done, MPI_STATUS_IGNORE) !=
-			    MPI_SUCCESS)
-				done = 1;
-			if (done) {
-				r->in_use = r->ready = r->sending = 0;
-				pthread_cond_broadcast(&p->cv);
-				work++;
-			}
-		}
 	}
 	return work;
 }
@@ -483,7 +248,7 @@ static int byes(struct dlfs_peer *p)
 	    !flag)
 		return 0;
 	p->byes++;
-	p->last_bye = now_s();
+	p->last_bye = dlfs_peer_now();
 	if (p->byes + 1 < p->size &&
 	    MPI_Irecv(NULL, 0, MPI_BYTE, MPI_ANY_SOURCE, TAG_BYE,
 		      MPI_COMM_WORLD, &p->bye_in) != MPI_SUCCESS)
@@ -505,7 +270,18 @@ static void say_bye(struct dlfs_peer *p)
 static void *mpi_main(void *arg)
 {
 	struct dlfs_peer *p = arg;
-	int ret = join(p);
+	int ret = dlfs_peer_join(p);
+	if (!ret) {
+		/* Each rank has SLOTS requests out at most: all fit. */
+		p->jobs_cap = SLOTS * p->size;
+		p->jobs = calloc(p->jobs_cap, sizeof(*p->jobs));
+		p->ranks = calloc(p->size, sizeof(*p->ranks));
+		if (!p->jobs || !p->ranks) {
+			snprintf(p->init_msg, sizeof(p->init_msg),
+				 "out of memory");
+			ret = -ENOMEM;
+		}
+	}
 	pthread_mutex_lock(&p->mu);
 	p->init_ret = ret;
 	p->init_done = 1;
@@ -520,14 +296,15 @@ static void *mpi_main(void *arg)
 	int in_barrier = 0;
 	double left_at = 0;
 	while (!ret) {
-		int work = requests(p) + serving(p) + byes(p);
+		int work = requests(p) + alive_in(p) + dlfs_peer_serving(p) +
+			   byes(p);
 		if (p->leaving && !in_barrier) {
 			/* Keep serving until every rank is leaving too. */
 			say_bye(p);
 			if (MPI_Ibarrier(MPI_COMM_WORLD, &barrier) != MPI_SUCCESS)
 				break;
 			in_barrier = 1;
-			left_at = now_s();
+			left_at = dlfs_peer_now();
 		}
 		if (in_barrier) {
 			int done = 0;
@@ -536,12 +313,10 @@ static void *mpi_main(void *arg)
 			    done)
 				break;
 			/* A dead rank never arrives: do not wait forever. */
-			unsigned limit = 2 * p->conf.timeout_ms > LEAVE_MIN_MS
-						 ? 2 * p->conf.timeout_ms
-						 : LEAVE_MIN_MS;
+			unsigned limit = LEAVE_MIN_MS;
 			double since = p->last_bye > left_at ? p->last_bye
 							     : left_at;
-			if (now_s() - since > limit / 1000.0) {
+			if (dlfs_peer_now() - since > limit / 1000.0) {
 				p->abandon = 1;
 				break;
 			}
@@ -559,7 +334,9 @@ static void *mpi_main(void *arg)
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000L;
 			}
+			double due = dlfs_peer_now() + backoff / 1e6;
 			pthread_cond_timedwait(&p->wake, &p->mu, &ts);
+			lag(p, dlfs_peer_now() - due);
 			backoff = backoff * 2 > BACKOFF_MAX_US ? BACKOFF_MAX_US
 							       : backoff * 2;
 		}
@@ -603,55 +380,172 @@ static void *mpi_main(void *arg)
 	return NULL;
 }
 
-/* ---- server threads ---- */
+/* ---- asking ---- */
 
-static void *server_main(void *arg)
+/* A free slot, waiting for one. Caller holds mu. @return NULL when the
+ * job is ending. */
+static struct slot *take_slot(struct dlfs_peer *p)
 {
-	struct dlfs_peer *p = arg;
-	void *ctx = p->conf.ctx_new ? p->conf.ctx_new(p->conf.arg) : NULL;
-	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		struct reply *r = NULL;
-		while (!p->stop_servers) {
-			r = NULL;
-			for (unsigned i = 0; i < p->n_replies && !r; i++)
-				if (!p->replies[i].in_use)
-					r = &p->replies[i];
-			if (p->jobs_len && r)
-				break;
-			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->finished || p->leaving)
+			return NULL;
+		for (unsigned i = 0; i < SLOTS; i++)
+			if (p->slots[i].state == S_FREE)
+				return &p->slots[i];
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += CHECK_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
 		}
-		if (p->stop_servers)
-			break;
-		struct job j = p->jobs[p->jobs_head];
-		p->jobs_head = (p->jobs_head + 1) % p->jobs_cap;
-		p->jobs_len--;
-		r->in_use = 1;
-		pthread_mutex_unlock(&p->mu);
-
-		size_t len = 0;
-		int st = j.g < p->conf.n_chunks
-				 ? p->conf.serve(p->conf.arg, ctx, j.g,
-						 r->buf + HDR, p->conf.chunk_size,
-						 &len)
-				 : -EINVAL;
-		dlfs_put_le64(r->buf, j.g);
-		dlfs_put_le32(r->buf + 8, st < 0 ? (uint32_t)-st : 0);
-		dlfs_put_le32(r->buf + 12, st ? 0 : (uint32_t)len);
-
-		pthread_mutex_lock(&p->mu);
-		r->len = st ? 0 : len;
-		r->dst = j.src;
-		r->slot = j.slot;
-		r->ready = 1;
-		pthread_cond_signal(&p->wake);
-		p->st.served++;
-		p->st.served_bytes += r->len;
+		pthread_cond_timedwait(&p->cv, &p->mu, &ts);
 	}
+}
+
+/* Rank r is gone: say why, once. Caller holds mu, which is dropped to
+ * log. */
+static void declare_gone(struct dlfs_peer *p, unsigned r, uint64_t g,
+			 double silent)
+{
+	if (p->ranks[r].gone)
+		return;
+	p->ranks[r].gone = 1;
+	double limit = silence_limit(p, r);
+	if (silent > 0)
+		p->st.timeouts++;
+	else
+		p->st.lost++;
+	unsigned sub = route(p, g);
 	pthread_mutex_unlock(&p->mu);
-	if (ctx && p->conf.ctx_free)
-		p->conf.ctx_free(p->conf.arg, ctx);
-	return NULL;
+	if (silent > 0)
+		dlfs_logf(p->conf.log, p->conf.arg, LOG_WARNING,
+			  "peer rank %u said nothing for %.1f s (its limit: "
+			  "%.1f s) while chunk %llu was asked of it: it is "
+			  "gone; its chunks go to rank %u",
+			  r, silent, limit, (unsigned long long)g, sub);
+	else
+		dlfs_logf(p->conf.log, p->conf.arg, LOG_WARNING,
+			  "peer rank %u is gone (MPI reports its failure) "
+			  "for chunk %llu: its chunks go to rank %u",
+			  r, (unsigned long long)g, sub);
+	pthread_mutex_lock(&p->mu);
+}
+
+/* Wait for slot s's answer from rank to: as long as to is heard from.
+ * Caller holds mu. @return 0 with *len, -EAGAIN when to is gone (ask
+ * again), or the answer's error. */
+static int wait_answer(struct dlfs_peer *p, struct slot *s, unsigned to,
+		       size_t *len)
+{
+	while (s->state != S_DONE) {
+		if (s->state == S_COPYING) {
+			pthread_cond_wait(&s->cv, &p->mu);
+			continue;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += CHECK_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&s->cv, &p->mu, &ts);
+		if (s->state == S_DONE || s->state == S_COPYING)
+			continue;
+		double now = dlfs_peer_now(), silent = silent_for(p, to, now);
+		if (!p->ranks[to].gone && silent <= silence_limit(p, to))
+			continue;
+		/* The MPI thread cancels the receive and frees the slot. */
+		s->state = S_ABANDONED;
+		pthread_cond_signal(&p->wake);
+		declare_gone(p, to, s->g, silent);
+		return -EAGAIN;
+	}
+	int ret = s->result;
+	*len = s->len;
+	s->state = S_FREE;
+	pthread_cond_broadcast(&p->cv);
+	if (ret == -ECONNRESET) {
+		declare_gone(p, to, s->g, 0);
+		return -EAGAIN;
+	}
+	return ret;
+}
+
+/* Ask rank to for chunk g. Caller holds mu. @return as wait_answer, or
+ * -EHOSTDOWN when the job is ending. */
+static int ask(struct dlfs_peer *p, unsigned to, uint64_t g, void *buf,
+	       size_t cap, size_t *len)
+{
+	struct slot *s = take_slot(p);
+	if (!s)
+		return -EHOSTDOWN;
+	if (!s->rbuf && !(s->rbuf = malloc(HDR + p->conf.chunk_size)))
+		return -ENOMEM;
+	s->g = g;
+	s->home = to;
+	s->buf = buf;
+	s->cap = cap;
+	s->len = 0;
+	s->cancelled = 0;
+	s->sreq = s->rreq = MPI_REQUEST_NULL;
+	s->t0 = dlfs_peer_now();
+	s->state = S_QUEUED;
+	struct rank_state *rs = &p->ranks[to];
+	if (!rs->waiting++)
+		rs->since = s->t0;
+	pthread_cond_signal(&p->wake);
+	int ret = wait_answer(p, s, to, len);
+	rs->waiting--;
+	return ret;
+}
+
+/* Count an answer that took from t0 to now. Caller holds mu. */
+static void count_answer(struct dlfs_peer *p, double t0, size_t len)
+{
+	double us = (dlfs_peer_now() - t0) * 1e6;
+	p->st.hits++;
+	p->st.bytes += len;
+	p->st.latency_us_sum += (uint64_t)us;
+	if ((uint64_t)us > p->st.latency_us_max)
+		p->st.latency_us_max = (uint64_t)us;
+	unsigned b = 0;
+	while (b < DLFS_PEER_LAT_BUCKETS - 1 && us > (16u << b))
+		b++;
+	p->st.latency_hist[b]++;
+}
+
+int dlfs_peer_get(struct dlfs_peer *p, uint64_t g, void *buf, size_t cap,
+		  size_t *len)
+{
+	unsigned home = dlfs_peer_home(p, g);
+	double t0 = dlfs_peer_now();
+	int ret;
+	pthread_mutex_lock(&p->mu);
+	p->st.requests++;
+	for (;;) {
+		if (p->finished || p->leaving) {
+			ret = -EHOSTDOWN;
+			break;
+		}
+		unsigned to = route(p, g);
+		if (to == p->rank) {
+			ret = home == p->rank ? -EHOSTDOWN : -EXDEV;
+			break;
+		}
+		if (to != home)
+			p->st.rerouted++;
+		ret = ask(p, to, g, buf, cap, len);
+		if (ret != -EAGAIN)
+			break;
+	}
+	if (!ret)
+		count_answer(p, t0, *len);
+	else if (ret != -EXDEV && ret != -EHOSTDOWN)
+		p->st.errors++;
+	pthread_mutex_unlock(&p->mu);
+	return ret;
 }
 
 /* ---- the API ---- */
@@ -667,7 +561,7 @@ static void free_peer(struct dlfs_peer *p)
 	free(p->replies);
 	free(p->jobs);
 	free(p->servers);
-	free(p->dead_until);
+	free(p->ranks);
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->cv);
 	pthread_cond_destroy(&p->wake);
@@ -685,7 +579,7 @@ int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	p->conf = *conf;
 	if (!p->conf.timeout_ms)
-		p->conf.timeout_ms = 5000;
+		p->conf.timeout_ms = DLFS_PEER_TIMEOUT_DEFAULT_MS;
 	if (!p->conf.servers)
 		p->conf.servers = 2;
 	pthread_mutex_init(&p->mu, NULL);
@@ -693,11 +587,9 @@ int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
 	pthread_cond_init(&p->wake, NULL);
 	for (unsigned i = 0; i < SLOTS; i++)
 		pthread_cond_init(&p->slots[i].cv, NULL);
-	p->jobs_cap = 4 * SLOTS;
-	p->jobs = calloc(p->jobs_cap, sizeof(*p->jobs));
 	p->n_replies = 2 * p->conf.servers;
 	p->replies = calloc(p->n_replies, sizeof(*p->replies));
-	if (!p->jobs || !p->replies) {
+	if (!p->replies) {
 		free_peer(p);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
@@ -741,12 +633,6 @@ int dlfs_peer_open(const struct dlfs_peer_conf *conf, struct dlfs_peer **out,
 		free_peer(p);
 		return ret;
 	}
-	p->dead_until = calloc(p->size, sizeof(*p->dead_until));
-	if (!p->dead_until) {
-		*out = p;
-		dlfs_peer_close(p);
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	}
 	*out = p;
 	return 0;
 }
@@ -760,7 +646,8 @@ int dlfs_peer_start(struct dlfs_peer *p, struct dlfs_err *err)
 		if (!(p->replies[i].buf = malloc(HDR + p->conf.chunk_size)))
 			return dlfs_err_set(err, -ENOMEM, "out of memory");
 	for (unsigned i = 0; i < p->conf.servers; i++) {
-		int ret = pthread_create(&p->servers[i], NULL, server_main, p);
+		int ret = pthread_create(&p->servers[i], NULL, dlfs_peer_server_main,
+					 p);
 		if (ret)
 			return dlfs_err_set(err, -ret, "peer server thread");
 		p->n_servers++;
@@ -784,103 +671,6 @@ void dlfs_peer_close(struct dlfs_peer *p)
 		pthread_join(p->servers[i], NULL);
 	pthread_join(p->mpi_thread, NULL);
 	free_peer(p);
-}
-
-int dlfs_peer_get(struct dlfs_peer *p, uint64_t g, void *buf, size_t cap,
-		  size_t *len)
-{
-	unsigned home = dlfs_peer_home(p, g);
-	double t0 = now_s();
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	double real_deadline = (double)ts.tv_sec + ts.tv_nsec / 1e9 +
-			       p->conf.timeout_ms / 1000.0;
-	ts.tv_sec = (time_t)real_deadline;
-	ts.tv_nsec = (long)((real_deadline - (double)ts.tv_sec) * 1e9);
-
-	pthread_mutex_lock(&p->mu);
-	p->st.requests++;
-	if (home == p->rank || p->finished || p->leaving ||
-	    p->dead_until[home] > t0) {
-		pthread_mutex_unlock(&p->mu);
-		return -EHOSTDOWN;
-	}
-	struct slot *s = NULL;
-	while (!s) {
-		for (unsigned i = 0; i < SLOTS && !s; i++)
-			if (p->slots[i].state == S_FREE)
-				s = &p->slots[i];
-		if (!s && pthread_cond_timedwait(&p->cv, &p->mu, &ts)) {
-			p->st.timeouts++;
-			pthread_mutex_unlock(&p->mu);
-			return -ETIMEDOUT;
-		}
-	}
-	if (!s->rbuf && !(s->rbuf = malloc(HDR + p->conf.chunk_size))) {
-		pthread_mutex_unlock(&p->mu);
-		return -ENOMEM;
-	}
-	s->g = g;
-	s->home = home;
-	s->buf = buf;
-	s->cap = cap;
-	s->len = 0;
-	s->cancelled = 0;
-	s->sreq = s->rreq = MPI_REQUEST_NULL;
-	s->t0 = t0;
-	s->state = S_QUEUED;
-	pthread_cond_signal(&p->wake);
-	while (s->state != S_DONE) {
-		if (s->state != S_COPYING &&
-		    pthread_cond_timedwait(&s->cv, &p->mu, &ts) &&
-		    s->state != S_DONE && s->state != S_COPYING) {
-			/* Too slow or gone: the PFS instead, and skip this
-			 * peer for a while. */
-			s->state = S_ABANDONED;
-			p->st.timeouts++;
-			p->dead_until[home] = now_s() + DEAD_MS / 1000.0;
-			pthread_mutex_unlock(&p->mu);
-			dlfs_logf(p->conf.log, p->conf.arg, LOG_WARNING,
-			     "peer rank %u did not answer for chunk %llu within "
-			     "%u ms: reading from the PFS, and skipping it for "
-			     "%d s",
-			     home, (unsigned long long)g, p->conf.timeout_ms,
-			     DEAD_MS / 1000);
-			return -ETIMEDOUT;
-		}
-		if (s->state == S_COPYING)
-			pthread_cond_wait(&s->cv, &p->mu);
-	}
-	int ret = s->result;
-	*len = s->len;
-	s->state = S_FREE;
-	pthread_cond_broadcast(&p->cv);
-	if (!ret) {
-		double us = (now_s() - t0) * 1e6;
-		p->st.hits++;
-		p->st.bytes += *len;
-		p->st.latency_us_sum += (uint64_t)us;
-		if ((uint64_t)us > p->st.latency_us_max)
-			p->st.latency_us_max = (uint64_t)us;
-		unsigned b = 0;
-		while (b < DLFS_PEER_LAT_BUCKETS - 1 && us > (16u << b))
-			b++;
-		p->st.latency_hist[b]++;
-	} else if (ret == -ECONNRESET) {
-		/* As for a timeout: the PFS instead, and skip this peer. */
-		p->st.lost++;
-		p->dead_until[home] = now_s() + DEAD_MS / 1000.0;
-	} else {
-		p->st.errors++;
-	}
-	pthread_mutex_unlock(&p->mu);
-	if (ret == -ECONNRESET)
-		dlfs_logf(p->conf.log, p->conf.arg, LOG_WARNING,
-			  "peer rank %u is gone (MPI reports its failure) "
-			  "for chunk %llu: reading from the PFS, and skipping "
-			  "it for %d s",
-			  home, (unsigned long long)g, DEAD_MS / 1000);
-	return ret;
 }
 
 void dlfs_peer_get_stats(struct dlfs_peer *p, struct dlfs_peer_stats *s)

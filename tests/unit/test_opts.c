@@ -63,7 +63,7 @@ int main(void)
 	CHECK_EQ(o.rd.fill, DLFS_FILL_AUTO);
 	CHECK_EQ(o.shuffle, DLFS_SHUFFLE_GLOBAL);
 	CHECK_EQ(o.shuffle_window, 16);
-	CHECK_EQ(o.peer_timeout_ms, 5000);
+	CHECK_EQ(o.peer_timeout_ms, 60000);
 	CHECK_EQ(o.join_timeout_s, 120);
 	CHECK(o.seed_from == DLFS_SEED_DATASET && !o.kernel_readahead_given &&
 	      !o.mpi);
