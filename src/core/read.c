@@ -677,6 +677,11 @@ static int read_alone(struct dlfs_reader *r, const struct dlfs_inode *in,
 {
 	if (!dlfs_grain_file_mode(r->grain, in))
 		return 0;
+	/* Another node's chunk: its home reads the PFS for the job (a file
+	 * read alone here would be a second read of those bytes). */
+	uint64_t g = dlfs_ds_container(r->ds, in->container)->first_chunk + k0;
+	if (r->fetch.peer && (g < r->home_lo || g >= r->home_hi))
+		return 0;
 	/* A sequential reader, or a chunk the NVMe tier has free room for:
 	 * the chunk's other files will be read from where it is kept. A
 	 * full LRU tier would evict a chunk to take it: in file mode that
