@@ -363,7 +363,7 @@ int main(int argc, char **argv)
 	if (ret == 2)
 		goto out;
 	if (!ret && o.mountpoint &&
-	    dlfs_mountpoint_prepare(o.mountpoint, stderr, &err)) {
+	    dlfs_mountpoint_prepare(o.mountpoint, o.nonempty, stderr, &err)) {
 		fprintf(stderr, "dlfs: %s\n", err.msg);
 		ret = 1;
 		goto out;

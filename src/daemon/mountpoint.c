@@ -1,6 +1,7 @@
 /* The mountpoint before mounting: see mountpoint.h. */
 #include "mountpoint.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -16,14 +17,16 @@
 #include <unistd.h>
 
 #include "mountinfo.h"
+#include "util.h"
 
 extern char **environ;
 
 /*
- * Is canon (an absolute path) the mount point of a FUSE mount, per
- * /proc/self/mountinfo? @return 1, 0, or a negative errno.
+ * What is mounted at canon (an absolute path), per /proc/self/mountinfo:
+ * the type of the topmost mount into type. @return 1, 0 (nothing), or a
+ * negative errno.
  */
-static int fuse_mounted_at(const char *canon)
+static int mounted_at(const char *canon, char *type, size_t len)
 {
 	struct dlfs_mountinfo mi;
 	struct dlfs_mount_entry e;
@@ -31,10 +34,86 @@ static int fuse_mounted_at(const char *canon)
 	if (ret)
 		return ret;
 	while ((ret = dlfs_mountinfo_next(&mi, &e)) > 0)
-		if (!strcmp(e.mountpoint, canon))
-			found = !strncmp(e.fstype, "fuse", 4); /* the last wins */
+		if (!strcmp(e.mountpoint, canon)) {
+			found = 1; /* the last wins: the topmost */
+			snprintf(type, len, "%s", e.fstype);
+		}
 	dlfs_mountinfo_close(&mi);
 	return ret < 0 ? ret : found;
+}
+
+static int fuse_mounted_at(const char *canon)
+{
+	char type[64];
+	int ret = mounted_at(canon, type, sizeof(type));
+	return ret == 1 ? !strncmp(type, "fuse", 4) : ret;
+}
+
+/* A live dlfs mount's pid from its .dlfs/info, or -1. */
+static long dlfs_pid_at(const char *canon)
+{
+	char p[PATH_MAX], buf[4096];
+	long pid = -1;
+	snprintf(p, sizeof(p), "%s/.dlfs/info", canon);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		const char *at = strstr(buf, "\"pid\": ");
+		if (at)
+			pid = strtol(at + 7, NULL, 10);
+	}
+	return pid;
+}
+
+/*
+ * Would a mount at path (canon: absolute) hide something? Another mount,
+ * or entries of the directory. @return 0, or -EBUSY (mounted) or
+ * -ENOTEMPTY with err saying what and how to go on.
+ */
+static int check_free(const char *path, const char *canon,
+		      struct dlfs_err *err)
+{
+	char type[64];
+	if (canon && mounted_at(canon, type, sizeof(type)) == 1) {
+		long pid = strcmp(type, "fuse.dlfs") ? -1 : dlfs_pid_at(canon);
+		if (pid > 0)
+			return dlfs_err_set(err, -EBUSY,
+					    "mountpoint %s: already mounted by "
+					    "dlfs (pid %ld): unmount it first "
+					    "(fusermount3 -u %s), or mount over "
+					    "it with -o nonempty",
+					    path, pid, path);
+		return dlfs_err_set(err, -EBUSY,
+				    "mountpoint %s: a %s file system is "
+				    "mounted there: unmount it first, or "
+				    "mount over it with -o nonempty",
+				    path, type);
+	}
+	DIR *d = opendir(path);
+	if (!d)
+		return 0; /* stat passed: libfuse will say what is wrong */
+	struct dirent *de;
+	unsigned long n = 0;
+	char first[NAME_MAX + 1] = "";
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    !n++)
+			snprintf(first, sizeof(first), "%s", de->d_name);
+	closedir(d);
+	if (!n)
+		return 0;
+	char q[4 * NAME_MAX + 1];
+	dlfs_quote(first, strlen(first), q, sizeof(q));
+	return dlfs_err_set(err, -ENOTEMPTY,
+			    "mountpoint %s is not empty (%lu entr%s, such as "
+			    "'%s'): the mount would hide %s; use an empty "
+			    "directory, or -o nonempty to mount over %s",
+			    path, n, n == 1 ? "y" : "ies", q,
+			    n == 1 ? "it" : "them", n == 1 ? "it" : "them");
 }
 
 /* The absolute path of path without touching path itself (a dead mount
@@ -69,7 +148,7 @@ static int fusermount_detach(const char *path)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EPERM;
 }
 
-int dlfs_mountpoint_prepare(const char *path, FILE *note,
+int dlfs_mountpoint_prepare(const char *path, int nonempty, FILE *note,
 			    struct dlfs_err *err)
 {
 	struct stat st;
@@ -107,6 +186,8 @@ int dlfs_mountpoint_prepare(const char *path, FILE *note,
 	else if (!S_ISDIR(st.st_mode))
 		ret = dlfs_err_set(err, -ENOTDIR,
 				   "mountpoint %s: not a directory", path);
+	else if (!nonempty)
+		ret = check_free(path, canon, err);
 out:
 	free(canon);
 	return ret;

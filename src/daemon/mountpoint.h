@@ -18,11 +18,14 @@
 /*
  * Make path usable as a mountpoint. A dead FUSE mount on it is detached
  * (umount2 MNT_DETACH as root, else fusermount3 -uz), and a line saying
- * so goes to note. @return 0 when path is then a directory, or a
+ * so goes to note. Unless nonempty, a mount must hide nothing: a live
+ * mount there (another dlfs, named with its pid) or entries in the
+ * directory are refused. @return 0 when path is then a directory, or a
  * negative errno with err saying what is wrong (-ENOTCONN: a dead mount
- * that could not be removed, with the command that would).
+ * that could not be removed, with the command that would; -EBUSY: a live
+ * mount; -ENOTEMPTY: entries; each with the override).
  */
-int dlfs_mountpoint_prepare(const char *path, FILE *note,
+int dlfs_mountpoint_prepare(const char *path, int nonempty, FILE *note,
 			    struct dlfs_err *err);
 
 /*

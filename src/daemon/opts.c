@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dlfs/format.h"
+#include "util.h"
 
 enum kind { K_SIZE, K_UINT, K_STR, K_FLAG, K_ENUM, K_SEED };
 
@@ -91,8 +92,55 @@ static const struct row rows[] = {
 	 "empty name"},
 	{"mpi", K_FLAG, F(mpi), 0, 0, NULL, NULL, NULL,
 	 "join an MPI job even without a launcher", NULL},
+	{"nonempty", K_FLAG, F(nonempty), 0, 0, NULL, NULL, NULL,
+	 "mount over a directory that is not empty, or another mount", NULL},
 };
 #define N_ROWS (sizeof(rows) / sizeof(rows[0]))
+
+/* The -o options libfuse and mount(8)'s helpers take, which dlfs passes
+ * on: any other that is not dlfs's own is refused here, by name, with
+ * the closest known one, before libfuse would refuse it unnamed. */
+static const char *const fuse_known[] = {
+	"allow_other", "allow_root", "auto_unmount", "default_permissions",
+	"fsname", "subtype", "max_read", "blkdev", "blksize", "debug",
+	"clone_fd", "max_idle_threads", "max_threads", "rw", "ro", "suid",
+	"nosuid", "dev", "nodev", "exec", "noexec", "async", "sync", "atime",
+	"noatime", "diratime", "nodiratime", "lazytime", "nolazytime",
+	"relatime", "norelatime", "strictatime", "nostrictatime", "dirsync",
+	"symfollow", "nosymfollow", "context", "fscontext", "defcontext",
+	"rootcontext", "user", "users", "nofail", "_netdev", "auto", "noauto",
+	"defaults", "comment", "setuid", "drop_privileges",
+};
+#define N_FUSE_KNOWN (sizeof(fuse_known) / sizeof(fuse_known[0]))
+
+/* -o arg is neither dlfs's nor libfuse's: say so, and what was meant.
+ * @return 0 when it is libfuse's (to pass on), -1 when refused. */
+static int unknown_opt(const char *arg)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg, "="), arg);
+	for (unsigned i = 0; i < N_FUSE_KNOWN; i++)
+		if (!strcmp(name, fuse_known[i]))
+			return 0;
+	if (!strncmp(name, "x-", 2)) /* fstab's, for other programs */
+		return 0;
+	const char *cands[N_ROWS + N_FUSE_KNOWN];
+	for (unsigned i = 0; i < N_ROWS; i++)
+		cands[i] = rows[i].name;
+	for (unsigned i = 0; i < N_FUSE_KNOWN; i++)
+		cands[N_ROWS + i] = fuse_known[i];
+	const char *near = dlfs_closest(name, cands, N_ROWS + N_FUSE_KNOWN);
+	if (near)
+		fprintf(stderr,
+			"dlfs: unknown option -o %s: did you mean %s? (dlfs "
+			"--help lists them)\n",
+			name, near);
+	else
+		fprintf(stderr,
+			"dlfs: unknown option -o %s (dlfs --help lists them)\n",
+			name);
+	return -1;
+}
 #define KEY_BASE 100
 
 struct parse {
@@ -203,6 +251,10 @@ static int opt_proc(void *data, const char *arg, int key,
 	if (key == FUSE_OPT_KEY_OPT &&
 	    (!strcmp(arg, "-h") || !strcmp(arg, "--help")))
 		o->show_help = 1;
+	if (key == FUSE_OPT_KEY_OPT && arg[0] != '-' && unknown_opt(arg)) {
+		p->bad = 1;
+		return 0;
+	}
 	if (key == FUSE_OPT_KEY_OPT && !strcmp(arg, "allow_other"))
 		o->allow_other = "allow_other";
 	if (key == FUSE_OPT_KEY_OPT && !strcmp(arg, "allow_root"))

@@ -35,6 +35,7 @@ struct dlfs_opts {
 	uint64_t seed;               /* DLFS_SEED_DATASET: not yet known */
 	enum dlfs_seed_from seed_from;
 	int mpi;
+	int nonempty;                /* mount over entries or a mount */
 	unsigned peer_timeout_ms;
 	unsigned join_timeout_s;
 	int show_help;

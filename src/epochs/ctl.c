@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <unistd.h>
 
 #include "dlfs/format.h"
 #include "util.h"
@@ -115,7 +116,8 @@ static int render_info(struct dlfs_ctl *c, const char *mountpoint)
 		"\"container_size\": %llu, \"align\": %llu, \"inodes\": %llu, "
 		"\"files\": %llu, \"dirs\": %llu, \"symlinks\": %llu, "
 		"\"containers\": %llu, \"file_bytes\": %llu, "
-		"\"index_bytes\": %llu, \"first_file_ino\": %llu%s}\n",
+		"\"index_bytes\": %llu, \"first_file_ino\": %llu, "
+		"\"pid\": %ld%s}\n",
 		q1, q2, s->format_major, s->format_minor, feat,
 		in->dataset_id_hex,
 		q3, q4, (unsigned long long)s->chunk_size,
@@ -126,7 +128,7 @@ static int render_info(struct dlfs_ctl *c, const char *mountpoint)
 		(unsigned long long)s->n_containers,
 		(unsigned long long)s->total_file_bytes,
 		(unsigned long long)in->index_bytes,
-		(unsigned long long)s->first_file_ino, sh);
+		(unsigned long long)s->first_file_ino, (long)getpid(), sh);
 	if (n < 0) {
 		c->info_json = NULL;
 		return -ENOMEM;

@@ -149,6 +149,52 @@ size_t dlfs_utf8_seq(const unsigned char *p, size_t n)
 	return len;
 }
 
+/* Edits from a to b (optimal string alignment), or more than max: then
+ * max + 1. Names of options are short: 64 bytes are enough. */
+static size_t edits(const char *a, const char *b, size_t max)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 63 || lb > 63 || (la > lb ? la - lb : lb - la) > max)
+		return max + 1;
+	size_t d[64][64];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < c)
+				c = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < c)
+				c = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+				c = d[i - 2][j - 2] + 1;
+			d[i][j] = c;
+		}
+	return d[la][lb] > max ? max + 1 : d[la][lb];
+}
+
+const char *dlfs_closest(const char *word, const char *const *cands,
+			 size_t n)
+{
+	size_t max = strlen(word) / 3;
+	max = max < 1 ? 1 : max > 3 ? 3 : max;
+	const char *best = NULL;
+	size_t best_d = max + 1;
+	for (size_t i = 0; i < n; i++) {
+		if (!cands[i])
+			continue;
+		size_t d = edits(word, cands[i], max);
+		if (d < best_d) {
+			best = cands[i];
+			best_d = d;
+		}
+	}
+	return best;
+}
+
 int dlfs_parse_size(const char *s, uint64_t *out)
 {
 	if (!s || !isdigit((unsigned char)*s))

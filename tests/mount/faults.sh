@@ -16,8 +16,10 @@
 # (e) bad starts: missing dataset, index with a garbage first 4 KiB, index
 #     with format version 99, dataset that is a file or has no index,
 #     missing mountpoint, mountpoint that is a regular file, -o
-#     ram_cache=lots, too small a ram_cache, an unknown -o option, no
-#     arguments: each exits non-zero (1 for dataset/mountpoint errors, 2 for
+#     ram_cache=lots, too small a ram_cache, an unknown -o option, a
+#     misspelt one (named, with the one meant), no arguments, a
+#     mountpoint that is not empty, a mountpoint dlfs serves already
+#     (named with its pid, and not stacked): each exits non-zero (1 for dataset/mountpoint errors, 2 for
 #     usage errors) with a "dlfs: " message naming the culprit, and nothing
 #     is left mounted.
 # In (a)-(c) the daemon must not crash, and exits 0 on fusermount3 -u.
@@ -255,7 +257,22 @@ bad_start "mountpoint is a regular file" 1 "$T/afile|not a directory" "$DS" "$T/
 bad_start "-o ram_cache=lots" 2 "ram_cache" "$DS" "$MNT" -o ram_cache=lots
 bad_start "-o ram_cache=100K (less than two 64K chunks)" 2 "ram_cache" "$DS" "$MNT" -o ram_cache=100K
 bad_start "-o an unknown option" 2 "no_such_opt" "$DS" "$MNT" -o no_such_opt=1
+bad_start "-o a misspelt option" 2 "unknown option -o ram_cahce|did you mean ram_cache?" "$DS" "$MNT" -o ram_cahce=2G
 bad_start "no arguments" 2 "usage"
 bad_start "no mountpoint" 2 "usage" "$DS"
+# A mount that would hide something is refused, with the override named;
+# with it, the mount goes on (issue 39).
+mkdir "$T/full"
+: >"$T/full/theirs"
+bad_start "a mountpoint that is not empty" 1 "$T/full is not empty|'theirs'|-o nonempty" "$DS" "$T/full"
+mkdir "$T/busy"
+dlfs_mount "$DS" "$T/busy"
+bad_start "a mountpoint dlfs already serves" 1 "already mounted by dlfs (pid $DLFS_PID)|fusermount3 -u $T/busy|-o nonempty" "$DS" "$T/busy"
+[ "$(grep -c " $T/busy fuse.dlfs " /proc/mounts)" = 1 ] || soft_fail "(e) a second mount was stacked on $T/busy"
+dlfs_umount "$T/busy"
+dlfs_mount "$DS" "$T/full" -o nonempty
+[ -e "$T/full/theirs" ] && soft_fail "(e) -o nonempty: the mount does not cover the directory"
+dlfs_umount "$T/full"
+[ -e "$T/full/theirs" ] || soft_fail "(e) the directory's entry is gone after the unmount"
 grep -F "$T" /proc/mounts && fail "(e) something under $T is still mounted"
 finish

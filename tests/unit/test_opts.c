@@ -145,5 +145,27 @@ int main(void)
 	refused("ctl_dir=..", "dlfs: -o ctl_dir=..: a name");
 	refused("peer_timeout=0", "dlfs: -o peer_timeout=0: ");
 	refused("join_timeout=86401", "dlfs: -o join_timeout=86401: ");
+	/* A typo names the option meant; a name that is nobody's is named;
+	 * libfuse's own options and fstab's x- ones pass. */
+	refused("ram_cahce=2G", "dlfs: unknown option -o ram_cahce: did you "
+				"mean ram_cache?");
+	refused("ram_cache=1G,cache_dri=/x", "dlfs: unknown option -o "
+					     "cache_dri: did you mean "
+					     "cache_dir?");
+	refused("shufle=chunked", "dlfs: unknown option -o shufle: did you "
+				  "mean shuffle?");
+	refused("alow_other", "dlfs: unknown option -o alow_other: did you "
+			      "mean allow_other?");
+	refused("frobnicate", "dlfs: unknown option -o frobnicate (dlfs "
+			      "--help");
+	CHECK_EQ(parse("allow_other,noatime,fsname=x,x-systemd.automount", &o),
+		 0);
+	dlfs_opts_free(&o);
+	CHECK_EQ(parse("nonempty", &o), 0);
+	CHECK_EQ(o.nonempty, 1);
+	dlfs_opts_free(&o);
+	CHECK_EQ(parse(NULL, &o), 0);
+	CHECK_EQ(o.nonempty, 0);
+	dlfs_opts_free(&o);
 	return t_done("test_opts");
 }
