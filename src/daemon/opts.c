@@ -270,6 +270,33 @@ static int given(const struct parse *p, const char *name)
 	return 0;
 }
 
+/* A relative path made absolute against the working directory, as typed
+ * otherwise (no link resolved, a leading ./ dropped): .dlfs/info and the
+ * metrics' dataset label name it for programs that run elsewhere.
+ * @return 0 or -ENOMEM (-errno: no working directory). */
+static int absolute(char **path)
+{
+	if (!*path || (*path)[0] == '/')
+		return 0;
+	char *cwd = getcwd(NULL, 0), *a = NULL;
+	if (!cwd)
+		return -errno;
+	const char *p = *path;
+	while (p[0] == '.' && (p[1] == '/' || !p[1])) {
+		p += p[1] ? 2 : 1;
+		while (*p == '/')
+			p++;
+	}
+	int n = asprintf(&a, "%s%s%s", cwd,
+			 *p && strcmp(cwd, "/") ? "/" : "", p);
+	free(cwd);
+	if (n < 0)
+		return -ENOMEM;
+	free(*path);
+	*path = a;
+	return 0;
+}
+
 int dlfs_opts_parse(struct fuse_args *args, struct dlfs_opts *o)
 {
 	struct parse p = {.o = o};
@@ -299,6 +326,12 @@ int dlfs_opts_parse(struct fuse_args *args, struct dlfs_opts *o)
 		return 2;
 	if (o->show_help)
 		return 1;
+	int e = absolute(&o->dataset);
+	if (e) {
+		fprintf(stderr, "dlfs: %s: cannot make it absolute: %s\n",
+			o->dataset, strerror(-e));
+		return 2;
+	}
 	for (unsigned i = 0; i < N_ROWS; i++)
 		if (p.given[i] && rows[i].need && !given(&p, rows[i].need)) {
 			fprintf(stderr, "dlfs: -o %s=%s: needs -o %s=DIR\n",
