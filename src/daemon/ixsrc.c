@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "dlfs/ixcopy.h"
+#include "outlock.h"
 
 struct dlfs_ixsrc_share {
 	const char *dataset;
@@ -40,6 +41,19 @@ static void warn(dlfs_log_fn log, void *arg, const char *what,
 		  e && e->msg[0] ? ": " : "", e ? e->msg : "", then);
 }
 
+/* dlfs_ds_open, saying so when a missing dataset is being packed. */
+static int open_plain(const char *dataset, struct dlfs_ds **ds,
+		      struct dlfs_err *err)
+{
+	char who[256];
+	int ret = dlfs_ds_open(dataset, ds, err);
+	if (ret == -ENOENT && dlfs_outlock_who(dataset, who, sizeof(who)))
+		dlfs_err_set(err, ret, "%s: not there yet: it is being packed "
+			     "(dlfs-pack, %s); mount it once that is done",
+			     dataset, who);
+	return ret;
+}
+
 /*
  * Open dataset with its index from path (a copy, held open by hold_fd
  * until LMDB has its own), else from the PFS with a warning. Takes path.
@@ -64,7 +78,7 @@ static int open_ds(const char *dataset, char *path, int hold_fd,
 	}
 	ix->source = "pfs";
 	ix->where = "pfs";
-	return dlfs_ds_open(dataset, ds, err);
+	return open_plain(dataset, ds, err);
 }
 
 int dlfs_ixsrc_open(const char *dataset, const char *cache_dir,
@@ -80,15 +94,18 @@ int dlfs_ixsrc_open(const char *dataset, const char *cache_dir,
 	ix->source = ix->where = "pfs";
 	int ret = dlfs_seal_read(dataset, &s, &e);
 	if (ret) {
-		if (ret != -ENOENT)
+		/* The real error first, and alone: a seal that cannot be
+		 * read matters only for a dataset that opens. */
+		int opened = open_plain(dataset, ds, err);
+		if (!opened && ret != -ENOENT)
 			warn(log, arg, "the index's seal", &e,
 			     "the index is mapped from the PFS");
-		return dlfs_ds_open(dataset, ds, err);
+		return opened;
 	}
 	ix->sealed = 1;
 	ix->bytes = s.size;
 	if (!cache_dir)
-		return dlfs_ds_open(dataset, ds, err);
+		return open_plain(dataset, ds, err);
 	ret = dlfs_ixcopy_find(cache_dir, &s, &path, &e);
 	if (!ret) {
 		ix->source = "local";

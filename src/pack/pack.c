@@ -41,6 +41,7 @@
 #include "ingest.h"
 #include "index_write.h"
 #include "scan.h"
+#include "outlock.h"
 #include "util.h"
 
 static double now(void)
@@ -1039,6 +1040,7 @@ struct job {
 	uint8_t id[DLFS_ID_SIZE];
 	char *tmp, *spool, *ipath, *parent;
 	int exists;
+	struct dlfs_outlock lock; /* rank 0: OUT's, from start to publish */
 };
 
 /* Rank 0: check OUT and make the temporary directory beside it. */
@@ -1046,6 +1048,10 @@ static int prepare_out(struct job *j, const char *out,
 		       const struct dlfs_pack_opts *o, struct dlfs_err *err)
 {
 	struct stat ost;
+	/* Taken first: a second pack into OUT fails now, not at its end. */
+	int ret = dlfs_outlock_take(out, &j->lock, err);
+	if (ret)
+		return ret;
 	j->exists = lstat(out, &ost) == 0;
 	if (j->exists && !o->force)
 		return dlfs_err_set(err, -EEXIST,
@@ -1067,7 +1073,7 @@ static int prepare_out(struct job *j, const char *out,
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
 	if (!mkdtemp(j->tmp)) {
-		int ret = dlfs_err_sys(err, -errno,
+		ret = dlfs_err_sys(err, -errno,
 				       "%s: creating a temporary directory "
 				       "beside it",
 				       out);
@@ -1367,6 +1373,7 @@ static void job_free(struct job *j)
 		}
 		remove_flat_dir(j->tmp);
 	}
+	dlfs_outlock_release(&j->lock);
 	pk_ingest_free(j->ing, 0);
 	free(j->tmp);
 	free(j->spool);
