@@ -281,12 +281,26 @@ int dlfs_container_get(struct dlfs_txn *txn, uint32_t c,
 /*
  * Return a read-only file descriptor for container c, opening it on first
  * use and checking its header and footer against the index (magic,
- * version, dataset id, size). The fd belongs to ds. @return 0, or -ENOENT
- * (missing), -EUCLEAN (wrong magic/id/version, truncated), -errno.
- * A failure is remembered: later calls fail the same way at no cost.
+ * version, dataset id, size). The fd belongs to ds. A container shorter
+ * than the index says (a copy cut short) opens with its header checked
+ * alone (its footer is gone): see dlfs_ds_container_cut. @return 0, or
+ * -ENOENT (missing), -EUCLEAN (wrong magic/id/version, cut inside its
+ * header, longer than the index says), -errno. A failure is remembered:
+ * later calls fail the same way at no cost.
  */
 int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
 			 struct dlfs_err *err);
+
+/*
+ * Is container c, once dlfs_ds_container_fd has opened it, shorter than
+ * the index says (a copy interrupted)? Its chunks whose stored bytes end
+ * at or before the cut read as usual; every read of the others' bytes
+ * (dlfs_ds_pread, dlfs_ds_read_range, dlfs_chunk_read, dlfs_file_pread)
+ * fails with -EUCLEAN, err naming the container, its size, the size the
+ * index gives and the chunk. @return 1 with *size its size, or 0 (whole,
+ * not opened yet, or unusable).
+ */
+int dlfs_ds_container_cut(struct dlfs_ds *ds, uint32_t c, uint64_t *size);
 
 /*
  * How dlfs_chunk_read reads containers. PLAIN (the default): buffered
@@ -302,7 +316,8 @@ void dlfs_ds_set_chunk_io(struct dlfs_ds *ds, enum dlfs_chunk_io io);
 
 /*
  * Read len bytes of container c at offset off into buf, retrying short
- * reads. @return 0, -EUCLEAN if the container ends early, -errno.
+ * reads. @return 0, -EUCLEAN if the container ends early (or the chunk of
+ * the range's last byte passes its cut: dlfs_ds_container_cut), -errno.
  */
 int dlfs_ds_pread(struct dlfs_ds *ds, uint32_t c, void *buf, size_t len,
 		  uint64_t off, struct dlfs_err *err);

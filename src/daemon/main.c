@@ -65,6 +65,20 @@ static int check_mountpoint(const char *mountpoint)
 	return 0;
 }
 
+/* A container cut short: said once, at mount time; each read that
+ * fails on the cut is logged by the read core. */
+static void warn_cut(struct dlfs_ds *ds, uint32_t c, uint64_t size)
+{
+	char name[DLFS_CONTAINER_NAME_MAX];
+	dlfs_container_name(c, name);
+	fprintf(stderr,
+		"dlfs: warning: %s/%s: container is truncated: %llu bytes, "
+		"the index says %llu; the files of its chunks past the cut "
+		"will give EIO\n",
+		dlfs_ds_path(ds), name, (unsigned long long)size,
+		(unsigned long long)dlfs_ds_container(ds, c)->file_size);
+}
+
 /* What is checked of an opened dataset before it is served. @return 0,
  * 1 or 2 (the exit status), with a message. */
 static int check_ds(const struct dlfs_opts *o, struct dlfs_ds *ds)
@@ -86,12 +100,16 @@ static int check_ds(const struct dlfs_opts *o, struct dlfs_ds *ds)
 		return 2;
 	}
 	/* Read every container's header now: a bad one is named at mount
-	 * time, though only its own files will fail later. */
+	 * time, though only its own files will fail later (and of one cut
+	 * short, only those of its chunks past the cut). */
 	for (uint32_t c = 0; c < info->super.n_containers; c++) {
 		int fd;
+		uint64_t size;
 		struct dlfs_err e = {0};
 		if (dlfs_ds_container_fd(ds, c, &fd, &e))
 			fprintf(stderr, "dlfs: warning: %s\n", e.msg);
+		else if (dlfs_ds_container_cut(ds, c, &size))
+			warn_cut(ds, c, size);
 	}
 	return 0;
 }

@@ -147,9 +147,13 @@ const char *dlfs_ds_path(const struct dlfs_ds *ds)
 	return ds->path;
 }
 
-/* Check container c's header and footer against the index. */
+/* Check container c's header and footer against the index; *size is
+ * its size. A container shorter than the index says (a copy cut short)
+ * passes with its header alone: its footer went with the cut, and its
+ * chunks are checked against the cut as they are read (past_cut). */
 static int container_validate(struct dlfs_ds *ds, uint32_t c, int fd,
-			      const char *cpath, struct dlfs_err *err)
+			      const char *cpath, uint64_t *size,
+			      struct dlfs_err *err)
 {
 	const struct dlfs_container *rec = &ds->ix.cont[c];
 	if (rec->bad)
@@ -170,15 +174,14 @@ static int container_validate(struct dlfs_ds *ds, uint32_t c, int fd,
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return dlfs_err_sys(err, -errno, "%s", cpath);
-	if ((uint64_t)st.st_size != rec->file_size)
+	*size = (uint64_t)st.st_size;
+	if (*size < rec->file_size)
+		return 0;
+	if (*size != rec->file_size)
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s: container is %s: %lld bytes, the "
-				    "index says %llu",
-				    cpath,
-				    (uint64_t)st.st_size < rec->file_size
-					    ? "truncated"
-					    : "the wrong size",
-				    (long long)st.st_size,
+				    "%s: container is the wrong size: %llu "
+				    "bytes, the index says %llu",
+				    cpath, (unsigned long long)*size,
 				    (unsigned long long)rec->file_size);
 
 	uint8_t fb[DLFS_FOOTER_SIZE];
@@ -241,7 +244,8 @@ int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
 		if (f < 0) {
 			ret = dlfs_err_sys(&e, -errno, "%s", cpath);
 		} else {
-			ret = container_validate(ds, c, f, cpath, &e);
+			ret = container_validate(ds, c, f, cpath, &s->size,
+						 &e);
 			if (ret) {
 				close(f);
 			} else {
@@ -267,11 +271,62 @@ unlock:
 	return ret;
 }
 
+int dlfs_ds_container_cut(struct dlfs_ds *ds, uint32_t c, uint64_t *size)
+{
+	if (c >= ds->ix.info.super.n_containers)
+		return 0;
+	const struct dlfs_container_slot *s = &ds->containers[c];
+	if (atomic_load_explicit(&s->state, memory_order_acquire) != 1 ||
+	    s->size >= ds->ix.cont[c].file_size)
+		return 0;
+	*size = s->size;
+	return 1;
+}
+
+int dlfs_ds_past_cut(const struct dlfs_ds *ds, uint32_t c, uint64_t k,
+		     uint64_t end, struct dlfs_err *err)
+{
+	const struct dlfs_container_slot *s = &ds->containers[c];
+	if (end <= s->size)
+		return 0;
+	char name[DLFS_CONTAINER_NAME_MAX];
+	dlfs_container_name(c, name);
+	return dlfs_err_set(err, -DLFS_ECORRUPT,
+			    "%s/%s: container is truncated: %llu bytes, the "
+			    "index says %llu; chunk %llu ends at byte %llu, "
+			    "past the cut",
+			    ds->path, name, (unsigned long long)s->size,
+			    (unsigned long long)ds->ix.cont[c].file_size,
+			    (unsigned long long)k, (unsigned long long)end);
+}
+
+/* Is [off, off + len) of container c (an uncompressed dataset's, whose
+ * chunks lie at their logical place) readable: does the chunk of its
+ * last byte end before a cut? A range outside the data region is
+ * checked as it is. */
+static int raw_past_cut(const struct dlfs_ds *ds, uint32_t c, uint64_t off,
+			size_t len, struct dlfs_err *err)
+{
+	const uint64_t cs = ds->ix.info.super.chunk_size;
+	const uint64_t d0 = DLFS_DATA_OFFSET(cs);
+	const uint64_t dend = d0 + ds->ix.cont[c].data_size;
+	uint64_t end = off + len, k = 0;
+	if (len && end > d0 && end <= dend) {
+		k = dlfs_chunk_at(cs, end - 1);
+		end = dlfs_chunk_start(cs, k) + cs;
+		if (end > dend)
+			end = dend;
+	}
+	return dlfs_ds_past_cut(ds, c, k, end, err);
+}
+
 int dlfs_ds_pread(struct dlfs_ds *ds, uint32_t c, void *buf, size_t len,
 		  uint64_t off, struct dlfs_err *err)
 {
 	int fd;
 	int ret = dlfs_ds_container_fd(ds, c, &fd, err);
+	if (!ret)
+		ret = raw_past_cut(ds, c, off, len, err);
 	if (ret)
 		return ret;
 	ssize_t n = dlfs_pread_full(fd, buf, len, off);
@@ -345,9 +400,15 @@ int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
 			*head = (size_t)(off - a0);
 		return ret;
 	}
+	if ((ret = raw_past_cut(ds, c, off, len, err)))
+		return ret;
 	char name[DLFS_CONTAINER_NAME_MAX];
 	const struct dlfs_container_slot *slot = &ds->containers[c];
-	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0;
+	/* Pages that pass the end of a cut container are read buffered:
+	 * after the short read there, O_DIRECT may refuse the unaligned
+	 * rest (ext4 answers 0, not every file system may). */
+	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0 &&
+		     a0 + want <= slot->size;
 	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
 		fd = slot->dfd;
 	ssize_t n = dlfs_pread_full(fd, buf, want, a0);
@@ -470,6 +531,10 @@ static int stored_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 	int fd;
 	char name[DLFS_CONTAINER_NAME_MAX];
 	int ret = dlfs_ds_container_fd(ds, c, &fd, err);
+	if (!ret)
+		ret = dlfs_ds_past_cut(ds, c, k,
+				       cr->stored_offset + cr->stored_length,
+				       err);
 	if (ret)
 		return ret;
 	size_t want = (size_t)dlfs_roundup(cr->stored_length, 4096);
@@ -480,7 +545,8 @@ static int stored_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 				    ds->path, (unsigned long long)k, c, want,
 				    cap);
 	const struct dlfs_container_slot *slot = &ds->containers[c];
-	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0;
+	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0 &&
+		     cr->stored_offset + want <= slot->size; /* as read_range */
 	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
 		fd = slot->dfd;
 	ssize_t n = dlfs_pread_full(fd, buf, want, cr->stored_offset);

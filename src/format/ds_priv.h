@@ -18,6 +18,8 @@
 struct dlfs_container_slot {
 	_Atomic int state; /* 0 not tried, 1 open, < 0 failed with that errno */
 	int fd;
+	uint64_t size; /* of the file, when open: less than the index's
+			* file_size in a container cut short */
 	int dfd; /* the same file for chunk reads (RANDOM, DIRECT), or -1 */
 	int dfd_direct; /* dfd has O_DIRECT */
 	char *msg; /* why it failed, when state < 0 */
@@ -30,6 +32,12 @@ struct dlfs_ds {
 	struct dlfs_container_slot *containers; /* n_containers slots */
 	enum dlfs_chunk_io chunk_io; /* dlfs_ds_set_chunk_io */
 };
+
+/* Stored bytes of chunk k of container c (open) that end at byte end:
+ * @return 0 when they lie before the end of the file, else -EUCLEAN, err
+ * naming the container, its size and the index's, and the chunk. */
+int dlfs_ds_past_cut(const struct dlfs_ds *ds, uint32_t c, uint64_t k,
+		     uint64_t end, struct dlfs_err *err);
 
 /* Does ds have DLFS_FEATURE(COMPRESSED)? */
 int dlfs_ds_compressed(const struct dlfs_ds *ds);

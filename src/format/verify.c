@@ -196,6 +196,196 @@ static int next_file(struct verify *v, uint32_t c, uint64_t *ino,
 	return 0;
 }
 
+/* Container c could not be opened (why says why): it is named, and its
+ * files too, up to a limit a terminal can take. @return 0 or -ENOMEM. */
+static int container_unusable(struct verify *v, uint32_t c,
+			      const char *cname, const char *why,
+			      struct dlfs_err *err)
+{
+	const struct dlfs_container *rec = dlfs_ds_container(v->ds, c);
+	char msg[DLFS_ERR_MSG_MAX + 64];
+	snprintf(msg, sizeof(msg), "%s (%llu files in it unchecked)", why,
+		 (unsigned long long)rec->n_files);
+	report(v, cname, msg);
+	v->rep->bad_containers++;
+	v->rep->bad_files += rec->n_files;
+	for (uint64_t i = 0; i < rec->n_files && i < DLFS_VERIFY_NAME_MAX; i++)
+		if (add_bad(v, rec->first_ino + i, c, 0,
+			    "in an unusable container"))
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (rec->n_files > DLFS_VERIFY_NAME_MAX) {
+		snprintf(msg, sizeof(msg),
+			 "and %llu more files in this container",
+			 (unsigned long long)(rec->n_files -
+					      DLFS_VERIFY_NAME_MAX));
+		report(v, cname, msg);
+	}
+	return 0;
+}
+
+/* One chunk of the walk, and what was wrong with it. */
+struct chunk_state {
+	uint32_t c;
+	uint64_t k, start;
+	size_t len;  /* its logical bytes */
+	int bad;     /* its record, stored bytes or checksum */
+	int named;   /* its damage is named already, or by a file's */
+	int cut;     /* it passes the end of a container cut short */
+};
+
+/*
+ * Chunk ch->k into buf, read and checked: ch says what was wrong. A
+ * damaged chunk's bytes are zeros, so that its files fail their
+ * checksums; one past the cut of a truncated container is not read.
+ * @return 0, or -errno when the walk cannot go on.
+ */
+static int read_chunk(struct verify *v, int fd, uint8_t *buf,
+		      struct chunk_state *ch, struct dlfs_err *err)
+{
+	struct dlfs_ds *ds = v->ds;
+	const int z = dlfs_ds_compressed(ds);
+	struct dlfs_chunk_rec cr;
+	struct dlfs_err e = {0};
+	int ret = dlfs_chunk_get(v->txn, ch->c, ch->k, &cr, &e);
+	if (ret == -DLFS_ECORRUPT || ret == -ENOENT) {
+		/* Its files still have their own checksums. */
+		ch->bad = ch->named = 1;
+		if (add_bad(v, 0, ch->c, ch->start, e.msg))
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+	} else if (ret) {
+		return dlfs_err_set(err, ret, "%s", e.msg);
+	}
+	uint64_t end = ch->start + ch->len;
+	if (z)
+		end = ch->bad ? 0 : cr.stored_offset + cr.stored_length;
+	if (dlfs_ds_past_cut(ds, ch->c, ch->k, end, NULL)) {
+		memset(buf, 0, ch->len);
+		ch->bad = ch->named = ch->cut = 1; /* its files say so */
+		return 0;
+	}
+	if (!z) {
+		ret = dlfs_ds_pread(ds, ch->c, buf, ch->len, ch->start, err);
+		if (ret)
+			return ret;
+		posix_fadvise(fd, (off_t)ch->start, (off_t)ch->len,
+			      POSIX_FADV_DONTNEED);
+		if (!ch->bad)
+			ch->bad = XXH3_64bits(buf, ch->len) != cr.xxh3;
+		return 0;
+	}
+	/* The stored bytes are checked as they are read. */
+	ret = ch->bad ? -DLFS_ECORRUPT
+		      : dlfs_ds_chunk_logical(ds, ch->c, ch->k, &cr, v->dec,
+					      buf, ds->ix.info.super.chunk_size,
+					      &e);
+	if (ret && ret != -DLFS_ECORRUPT && ret != -DLFS_ECHECKSUM)
+		return dlfs_err_set(err, ret, "%s", e.msg);
+	if (ret) {
+		memset(buf, 0, ch->len);
+		if (!ch->bad && add_bad(v, 0, ch->c, ch->start, e.msg))
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+		ch->bad = ch->named = 1;
+	}
+	return 0;
+}
+
+/* Where the walk of one container's files stands. */
+struct walk {
+	uint32_t c;
+	uint64_t ino, end;   /* the next inode, and the container's end */
+	struct dlfs_inode in; /* the current file, when have */
+	int have;
+	int open_hash;       /* hs holds in's bytes up to this chunk */
+	int cut;             /* some of in's bytes lie past the cut */
+};
+
+/*
+ * The files with bytes in chunk ch (buf), in inode order, which is
+ * layout order: one chunk buffer and one running hash. A file that goes
+ * on in the next chunk stays open in hs; one whose record breaks the
+ * order (it starts before this chunk and is not the open one) is checked
+ * alone. @return 0 or -errno.
+ */
+static int walk_chunk(struct verify *v, struct walk *w, const uint8_t *buf,
+		      struct chunk_state *ch, XXH3_state_t *hs,
+		      struct dlfs_err *err)
+{
+	const uint64_t cend = ch->start + ch->len;
+	struct dlfs_inode *in = &w->in;
+	struct dlfs_err e = {0};
+	int ret;
+	for (;;) {
+		if (!w->have) {
+			ret = next_file(v, w->c, &w->ino, w->end, in, err);
+			if (ret <= 0)
+				return ret;
+			w->have = 1;
+		}
+		uint64_t h = 0;
+		if (in->size == 0) {
+			h = XXH3_64bits(NULL, 0);
+		} else if (!w->open_hash && in->offset < ch->start) {
+			ret = check_alone(v, in, hs, &h, &e);
+			if (ret && ret != -DLFS_ECORRUPT)
+				return dlfs_err_set(err, ret, "%s", e.msg);
+			if (ret)
+				h = ~in->xxh3;
+		} else {
+			if (in->offset >= cend)
+				return 0; /* starts in a later chunk */
+			w->cut |= ch->cut;
+			uint64_t fend = in->offset + in->size;
+			uint64_t from = w->open_hash ? ch->start : in->offset;
+			uint64_t to = fend < cend ? fend : cend;
+			const uint8_t *p = buf + (from - ch->start);
+			if (!w->open_hash && fend <= cend) {
+				h = XXH3_64bits(p, (size_t)(to - from));
+			} else {
+				if (!w->open_hash) {
+					XXH3_64bits_reset(hs);
+					w->open_hash = 1;
+				}
+				XXH3_64bits_update(hs, p, (size_t)(to - from));
+				if (fend > cend)
+					return 0; /* goes on in the next */
+				h = XXH3_64bits_digest(hs);
+				w->open_hash = 0;
+			}
+		}
+		const char *why = w->cut ? "its chunk goes past the end of "
+					   "the truncated container"
+				  : h != in->xxh3 ? "checksum mismatch"
+						  : NULL;
+		ch->named |= why != NULL;
+		if ((ret = file_done(v, in, w->c, why, err)))
+			return ret;
+		w->have = w->cut = 0;
+		w->ino++;
+	}
+}
+
+/* The files of the walk's container that no chunk held. */
+static int files_left(struct verify *v, struct walk *w, struct dlfs_err *err)
+{
+	int ret;
+	for (; w->ino < w->end; w->ino++) {
+		if (!w->have) {
+			ret = next_file(v, w->c, &w->ino, w->end, &w->in, err);
+			if (ret <= 0)
+				return ret;
+		}
+		w->have = 0;
+		int bad = w->in.size || w->in.xxh3 != XXH3_64bits(NULL, 0);
+		ret = file_done(v, &w->in, w->c,
+				bad ? "file lies outside the container's data"
+				    : NULL,
+				err);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 			    XXH3_state_t *hs, struct dlfs_err *err)
 {
@@ -206,178 +396,61 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 	const struct dlfs_container *rec = dlfs_ds_container(ds, c);
 	struct dlfs_err e = {0};
 	char cname[DLFS_CONTAINER_NAME_MAX];
+	uint64_t size, n_cut = 0;
 	int fd, ret;
 
 	dlfs_container_name(c, cname);
 	v->rep->containers++;
 	ret = dlfs_ds_container_fd(ds, c, &fd, &e);
-	if (ret) {
-		char msg[DLFS_ERR_MSG_MAX + 64];
-		snprintf(msg, sizeof(msg), "%s (%llu files in it unchecked)",
-			 e.msg, (unsigned long long)rec->n_files);
-		report(v, cname, msg);
-		v->rep->bad_containers++;
-		v->rep->bad_files += rec->n_files;
-		/* Name its files too, up to a limit a terminal can take. */
-		for (uint64_t i = 0; i < rec->n_files && i < DLFS_VERIFY_NAME_MAX;
-		     i++)
-			if (add_bad(v, rec->first_ino + i, c, 0,
-				    "in an unusable container"))
-				return dlfs_err_set(err, -ENOMEM,
-						    "out of memory");
-		if (rec->n_files > DLFS_VERIFY_NAME_MAX) {
-			snprintf(msg, sizeof(msg),
-				 "and %llu more files in this container",
-				 (unsigned long long)(rec->n_files -
-						      DLFS_VERIFY_NAME_MAX));
-			report(v, cname, msg);
-		}
-		return 0;
-	}
-	ret = check_trailer(v, fd, cname, rec->file_size, rec->data_size);
+	if (ret)
+		return container_unusable(v, c, cname, e.msg, err);
+	/* A container cut short lost its trailer: its chunks say the rest. */
+	int cut = dlfs_ds_container_cut(ds, c, &size);
+	ret = cut ? 0
+		  : check_trailer(v, fd, cname, rec->file_size,
+				  rec->data_size);
 	if (ret < 0)
 		return dlfs_err_sys(err, ret, "%s/%s: reading the trailer",
 				    ds->path, cname);
-	if (ret)
+	if (ret || cut)
 		v->rep->bad_containers++;
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 
-	/*
-	 * Files are streamed through the chunks in inode order, which is
-	 * layout order: one chunk buffer and one running hash. A file whose
-	 * record breaks that order (it starts before the current chunk and
-	 * is not the one being hashed) is checked alone.
-	 */
-	uint64_t ino = rec->first_ino, end = rec->first_ino + rec->n_files;
-	struct dlfs_inode in;
-	int have = 0, open_hash = 0;
+	struct walk w = {.c = c, .ino = rec->first_ino,
+			 .end = rec->first_ino + rec->n_files};
 	for (uint64_t k = 0; k < rec->n_chunks; k++) {
-		uint64_t cstart = dlfs_chunk_start(cs, k);
 		uint64_t left = rec->data_size - k * cs;
-		size_t len = (size_t)(left < cs ? left : cs);
-		struct dlfs_chunk_rec cr;
-		int chunk_bad = 0, file_bad_here = 0;
-		ret = dlfs_chunk_get(v->txn, c, k, &cr, &e);
-		if (ret == -DLFS_ECORRUPT || ret == -ENOENT) {
-			/* Its files still have their own checksums. */
-			chunk_bad = 1;
-			if (add_bad(v, 0, c, cstart, e.msg))
-				return dlfs_err_set(err, -ENOMEM,
-						    "out of memory");
-			file_bad_here = 1; /* named already */
-		} else if (ret) {
-			return dlfs_err_set(err, ret, "%s", e.msg);
-		}
-		if (dlfs_ds_compressed(ds)) {
-			/* The stored bytes are checked as they are read; a
-			 * bad chunk's files then hash zeros and fail. */
-			ret = chunk_bad ? -DLFS_ECORRUPT
-					: dlfs_ds_chunk_logical(ds, c, k, &cr,
-								v->dec, buf, cs,
-								&e);
-			if (ret && ret != -DLFS_ECORRUPT &&
-			    ret != -DLFS_ECHECKSUM)
-				return dlfs_err_set(err, ret, "%s", e.msg);
-			if (ret) {
-				memset(buf, 0, len);
-				if (!chunk_bad &&
-				    add_bad(v, 0, c, cstart, e.msg))
-					return dlfs_err_set(err, -ENOMEM,
-							    "out of memory");
-				chunk_bad = file_bad_here = 1;
-			}
-		} else {
-			ret = dlfs_ds_pread(ds, c, buf, len, cstart, err);
-			if (ret)
-				return ret;
-			posix_fadvise(fd, (off_t)cstart, (off_t)len,
-				      POSIX_FADV_DONTNEED);
-			if (!chunk_bad)
-				chunk_bad = XXH3_64bits(buf, len) != cr.xxh3;
-		}
-		v->rep->chunks++;
-		uint64_t cend = cstart + len;
-		for (;;) {
-			if (!have) {
-				ret = next_file(v, c, &ino, end, &in, err);
-				if (ret <= 0) {
-					if (ret < 0)
-						return ret;
-					break;
-				}
-				have = 1;
-			}
-			uint64_t h = 0;
-			if (in.size == 0) {
-				h = XXH3_64bits(NULL, 0);
-			} else if (!open_hash && in.offset < cstart) {
-				ret = check_alone(v, &in, hs, &h, &e);
-				if (ret && ret != -DLFS_ECORRUPT)
-					return dlfs_err_set(err, ret, "%s",
-							    e.msg);
-				if (ret)
-					h = ~in.xxh3;
-			} else {
-				if (in.offset >= cend)
-					break; /* starts in a later chunk */
-				uint64_t fend = in.offset + in.size;
-				uint64_t from = open_hash ? cstart : in.offset;
-				uint64_t to = fend < cend ? fend : cend;
-				const uint8_t *p = buf + (from - cstart);
-				if (!open_hash && fend <= cend) {
-					h = XXH3_64bits(p, (size_t)(to - from));
-				} else {
-					if (!open_hash) {
-						XXH3_64bits_reset(hs);
-						open_hash = 1;
-					}
-					XXH3_64bits_update(hs, p,
-							   (size_t)(to - from));
-					if (fend > cend)
-						break; /* goes on in the next */
-					h = XXH3_64bits_digest(hs);
-					open_hash = 0;
-				}
-			}
-			if (h != in.xxh3)
-				file_bad_here = 1;
-			ret = file_done(v, &in, c,
-					h == in.xxh3 ? NULL
-						     : "checksum mismatch",
-					err);
-			if (ret)
-				return ret;
-			have = 0;
-			ino++;
-		}
-		if (chunk_bad) {
-			v->rep->bad_chunks++;
-			if (!file_bad_here &&
-			    add_bad(v, 0, c, cstart,
-				    "chunk checksum mismatch outside any "
-				    "file that ends in this chunk"))
-				return dlfs_err_set(err, -ENOMEM,
-						    "out of memory");
-		}
-	}
-	/* Files left over: the chunks ended before them. */
-	for (; ino < end; ino++) {
-		if (!have) {
-			ret = next_file(v, c, &ino, end, &in, err);
-			if (ret <= 0)
-				return ret;
-		}
-		have = 0;
-		ret = file_done(v, &in, c,
-				in.size || in.xxh3 != XXH3_64bits(NULL, 0)
-					? "file lies outside the container's "
-					  "data"
-					: NULL,
-				err);
+		struct chunk_state ch = {.c = c, .k = k,
+					 .start = dlfs_chunk_start(cs, k),
+					 .len = (size_t)(left < cs ? left : cs)};
+		ret = read_chunk(v, fd, buf, &ch, err);
+		if (!ret)
+			ret = walk_chunk(v, &w, buf, &ch, hs, err);
 		if (ret)
 			return ret;
+		v->rep->chunks++;
+		n_cut += ch.cut;
+		if (ch.bad)
+			v->rep->bad_chunks++;
+		if (ch.bad && !ch.named &&
+		    add_bad(v, 0, c, ch.start,
+			    "chunk checksum mismatch outside any file that "
+			    "ends in this chunk"))
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
-	return 0;
+	if (cut) {
+		char msg[256];
+		snprintf(msg, sizeof(msg),
+			 "container is truncated: %llu bytes, the index says "
+			 "%llu (its trailer is lost; %llu of its %llu chunks "
+			 "lie past the cut)",
+			 (unsigned long long)size,
+			 (unsigned long long)rec->file_size,
+			 (unsigned long long)n_cut,
+			 (unsigned long long)rec->n_chunks);
+		report(v, cname, msg);
+	}
+	return files_left(v, &w, err);
 }
 
 /*

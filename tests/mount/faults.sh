@@ -7,9 +7,10 @@
 #     offset); stats errors.checksum >= 1.
 # (b) one container deleted: its non-empty files give EIO, all others read
 #     correctly; the log names the container; stats count the error.
-# (c) one container truncated in the middle of victims/m5: m5 and every
-#     file from the cut on give EIO; files of that container wholly before
-#     the cut give EIO or correct data; all other files read correctly.
+# (c) one container truncated in the middle of victims/m5: every file of
+#     that container with bytes in the chunk of the cut or after it gives
+#     EIO (m5 among them); all other files read correctly, those of that
+#     container in the chunks before the cut too.
 # (d) kill -9 of a `dlfs -f` daemon: the mount answers ENOTCONN
 #     ("Transport endpoint is not connected"), fusermount3 -u works, and a
 #     remount serves the tree correctly.
@@ -72,7 +73,8 @@ PY
 }
 # expect MODE CONTAINER_NO POS: writes $T/expect.json for faultread.py.
 #   flip: the byte at POS of the container is damaged;
-#   missing: the container is gone; cut: the container ends at POS.
+#   missing: the container is gone; cut: the container ends at POS, and
+#   its chunks that end before POS are still served.
 expect() {
 	"$PYTHON" - "$T/map.json" "$1" "$2" "$3" "$CS" "${4:-}" >"$T/expect.json" <<'PY'
 import json, sys
@@ -92,8 +94,8 @@ for rel, f in m.items():
             must.append(rel)
     elif mode == "missing":
         must.append(rel)
-    elif mode == "cut":
-        (must if hi > pos else may).append(rel)
+    elif mode == "cut" and (hi - 1 - cs) // cs >= k0:
+        must.append(rel)
 print(json.dumps({"must_fail": must, "may_fail": may, "notes": notes}))
 PY
 }

@@ -362,6 +362,259 @@ static void check_corruption(const char *out)
 	dlfs_ds_close(ds);
 }
 
+/* ---- a container cut short: the copy of a dataset interrupted ---- */
+
+/* Text that compresses (a zstd dataset's chunks become frames), len
+ * bytes of words picked from seed. */
+static void write_text(const char *dir, const char *rel, size_t len,
+		       uint32_t seed)
+{
+	static const char *words[] = {"alpha ", "beta ", "gamma ", "delta ",
+				      "epsilon ", "zeta ", "eta\n"};
+	char *p = t_path(dir, rel);
+	FILE *f = fopen(p, "w");
+	if (!f)
+		abort();
+	for (size_t n = 0; n < len;) {
+		seed = seed * 1103515245u + 12345u;
+		const char *w = words[(seed >> 16) % 7];
+		size_t l = strlen(w) < len - n ? strlen(w) : len - n;
+		fwrite(w, 1, l, f);
+		n += l;
+	}
+	fclose(f);
+	free(p);
+}
+
+static char *cut_tree(void)
+{
+	char *d = t_tmpdir();
+	char *sub = t_path(d, "t");
+	mkdir(sub, 0755);
+	free(sub);
+	for (int i = 0; i < 160; i++) {
+		char n[64];
+		snprintf(n, sizeof(n), "t/f%03d", i);
+		/* Some files of a chunk, now and then one over several, and
+		 * empty ones, which read as empty wherever they sit. */
+		size_t len = (size_t)(200 + i * 2711 % 14000);
+		if (i % 37 == 5)
+			len = 2 * CS + 999;
+		else if (i % 23 == 7)
+			len = 0;
+		write_text(d, n, len, (uint32_t)i + 1);
+	}
+	return d;
+}
+
+/* What verify names: file paths, and whether the container was named
+ * as truncated with both sizes. */
+struct named {
+	char paths[200][32];
+	int n, container;
+	char cname[DLFS_CONTAINER_NAME_MAX], sizes[2][24];
+};
+
+static void on_named(void *arg, const char *path, const char *msg)
+{
+	struct named *nm = arg;
+	if (!strcmp(path, nm->cname)) {
+		nm->container |= strstr(msg, "truncated") &&
+				 strstr(msg, nm->sizes[0]) &&
+				 strstr(msg, nm->sizes[1]);
+		return;
+	}
+	if (nm->n < 200)
+		snprintf(nm->paths[nm->n], sizeof(nm->paths[0]), "%s", path);
+	nm->n++;
+}
+
+static int was_named(const struct named *nm, const char *path)
+{
+	int n = 0;
+	for (int i = 0; i < nm->n && i < 200; i++)
+		n += !strcmp(nm->paths[i], path);
+	return n;
+}
+
+/* The expected fate of each file of container c once it is cut inside
+ * chunk kc: a file with bytes in chunk kc or after it gives -EUCLEAN
+ * (its chunk cannot be read whole, nor checked), the others read right.
+ * @return how many fail; bad[i] for file first_ino + i. */
+static int cut_fates(struct dlfs_ds *ds, uint32_t c, uint64_t kc, int *bad,
+		     int *before_in_kc, uint64_t cut)
+{
+	const struct dlfs_container *rec = dlfs_ds_container(ds, c);
+	struct dlfs_txn *t;
+	struct dlfs_err err = {0};
+	int n = 0;
+	*before_in_kc = 0;
+	CHECK(dlfs_txn_begin(ds, &t, &err) == 0);
+	for (uint64_t i = 0; i < rec->n_files; i++) {
+		struct dlfs_inode in;
+		CHECK(dlfs_stat(t, rec->first_ino + i, &in, &err) == 0);
+		uint64_t end = in.offset + in.size;
+		uint64_t k1 = in.size ? dlfs_chunk_at(CS, end - 1) : 0;
+		bad[i] = in.size && k1 >= kc;
+		n += bad[i];
+		*before_in_kc += bad[i] && k1 == kc && end <= cut;
+	}
+	dlfs_txn_end(t);
+	return n;
+}
+
+/* Every file of the dataset read whole at the format level: those of
+ * container c that bad[] names fail naming the container and both
+ * sizes, every other gives its source's bytes. */
+static void cut_reads(struct dlfs_ds *ds, const char *src, uint32_t c,
+		      const int *bad, const struct named *nm)
+{
+	const struct dlfs_info *info = dlfs_ds_info(ds);
+	const struct dlfs_container *rec = dlfs_ds_container(ds, c);
+	struct dlfs_txn *t;
+	struct dlfs_err err = {0};
+	CHECK(dlfs_txn_begin(ds, &t, &err) == 0);
+	for (uint64_t ino = info->super.first_file_ino;
+	     ino <= info->super.n_inodes; ino++) {
+		struct dlfs_inode in;
+		char path[256];
+		size_t len, got = 0;
+		CHECK(dlfs_stat(t, ino, &in, &err) == 0);
+		CHECK(dlfs_path_of(t, ino, path, sizeof(path), &err) == 0);
+		char *sp = t_path(src, path);
+		uint8_t *want = t_read(sp, &len);
+		uint8_t *buf = malloc(len + 1);
+		int ret = dlfs_file_pread(ds, &in, buf, len, 0, &got, &err);
+		if (in.container == c && bad[ino - rec->first_ino]) {
+			CHECK_EQ(ret, -EUCLEAN);
+			CHECK(strstr(err.msg, nm->cname) &&
+			      strstr(err.msg, "truncated") &&
+			      strstr(err.msg, nm->sizes[0]) &&
+			      strstr(err.msg, nm->sizes[1]));
+		} else {
+			CHECK_EQ(ret, 0);
+			CHECK(got == len && !memcmp(buf, want, len));
+			if (ret || got != len || memcmp(buf, want, len))
+				fprintf(stderr, "%s: %s\n", path, err.msg);
+		}
+		free(buf);
+		free(want);
+		free(sp);
+	}
+	dlfs_txn_end(t);
+}
+
+/*
+ * Cut container 1 of a dataset (zstd or not) in the middle of the stored
+ * bytes of one of its chunks: the files of the chunks before the cut read
+ * right, the rest fail, chunk by chunk; verify names exactly those files
+ * and the container. Then a container cut inside its header stays
+ * unusable, as a missing one.
+ */
+static void check_cut(const char *src, const char *dir, int zstd)
+{
+	struct dlfs_pack_opts o;
+	struct dlfs_err err = {0};
+	struct dlfs_ds *ds;
+	struct dlfs_txn *t;
+	struct dlfs_chunk_rec cr;
+	char out[512], cpath[600];
+	const char *srcs[] = {src};
+	dlfs_pack_opts_init(&o);
+	o.chunk_size = CS;
+	o.container_size = 6 * CS;
+	o.compress = zstd ? DLFS_COMPRESS_ZSTD : DLFS_COMPRESS_NONE;
+	snprintf(out, sizeof(out), "%s/cut%d.dlfs", dir, zstd);
+	CHECK(dlfs_pack(srcs, 1, out, &o, &err) == 0);
+	CHECK(dlfs_ds_open(out, &ds, &err) == 0);
+	CHECK(dlfs_ds_info(ds)->super.n_containers >= 3);
+	const uint32_t c = 1;
+	/* A copy: the table goes with the dataset closed below. */
+	const struct dlfs_container r = *dlfs_ds_container(ds, c), *rec = &r;
+	const uint64_t kc = rec->n_chunks / 2, n_chunks = rec->n_chunks;
+	CHECK(kc >= 2);
+	CHECK(dlfs_txn_begin(ds, &t, &err) == 0);
+	CHECK(dlfs_chunk_get(t, c, kc, &cr, &err) == 0);
+	dlfs_txn_end(t);
+	CHECK(!zstd || (cr.flags & DLFS_CHUNK_ZSTD));
+	uint64_t at = zstd ? cr.stored_offset : dlfs_chunk_start(CS, kc);
+	uint64_t cut = at + (zstd ? cr.stored_length : cr.length) / 2;
+	struct named nm = {0};
+	dlfs_container_name(c, nm.cname);
+	snprintf(nm.sizes[0], sizeof(nm.sizes[0]), "%llu",
+		 (unsigned long long)cut);
+	snprintf(nm.sizes[1], sizeof(nm.sizes[1]), "%llu",
+		 (unsigned long long)rec->file_size);
+	int bad[200] = {0}, before;
+	CHECK(rec->n_files <= 200);
+	int n_bad = cut_fates(ds, c, kc, bad, &before, zstd ? 0 : cut);
+	CHECK(n_bad > 0 && n_bad < (int)rec->n_files);
+	/* The chunk is the unit: files wholly before the cut in its chunk
+	 * fail too (uncompressed, where files have a place in the file). */
+	CHECK(zstd || before > 0);
+	fprintf(stderr,
+		"cut %s: container %s cut at %llu of %llu bytes, in chunk "
+		"%llu of %llu: %d of its %llu files to fail",
+		zstd ? "zstd" : "plain", nm.cname, (unsigned long long)cut,
+		(unsigned long long)rec->file_size, (unsigned long long)kc,
+		(unsigned long long)n_chunks, n_bad,
+		(unsigned long long)rec->n_files);
+	if (!zstd)
+		fprintf(stderr, " (%d wholly before the cut)", before);
+	fprintf(stderr, "\n");
+	dlfs_ds_close(ds);
+
+	snprintf(cpath, sizeof(cpath), "%s/%s", out, nm.cname);
+	CHECK(truncate(cpath, (off_t)cut) == 0);
+	CHECK(dlfs_ds_open(out, &ds, &err) == 0);
+	uint64_t size = 0;
+	int fd;
+	CHECK(dlfs_ds_container_fd(ds, c, &fd, &err) == 0);
+	CHECK(dlfs_ds_container_cut(ds, c, &size) == 1 && size == cut);
+	CHECK(dlfs_ds_container_fd(ds, 0, &fd, &err) == 0);
+	CHECK(dlfs_ds_container_cut(ds, 0, &size) == 0);
+	cut_reads(ds, src, c, bad, &nm);
+	/* Chunk by chunk: before the cut's chunk read and checked. */
+	uint8_t *chunk = NULL;
+	CHECK(posix_memalign((void **)&chunk, 4096, CS) == 0);
+	CHECK(dlfs_txn_begin(ds, &t, &err) == 0);
+	for (uint64_t k = 0; k < n_chunks; k++) {
+		size_t len;
+		CHECK_EQ(dlfs_chunk_read(ds, t, c, k, chunk, CS, &len, &err),
+			 k < kc ? 0 : -EUCLEAN);
+	}
+	dlfs_txn_end(t);
+	free(chunk);
+	struct dlfs_verify_report rep;
+	CHECK(dlfs_verify(ds, on_named, &nm, &rep, &err) == 0);
+	CHECK_EQ(rep.bad_files, n_bad);
+	CHECK_EQ(rep.bad_chunks, n_chunks - kc);
+	CHECK_EQ(rep.bad_containers, 1);
+	CHECK(nm.container);
+	CHECK_EQ(nm.n, n_bad);
+	CHECK(dlfs_txn_begin(ds, &t, &err) == 0);
+	for (uint64_t i = 0; i < rec->n_files; i++) {
+		char path[256];
+		CHECK(dlfs_path_of(t, rec->first_ino + i, path, sizeof(path),
+				   &err) == 0);
+		CHECK_EQ(was_named(&nm, path), bad[i]);
+	}
+	dlfs_txn_end(t);
+	dlfs_ds_close(ds);
+
+	/* Cut inside its header: unusable, every file of it fails. */
+	CHECK(truncate(cpath, 40) == 0);
+	CHECK(dlfs_ds_open(out, &ds, &err) == 0);
+	CHECK_EQ(dlfs_ds_container_fd(ds, c, &fd, &err), -EUCLEAN);
+	CHECK(strstr(err.msg, "truncated header") != NULL);
+	memset(&nm.paths, 0, sizeof(nm.paths));
+	nm.n = 0;
+	CHECK(dlfs_verify(ds, on_named, &nm, &rep, &err) == 0);
+	CHECK_EQ(rep.bad_files, rec->n_files);
+	CHECK_EQ(nm.n, (int)rec->n_files);
+	dlfs_ds_close(ds);
+}
+
 /* A container from another dataset is refused by its id. */
 static void check_foreign_container(const char *src, const char *dir)
 {
@@ -465,6 +718,11 @@ int main(void)
 	}
 
 	check_corruption(out);
+	char *cut_src = cut_tree();
+	check_cut(cut_src, dir, 0);
+	check_cut(cut_src, dir, 1);
+	t_rmrf(cut_src);
+	free(cut_src);
 	check_foreign_container(src, dir);
 	check_errors(src, dir);
 
