@@ -1048,16 +1048,6 @@ static int prepare_out(struct job *j, const char *out,
 		       const struct dlfs_pack_opts *o, struct dlfs_err *err)
 {
 	struct stat ost;
-	/* Taken first: a second pack into OUT fails now, not at its end. */
-	int ret = dlfs_outlock_take(out, &j->lock, err);
-	if (ret)
-		return ret;
-	j->exists = lstat(out, &ost) == 0;
-	if (j->exists && !o->force)
-		return dlfs_err_set(err, -EEXIST,
-				    "%s: already exists (use --force to "
-				    "replace it)",
-				    out);
 	/* The temporary directory sits beside OUT, so rename is atomic. */
 	const char *slash = strrchr(out, '/');
 	const char *base = slash ? slash + 1 : out;
@@ -1071,6 +1061,33 @@ static int prepare_out(struct job *j, const char *out,
 				   (int)(base - out), out, base) < 0) {
 		j->tmp = NULL;
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	int e = stat(j->parent, &ost) < 0 ? errno
+		: !S_ISDIR(ost.st_mode)	   ? ENOTDIR
+					   : 0;
+	if (e) {
+		free(j->tmp);
+		j->tmp = NULL;
+		return dlfs_err_set(err, -e,
+				    "%s: the directory it goes in, %s: %s",
+				    out, j->parent, strerror(e));
+	}
+	/* Before anything is written: a second pack into OUT fails now, not
+	 * at its end. */
+	int ret = dlfs_outlock_take(out, &j->lock, err);
+	if (ret) {
+		free(j->tmp);
+		j->tmp = NULL;
+		return ret;
+	}
+	j->exists = lstat(out, &ost) == 0;
+	if (j->exists && !o->force) {
+		free(j->tmp);
+		j->tmp = NULL;
+		return dlfs_err_set(err, -EEXIST,
+				    "%s: already exists (use --force to "
+				    "replace it)",
+				    out);
 	}
 	if (!mkdtemp(j->tmp)) {
 		ret = dlfs_err_sys(err, -errno,

@@ -27,6 +27,12 @@ must_fail() {
 	assert_empty_dir "$O" "$label: output parent"
 }
 
+note "an output whose directory is missing, or a file (issue 39)"
+must_fail "missing output directory" 1 "the directory it goes in, $O/none" "$T/src" -o "$O/none/x.dlfs"
+err_has_re "no such file" "missing output directory: reason"
+must_fail "output directory is a file" 1 "the directory it goes in, $T/src/a.txt" "$T/src" -o "$T/src/a.txt/x.dlfs"
+err_has_re "not a directory" "output directory is a file: reason"
+
 note "missing and dangling sources"
 must_fail "missing source" 1 "$T/nonexistent" "$T/nonexistent" -o "$O/x.dlfs"
 err_has_re "no such file" "missing source: reason"
