@@ -213,6 +213,7 @@ static int find_parts(struct run *r)
 		"dlfs", "../src/daemon/dlfs", DLFS_BINDIR "/dlfs", NULL};
 	static const char *const libs[] = {
 		"../src/preload/libdlfs-preload.so",
+		DLFS_LIBDIR_FROM_BIN "/libdlfs-preload.so",
 		DLFS_LIBDIR "/libdlfs-preload.so", NULL};
 	if (find_part("DLFS_DAEMON", daemons, r->daemon, sizeof(r->daemon))) {
 		fprintf(stderr, ME ": cannot find the dlfs daemon (next to "

@@ -21,7 +21,9 @@
 #    handles it;
 #  - refused with one line: a static program, a bad DATASET:PREFIX, a
 #    missing command (127), a dataset the server refuses (its own line,
-#    then dlfs-run's), no command at all (2).
+#    then dlfs-run's), no command at all (2);
+#  - from a staged install (meson install --destdir), with no
+#    DLFS_DAEMON or DLFS_PRELOAD_LIB, it finds its parts and reads.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 : "${DLFS:=$SRC_ROOT/build/src/daemon/dlfs}"
@@ -207,4 +209,18 @@ run "$DLFS_RUN" "$DS:$P"
 expect_rc 2 "no command"
 [ -z "$(left)" ] || fail "dlfs-run left $(left) after refusals"
 [ "$(servers)" = 0 ] || fail "a server is left after refusals"
+
+# A staged install (meson install --destdir): dlfs-run finds the daemon
+# beside itself and the library from its own directory (issue 39).
+BUILD=$(cd "$(dirname "$DLFS_RUN")/.." && pwd)
+if timeout 300 meson install -C "$BUILD" --destdir "$T/stage" --no-rebuild >"$T/install.log" 2>&1; then
+	SRUN=$(find "$T/stage" -path '*/bin/dlfs-run' | head -n 1)
+	[ -x "$SRUN" ] || fail "no dlfs-run in the staged install"
+	F1=$(cd "$SRC" && find . -type f -size +0 -print -quit)
+	run env -u DLFS_DAEMON -u DLFS_PRELOAD_LIB "$SRUN" --private "$DS:$P" -- cat "$P/$F1"
+	expect_ok "dlfs-run of a staged install"
+	cmp -s "$SRC/$F1" "$T/out" || fail "dlfs-run of a staged install read wrong bytes"
+else
+	note "meson install --destdir is not possible here: $(tail -n 1 "$T/install.log")"
+fi
 exit 0
