@@ -104,6 +104,38 @@ def main():
       "(its buckets cannot tell 512 KiB-1 MiB from 1 MiB). p99 is the upper "
       "edge of the latency bucket (powers of two from 16 µs) that holds it.")
     w("")
+    busy_ns = [n for n in ns if ("busy", n) in jobs and ("sealed", n) in jobs]
+    if busy_ns:
+        w("### Busy nodes: the same epoch with both cores loaded (issue 43)")
+        w("")
+        w("| N | load | data PFS bytes | × data | daemon PFS reads | reads ≤ 512 KiB | "
+          "why: home / miss / substitute / gone / error | peers gone | "
+          "peer latency p50 / p99 | MPI thread's latest wake |")
+        w("|---:|---|---:|---:|---:|---:|---|---:|---:|---:|")
+        for n in busy_ns:
+            for mode, load in (("sealed", "none"), ("busy", "2 busy loops")):
+                r = jobs[(mode, n)]
+                why = r.get("data_pfs_why", {})
+                lat = "n/a"
+                if r.get("peer_lat_p50_us") is not None:
+                    lat = "≤ %s µs / ≤ %s µs" % (fmt(r["peer_lat_p50_us"]),
+                                               fmt(r["peer_lat_p99_us"]))
+                w("| %d | %s | %s MB | %s | %s | %s | %s | %s | %s | %s |" % (
+                    n, load, fmt(r["data_pfs_bytes"] / MB, 1),
+                    ratio(r["data_pfs_bytes"], data), fmt(r["data_pfs_reads"]),
+                    fmt(r["data_pfs_reads_small"]),
+                    " / ".join(fmt(why.get(k, 0)) for k in
+                               ("home", "miss", "substitute", "gone", "error")),
+                    fmt(r.get("peer_timeouts", 0) + r.get("peer_lost", 0)), lat,
+                    "%s ms" % fmt(r.get("peer_mpi_lag_us_max", 0) / 1000, 1)))
+        w("")
+        w("Why: `tiers.pfs.why` summed over the ranks (home: the chunk's "
+          "home read it; miss: read with no peer asked; substitute: for a "
+          "gone home; gone: the job was ending; error: a peer's answer "
+          "failed). Peers gone: ranks found gone by their silence or by "
+          "MPI. The MPI thread's latest wake: how late, at worst, it woke "
+          "from an idle wait on the busiest rank.")
+        w("")
     w("### Goals (issue 24), in this run")
     w("")
     worst_ix = max((jobs[("sealed", n)]["index_dev_bytes"] / ix for n in ns
@@ -120,6 +152,10 @@ def main():
     w("| data bytes ≈ 1× the dataset | at most %s | %s |" % (
         "%.2fx" % worst_data if worst_data is not None else "n/a",
         verdict(worst_data is not None and worst_data <= 1.1)))
+    if busy_ns:
+        worst_busy = max(jobs[("busy", n)]["data_pfs_bytes"] / data for n in busy_ns)
+        w("| data bytes ≤ 1.1× the dataset with the cores busy (issue 43) | at most %.2fx | %s |" % (
+            worst_busy, verdict(worst_busy <= 1.1)))
     w("| ready time flat in N | %s s at N=%d, %s s at N=%d (%s) | %s |" % (
         "%.2f" % ready[0] if ready else "n/a", mpi_ns[0] if mpi_ns else 0,
         "%.2f" % ready[-1] if ready else "n/a", mpi_ns[-1] if mpi_ns else 0,

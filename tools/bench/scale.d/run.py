@@ -125,8 +125,26 @@ def wait_settled(mnts, maxsec=120):
         time.sleep(0.1)
 
 
+def upper_edge(hist, q):
+    """The upper edge (µs) of the latency bucket (powers of two from
+    16 µs) that holds quantile q of hist."""
+    want, acc = q * sum(hist), 0
+    for i, v in enumerate(hist):
+        acc += v
+        if acc >= want:
+            return 16 << i
+    return None
+
+
+def busy_loops(n):
+    """n processes that keep a CPU each busy: a node whose cores are full
+    of loader workers."""
+    return [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(n)]
+
+
 def job(a):
     n = a.ranks
+    busy = busy_loops(2) if a.mode == "busy" else []
     tag = "%s-n%d" % (a.mode, n)
     dss = rank_datasets(a, n)
     mnts, nvs = [], []
@@ -181,7 +199,7 @@ def job(a):
             row["index_dev_bytes"] = dev2[1] - dev0[1]
         if a.mode != "unsealed":
             devb = device(a.loop)
-            reader = ([a.reader] if a.mode == "sealed"
+            reader = ([a.reader] if a.mode in ("sealed", "busy")
                       else ["/usr/bin/python3", a.pyreader])
             t2 = time.monotonic()
             readers = [subprocess.Popen(
@@ -217,24 +235,28 @@ def job(a):
             row["data_pfs_reads_small"] = small
             hist = [0] * 20
             hits = lat = 0
+            why = {}
             for s in stats:
                 p = s["peer"]
                 hits += p["hits"]
                 lat += p["latency_us_avg"] * p["hits"]
                 for i, v in enumerate(p.get("latency_us_hist", [])):
                     hist[i] += v
+                for k, v in s["tiers"]["pfs"].get("why", {}).items():
+                    why[k] = why.get(k, 0) + v
             row["peer_hits"] = hits
             row["peer_lat_mean_us"] = lat / hits if hits else None
-            p99 = None
-            if hits:
-                want, acc = 0.99 * sum(hist), 0
-                for i, v in enumerate(hist):
-                    acc += v
-                    if acc >= want:
-                        p99 = 16 << i
-                        break
-            row["peer_lat_p99_us"] = p99
+            row["peer_lat_p50_us"] = upper_edge(hist, 0.50) if hits else None
+            row["peer_lat_p99_us"] = upper_edge(hist, 0.99) if hits else None
+            row["data_pfs_why"] = why
+            for k in ("requests", "timeouts", "lost", "rerouted", "heartbeats_sent",
+                      "mpi_lag_us_max"):
+                vals = [s["peer"].get(k, 0) for s in stats]
+                row["peer_" + k] = max(vals) if k.endswith("_max") else sum(vals)
     finally:
+        for b in busy:
+            b.kill()
+            b.wait()
         for m in mnts:
             subprocess.run(["timeout", "30", "fusermount3", "-u", m],
                            stderr=subprocess.DEVNULL)
@@ -258,7 +280,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cmd", choices=["job"])
     ap.add_argument("--ranks", type=int, required=True)
-    ap.add_argument("--mode", choices=["sealed", "python", "unsealed"], required=True)
+    ap.add_argument("--mode", choices=["sealed", "python", "unsealed", "busy"],
+                    required=True)
     for k in ("ds", "pfs-run", "run", "dlfs", "pfs-sim", "loop", "reader", "pyreader"):
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--threads", type=int, default=8)
