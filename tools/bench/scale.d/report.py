@@ -113,7 +113,7 @@ def main():
           "peer latency p50 / p99 | MPI thread's latest wake |")
         w("|---:|---|---:|---:|---:|---:|---|---:|---:|---:|")
         for n in busy_ns:
-            for mode, load in (("sealed", "none"), ("busy", "2 busy loops")):
+            for mode, cpu in (("sealed", "none"), ("busy", "2 busy loops")):
                 r = jobs[(mode, n)]
                 why = r.get("data_pfs_why", {})
                 lat = "n/a"
@@ -121,7 +121,7 @@ def main():
                     lat = "≤ %s µs / ≤ %s µs" % (fmt(r["peer_lat_p50_us"]),
                                                fmt(r["peer_lat_p99_us"]))
                 w("| %d | %s | %s MB | %s | %s | %s | %s | %s | %s | %s |" % (
-                    n, load, fmt(r["data_pfs_bytes"] / MB, 1),
+                    n, cpu, fmt(r["data_pfs_bytes"] / MB, 1),
                     ratio(r["data_pfs_bytes"], data), fmt(r["data_pfs_reads"]),
                     fmt(r["data_pfs_reads_small"]),
                     " / ".join(fmt(why.get(k, 0)) for k in
