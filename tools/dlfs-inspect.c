@@ -10,6 +10,7 @@
 
 #include "dlfs/check.h"
 #include "dlfs/dataset.h"
+#include "holders.h"
 #include "live.h"
 #include "reader.h"
 
@@ -28,6 +29,7 @@ static void usage(FILE *f)
 		"  extract DIR            recreate the tree in DIR\n"
 		"  stats MOUNTPOINT [--json]  live counters of a dlfs mount\n"
 		"  top MOUNTPOINT [-i SECONDS] [-n COUNT]  its rates, live\n"
+		"  holders MOUNTPOINT     processes that keep it busy\n"
 		"See dlfs-inspect(1).\n");
 }
 
@@ -525,6 +527,8 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1], *dspath = NULL;
 	if (!strcmp(cmd, "top"))
 		return dlfs_live_top(argc - 1, argv + 1);
+	if (!strcmp(cmd, "holders"))
+		return dlfs_live_holders(argc - 1, argv + 1);
 	int json = 0, lng = 0, dashdash = 0;
 	const char *args[2] = {NULL, NULL};
 	int na = 0;
