@@ -244,6 +244,9 @@ want = ["time", "files/s", "MB/s", "ram", "nvme", "peer", "pfs", "ram%", "nvme%"
 if head != want:
     sys.exit("  header %r, want %r" % (head, want))
 rows = [l.split() for l in lines[1:]]
+wide = [l for l in lines if len(l) > 80]
+if wide:
+    sys.exit("  lines wider than 80 columns: %r" % wide)
 if len(rows) != 3 or any(len(r) != len(want) for r in rows):
     sys.exit("  want 3 rows of %d columns: %r" % (len(want), rows))
 if not any(float(r[1]) > 0 and float(r[2]) > 0 for r in rows):

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PROG "dlfs-inspect"
 
@@ -157,7 +158,8 @@ static int take(const char *mnt, struct sample *s)
 
 static void header(void)
 {
-	printf("%8s %8s %8s %8s %8s %8s %8s %6s %6s %6s\n", "time", "files/s",
+	/* 75 columns: a row fits a terminal of 80. */
+	printf("%8s %8s %7s %7s %7s %7s %7s %5s %5s %5s\n", "time", "files/s",
 	       "MB/s", "ram", "nvme", "peer", "pfs", "ram%", "nvme%",
 	       "pfs-q");
 }
@@ -185,7 +187,7 @@ static void row(const struct sample *a, const struct sample *b)
 	ratio(rh, sizeof(rh), d[V_RAM_HITS], d[V_RAM_MISSES]);
 	ratio(nh, sizeof(nh), d[V_NVME_HITS], d[V_NVME_MISSES]);
 	const double mb = 1e6 * dt;
-	printf("%8s %8.0f %8.1f %8.1f %8.1f %8.1f %8.1f %6s %6s %6.0f\n", when,
+	printf("%8s %8.0f %7.1f %7.1f %7.1f %7.1f %7.1f %5s %5s %5.0f\n", when,
 	       (d[V_FILES] + d[V_FILES_DIRECT]) / dt,
 	       (d[V_SERVED] + d[V_DIRECT_RAM] + d[V_DIRECT_NVME]) / mb,
 	       (d[V_RAM] + d[V_DIRECT_RAM]) / mb,
@@ -280,6 +282,10 @@ int dlfs_live_top(int argc, char **argv)
 	struct sample prev, cur;
 	if (take(mnt, &prev))
 		return 1;
+	/* What the rates cannot show, said once where a person looks. */
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "(reads the kernel serves from its page cache "
+				"never reach dlfs, and are not counted here)\n");
 	double next = prev.t;
 	for (long n = 0; count < 0 || n < count; n++) {
 		next += interval;
