@@ -165,6 +165,17 @@ void dlfs_reader_ctx_free(struct dlfs_reader_ctx *ctx);
 /* The context's index transaction, for the caller's own lookups. */
 struct dlfs_txn *dlfs_reader_ctx_txn(struct dlfs_reader_ctx *ctx);
 
+/*
+ * What was behind the last EIO that dlfs_read gave on ctx, or that the
+ * caller noted (dlfs_reader_ctx_note: the index damage it met outside
+ * dlfs_read), and forget it: -EUCLEAN (a damaged index record or
+ * container), -EBADMSG (bytes that fail their checksum), another -errno
+ * (a failed read), or 0. For a front end that can tell its client more
+ * than EIO (the preload's server).
+ */
+int dlfs_reader_ctx_cause(struct dlfs_reader_ctx *ctx);
+void dlfs_reader_ctx_note(struct dlfs_reader_ctx *ctx, int code);
+
 /* Where a read's bytes are: iovcnt pieces, len bytes in all. */
 struct dlfs_read_out {
 	const struct iovec *iov;

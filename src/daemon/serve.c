@@ -144,6 +144,17 @@ static int send_buf(int fd, int32_t status, uint32_t count, const void *p,
 
 /* ---- the operations ---- */
 
+/* The count of a reply of status: for EIO, the error behind it (wire.h),
+ * which the thread's context noted; it is forgotten either way. A thread
+ * without a context (it could not make one) has nothing noted: none is
+ * made here. */
+static uint32_t why(struct dlfs_serve *s, int status)
+{
+	struct dlfs_reader_ctx *x = pthread_getspecific(s->fs->ctx_key);
+	int c = x ? dlfs_reader_ctx_cause(x) : 0;
+	return status == -EIO && c < 0 && c > -4096 ? (uint32_t)-c : 0;
+}
+
 struct request {
 	struct dlfs_wire_req h;
 	char name[DLFS_WIRE_MAX_NAME + 1];
@@ -167,7 +178,7 @@ static int op_hello(struct dlfs_serve *s, int fd, const struct request *q)
 		ret = -ENAMETOOLONG;
 	else
 		strcpy(h.ctl_name, name);
-	return send_buf(fd, ret, 0, &h, sizeof(h));
+	return send_buf(fd, ret, why(s, ret), &h, sizeof(h));
 }
 
 /* Are st's attributes the usual ones, that the names table of shm.h
@@ -198,7 +209,7 @@ static int op_lookup(struct dlfs_serve *s, int fd, const struct request *q)
 	    usual(s, &e.st))
 		dlfs_reader_share_name(s->fs->reader, q->h.ino, q->name,
 				       q->h.name_len, e.ino, &e.st);
-	return send_buf(fd, ret, 0, &e, sizeof(e));
+	return send_buf(fd, ret, why(s, ret), &e, sizeof(e));
 }
 
 static int op_getattr(struct dlfs_serve *s, int fd, const struct request *q)
@@ -206,14 +217,15 @@ static int op_getattr(struct dlfs_serve *s, int fd, const struct request *q)
 	struct stat st;
 	double tmo;
 	int ret = dlfs_ops_getattr(s->fs, q->h.ino, &st, &tmo);
-	return send_buf(fd, ret, 0, &st, sizeof(st));
+	return send_buf(fd, ret, why(s, ret), &st, sizeof(st));
 }
 
 static int op_readlink(struct dlfs_serve *s, int fd, const struct request *q)
 {
 	char target[PATH_MAX + 1];
 	int n = dlfs_ops_readlink(s->fs, q->h.ino, target);
-	return send_buf(fd, n < 0 ? n : 0, 0, target, n < 0 ? 0 : (size_t)n);
+	return send_buf(fd, n < 0 ? n : 0, why(s, n), target,
+			n < 0 ? 0 : (size_t)n);
 }
 
 struct dir_out {
@@ -254,7 +266,8 @@ static int op_readdir(struct dlfs_serve *s, int fd, const struct request *q)
 		return send_buf(fd, -ENOMEM, 0, NULL, 0);
 	int ret = dlfs_ops_readdir(s->fs, q->h.ino, q->h.off, 0, put_dirent,
 				   &d);
-	ret = send_buf(fd, ret && !d.count ? ret : 0, d.count, d.buf, d.used);
+	ret = ret && !d.count ? ret : 0;
+	ret = send_buf(fd, ret, ret ? why(s, ret) : d.count, d.buf, d.used);
 	free(d.buf);
 	return ret;
 }
@@ -268,7 +281,8 @@ static int op_read(struct dlfs_serve *s, int fd, const struct request *q)
 		return send_buf(fd, ret, 0, NULL, 0);
 	ret = dlfs_ops_read(s->fs, x, q->h.ino, q->h.off, (size_t)q->h.size,
 			    &r);
-	ret = send_reply(fd, ret, 0, r.iov, r.iovcnt, ret ? 0 : r.len);
+	ret = send_reply(fd, ret, why(s, ret), r.iov, r.iovcnt,
+			 ret ? 0 : r.len);
 	dlfs_ops_read_done(x, &r);
 	return ret;
 }
@@ -326,7 +340,7 @@ static int op_xattr(struct dlfs_serve *s, int fd, const struct request *q,
 			: is_file ? (int)dlfs_ops_xattr_names_len : 0;
 	}
 	if (n < 0)
-		return send_buf(fd, n, 0, NULL, 0);
+		return send_buf(fd, n, why(s, n), NULL, 0);
 	if (!q->h.size)
 		return send_buf(fd, 0, (uint32_t)n, NULL, 0);
 	if ((uint64_t)n > q->h.size)
