@@ -843,6 +843,11 @@ int dlfs_reader_share_fds(struct dlfs_reader *r, int fds[3])
 	return 0;
 }
 
+int dlfs_reader_share_alive(struct dlfs_reader *r, int on)
+{
+	return r->share ? dlfs_share_alive(r->share, on) : 0;
+}
+
 void dlfs_reader_share_file(struct dlfs_reader *r, const struct dlfs_inode *in)
 {
 	if (r->share && S_ISREG(in->mode))

@@ -140,6 +140,13 @@ void dlfs_reader_replan(struct dlfs_reader *r);
  */
 int dlfs_reader_share_fds(struct dlfs_reader *r, int fds[3]);
 
+/* The server starts (on) or stops (off) serving the shared memory's
+ * readers: the liveness of shared/shm.h, held by the calling thread, so
+ * that readers see its end also when the process dies. Off from the same
+ * thread, before dlfs_reader_close. No-op without conf.share.
+ * @return 0 or -errno. */
+int dlfs_reader_share_alive(struct dlfs_reader *r, int on);
+
 /* File in was looked up: readers in other processes may now find its
  * bytes (the locations table of shared/shm.h). No-op without conf.share
  * or for anything but a regular file. */

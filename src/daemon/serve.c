@@ -42,6 +42,7 @@ struct dlfs_serve {
 	char *path;
 	int lfd;             /* listening */
 	int sfd;             /* signalfd of SIGINT, SIGTERM, SIGHUP */
+	int alive;           /* holds the shared memory's liveness */
 	pthread_mutex_t mu;  /* guards conns and n_conns */
 	struct conn *conns;
 	unsigned n_conns;
@@ -523,6 +524,12 @@ int dlfs_serve_open(struct dlfs_fs *fs, const char *path,
 	int ret = dlfs_ops_getattr(fs, DLFS_ROOT_INO, &s->root, &tmo);
 	if (ret)
 		dlfs_err_set(err, ret, "the dataset's root: %s", strerror(-ret));
+	/* Before any client can map the tiers: they trust the NVMe tier's
+	 * files only while this thread lives and holds it (shm.h). */
+	if (!ret && (ret = dlfs_reader_share_alive(fs->reader, 1)))
+		dlfs_err_set(err, ret, "the shared memory's liveness: %s",
+			     strerror(-ret));
+	s->alive = !ret;
 	if (!ret)
 		ret = listen_at(s, path, err);
 	if (!ret && (s->sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0)
@@ -594,6 +601,9 @@ void dlfs_serve_close(struct dlfs_serve *s)
 		close(s->lfd);
 	if (s->path)
 		unlink(s->path);
+	/* Before the tiers close (the NVMe tier's lock goes with them). */
+	if (s->alive)
+		dlfs_reader_share_alive(s->fs->reader, 0);
 	reap(s, 1);
 	if (s->sfd >= 0)
 		close(s->sfd);

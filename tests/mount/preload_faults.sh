@@ -23,11 +23,20 @@
 #      E too; a piece of D and D whole (its chunk never loaded) and a
 #      stat of a name never looked up fail with EIO; stderr has exactly
 #      one dlfs-preload line, "the dlfs server is gone (...)" with the
-#      reason.
+#      reason;
+#  (c) kill -9, the NVMe tier (cache_dir, ram_cache=128K: 2 slots): a
+#      process reads F whole (the server checks it: known), then other
+#      files until a piece of F comes from the NVMe tier directly
+#      (tiers.direct.nvme grows); the server is killed, and F's bytes in
+#      the cache file are punched out (as the next server of the cache_dir
+#      may evict them). A piece of F and F whole then fail with EIO: never
+#      the hole's zeros (the cache files are trusted only while their
+#      server lives, shm.h).
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 . "$LIB_DIR/preloadlib.sh"
 . "$LIB_DIR/ixlib.sh"
+. "$LIB_DIR/cachelib.sh"
 preload_setup
 export PRUN_DIRECT=1 # the server of serve below, not dlfs-run's
 
@@ -222,3 +231,58 @@ go b
 lines "$T/b.out" >"$T/b.lines"
 [ "$(wc -l <"$T/b.lines")" = 1 ] && grep -qE '^dlfs-preload: the dlfs server is gone \(.+: .+\): calls under ' "$T/b.lines" ||
 	fail "(b) stderr is not one line saying the server is gone, and why: $(cat "$T/b.out")"
+
+# ---- (c) ----
+note "(c) kill -9: the NVMe tier's files are not trusted after their server"
+fresh c
+NV="$T/nvme"
+start -o cache_dir="$NV",ram_cache=128K,stage=none,readahead=0
+cat >"$T/c.py" <<'PY'
+import errno, json, os, sys, time
+p, src, rd, go = sys.argv[1:5]
+def want(rel, off=0, n=None):
+    b = open(os.path.join(src, rel), "rb").read()
+    return b[off:] if n is None else b[off:off + n]
+def nvme():
+    return json.load(open(p + "/.dlfs/stats"))["tiers"]["direct"]["nvme"]
+ff = os.open(p + "/a/f05", os.O_RDONLY)
+n = os.fstat(ff).st_size
+assert os.pread(ff, n, 0) == want("a/f05"), "F"
+# Other chunks through the server push F's out of the 2 RAM slots; the
+# tier's writer puts F's in its cache file meanwhile.
+others = ["b/f%02d" % i for i in range(24)]
+for i in range(600):
+    for rel in others[i % 12:i % 12 + 3]:
+        assert open(p + "/" + rel, "rb").read(100) == want(rel, 0, 100), rel
+    base = nvme()
+    assert os.pread(ff, 100, 10) == want("a/f05", 10, 100), "a piece of F"
+    if nvme() > base:
+        break # F's piece came from the tier: its chunk is not in RAM
+    time.sleep(0.05)
+else:
+    sys.exit("F never came from the NVMe tier directly")
+with open(rd, "w") as f:
+    f.write("ready\n")
+open(go).readline()
+for what, call in (("a piece of F", lambda: os.pread(ff, 100, 10)),
+                   ("F whole", lambda: os.pread(ff, n, 0))):
+    try:
+        b = call()
+    except OSError as e:
+        if e.errno != errno.EIO:
+            sys.exit("%s: %r, expected EIO" % (what, e))
+        continue
+    sys.exit("%s gave %s with the server gone and its cache file changed"
+             % (what, "the hole's zeros" if not any(b) else "bytes"))
+PY
+client "$T/c.out" "$T/c.py" "$P" "$SRC"
+kill9 c
+inspect stat --json "$DS0" a/f05
+expect_ok "dlfs-inspect stat a/f05"
+FC=$(json_get "$T/out" container)
+FOFF=$(json_get "$T/out" offset)
+FSIZE=$(json_get "$T/out" size)
+CF=$(printf '%s/%s/%06d.cache' "$NV" "$(ds_id "$DS0")" "$FC")
+[ -f "$CF" ] || fail "(c) no cache file $CF"
+fallocate -p -o "$FOFF" -l "$FSIZE" "$CF" || fail "(c) fallocate -p on $CF"
+go c
