@@ -28,6 +28,7 @@ struct dlfs_reader_ctx {
 	size_t served[DLFS_READ_IOV];
 	unsigned n_refs;
 	struct iovec iov[DLFS_READ_IOV];
+	int cause; /* behind the last EIO given (dlfs_reader_ctx_cause) */
 };
 
 /* ---- setting up ---- */
@@ -385,6 +386,18 @@ struct dlfs_txn *dlfs_reader_ctx_txn(struct dlfs_reader_ctx *x)
 	return x->txn;
 }
 
+void dlfs_reader_ctx_note(struct dlfs_reader_ctx *x, int code)
+{
+	x->cause = code;
+}
+
+int dlfs_reader_ctx_cause(struct dlfs_reader_ctx *x)
+{
+	int c = x->cause;
+	x->cause = 0;
+	return c;
+}
+
 /* ---- errors ---- */
 
 /* Is key in ring (the last 64 keys of the *n stored)? Remembers it if
@@ -445,6 +458,7 @@ static int read_failed(struct dlfs_reader_ctx *x, uint64_t ino, int ret,
 		break;
 	}
 	log_file_error(x, ino, err->code ? err->msg : "read failed");
+	x->cause = ret;
 	return -EIO;
 }
 
@@ -836,6 +850,11 @@ int dlfs_reader_share_fds(struct dlfs_reader *r, int fds[3])
 	if (!r->share)
 		return -ENOENT;
 	return dlfs_share_fds(r->share, fds);
+}
+
+int dlfs_reader_share_alive(struct dlfs_reader *r, int on)
+{
+	return r->share ? dlfs_share_alive(r->share, on) : 0;
 }
 
 void dlfs_reader_share_file(struct dlfs_reader *r, const struct dlfs_inode *in)

@@ -142,6 +142,13 @@ void dlfs_reader_replan(struct dlfs_reader *r);
  */
 int dlfs_reader_share_fds(struct dlfs_reader *r, int fds[3]);
 
+/* The server starts (on) or stops (off) serving the shared memory's
+ * readers: the liveness of shared/shm.h, held by the calling thread, so
+ * that readers see its end also when the process dies. Off from the same
+ * thread, before dlfs_reader_close. No-op without conf.share.
+ * @return 0 or -errno. */
+int dlfs_reader_share_alive(struct dlfs_reader *r, int on);
+
 /* File in was looked up: readers in other processes may now find its
  * bytes (the locations table of shared/shm.h). No-op without conf.share
  * or for anything but a regular file. */
@@ -166,6 +173,17 @@ int dlfs_reader_ctx_new(struct dlfs_reader *r, struct dlfs_reader_ctx **out,
 void dlfs_reader_ctx_free(struct dlfs_reader_ctx *ctx);
 /* The context's index transaction, for the caller's own lookups. */
 struct dlfs_txn *dlfs_reader_ctx_txn(struct dlfs_reader_ctx *ctx);
+
+/*
+ * What was behind the last EIO that dlfs_read gave on ctx, or that the
+ * caller noted (dlfs_reader_ctx_note: the index damage it met outside
+ * dlfs_read), and forget it: -EUCLEAN (a damaged index record or
+ * container), -EBADMSG (bytes that fail their checksum), another -errno
+ * (a failed read), or 0. For a front end that can tell its client more
+ * than EIO (the preload's server).
+ */
+int dlfs_reader_ctx_cause(struct dlfs_reader_ctx *ctx);
+void dlfs_reader_ctx_note(struct dlfs_reader_ctx *ctx, int code);
 
 /* Where a read's bytes are: iovcnt pieces, len bytes in all. */
 struct dlfs_read_out {

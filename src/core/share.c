@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,12 @@ struct dlfs_share {
 };
 
 enum { META, DATA, RW };
+
+/* The liveness mutex (shm.h) fits its 64 bytes, and glibc's begins with
+ * its futex word, which readers look at. */
+_Static_assert(sizeof(pthread_mutex_t) <= 64, "the liveness mutex's room");
+_Static_assert(offsetof(pthread_mutex_t, __data.__lock) == 0,
+	       "the futex word first");
 
 /* Entries of the locations table at most (48 bytes each, touched only
  * where used): a dataset of up to 2M files has one each. */
@@ -46,6 +54,8 @@ static void lay_out(const struct dlfs_share_conf *c, struct dlfs_shm_head *h)
 	h->nv_st_off = o;
 	o = up(o + c->n_chunks, 64);
 	h->nv_seq_off = o;
+	o += 64;
+	h->alive_off = o;
 	o += 64;
 	h->loc_off = o;
 	uint64_t locs = 1;
@@ -153,6 +163,36 @@ static int seal(int fd)
 		       : 0;
 }
 
+static pthread_mutex_t *alive_mutex(struct dlfs_share *sh)
+{
+	return (pthread_mutex_t *)(sh->map[META] +
+				   dlfs_share_head(sh)->alive_off);
+}
+
+/* The liveness mutex: robust, so that the kernel marks it when its
+ * holder dies; shared, for the readers' sake (they only read its word).
+ * @return 0 or -errno. */
+static int alive_init(struct dlfs_share *sh)
+{
+	pthread_mutexattr_t a;
+	int ret = pthread_mutexattr_init(&a);
+	if (ret)
+		return -ret;
+	ret = pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	if (!ret)
+		ret = pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	if (!ret)
+		ret = pthread_mutex_init(alive_mutex(sh), &a);
+	pthread_mutexattr_destroy(&a);
+	return -ret;
+}
+
+int dlfs_share_alive(struct dlfs_share *sh, int on)
+{
+	pthread_mutex_t *m = alive_mutex(sh);
+	return -(on ? pthread_mutex_lock(m) : pthread_mutex_unlock(m));
+}
+
 int dlfs_share_new(const struct dlfs_share_conf *c, struct dlfs_share **out,
 		   struct dlfs_err *err)
 {
@@ -203,6 +243,12 @@ int dlfs_share_new(const struct dlfs_share_conf *c, struct dlfs_share **out,
 		}
 	}
 	memcpy(sh->map[META], &h, sizeof(h));
+	int ret = alive_init(sh);
+	if (ret) {
+		dlfs_share_free(sh);
+		return dlfs_err_set(err, ret, "the shared liveness mutex: %s",
+				    strerror(-ret));
+	}
 	if (c->n_containers)
 		memcpy(sh->map[META] + h.first_off, c->first,
 		       c->n_containers * sizeof(uint64_t));

@@ -79,6 +79,12 @@ int dlfs_share_seen_next(struct dlfs_share *sh, uint64_t *next,
  * between the two): @return 1 when there was one to skip. */
 int dlfs_share_seen_skip(struct dlfs_share *sh, uint64_t *next);
 
+/* The server serves (on), or stops serving (off): the calling thread
+ * takes, or releases, the liveness mutex (shm.h), which readers see
+ * released also when the thread dies. Off from the thread that said on,
+ * before the tiers are closed. @return 0 or -errno. */
+int dlfs_share_alive(struct dlfs_share *sh, int on);
+
 /* The tier is there: readers may look at its chunk states. */
 void dlfs_share_set_nvme(struct dlfs_share *sh, int on);
 

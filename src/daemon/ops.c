@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +17,21 @@ static void count(struct dlfs_fs *fs, enum dlfs_op op)
 	dlfs_stats_add(&fs->reader->stats.ops[op], 1);
 }
 
+/* An EIO given for code (the damage behind it), noted on the thread's
+ * context if it has one: the preload's server tells its client. */
+static int noted(struct dlfs_fs *fs, int code, int ret)
+{
+	struct dlfs_reader_ctx *x = pthread_getspecific(fs->ctx_key);
+	if (x && ret == -EIO && code != ret)
+		dlfs_reader_ctx_note(x, code);
+	return ret;
+}
+
 /* A damaged index record met by an op other than read: EIO, logged. */
 static int index_err(struct dlfs_fs *fs, int ret, const struct dlfs_err *err)
 {
-	return dlfs_reader_index_error(fs->reader, ret,
-				       err->code ? err->msg
-						 : "damaged index record");
+	const char *msg = err->code ? err->msg : "damaged index record";
+	return noted(fs, ret, dlfs_reader_index_error(fs->reader, ret, msg));
 }
 
 /* The same for damage met through the entry name of directory parent:
@@ -29,9 +39,11 @@ static int index_err(struct dlfs_fs *fs, int ret, const struct dlfs_err *err)
 static int entry_err(struct dlfs_fs *fs, int ret, const struct dlfs_err *err,
 		     uint64_t parent, const char *name, size_t len)
 {
-	return dlfs_reader_index_error_once(
-		fs->reader, ret, err->code ? err->msg : "damaged index record",
-		dlfs_path_hash(parent, name, len));
+	return noted(fs, ret,
+		     dlfs_reader_index_error_once(
+			     fs->reader, ret,
+			     err->code ? err->msg : "damaged index record",
+			     dlfs_path_hash(parent, name, len)));
 }
 
 /* This thread's index transaction. @return 0 or -errno (-EIO when a

@@ -42,6 +42,7 @@ struct dlfs_serve {
 	char *path;
 	int lfd;             /* listening */
 	int sfd;             /* signalfd of SIGINT, SIGTERM, SIGHUP */
+	int alive;           /* holds the shared memory's liveness */
 	pthread_mutex_t mu;  /* guards conns and n_conns */
 	struct conn *conns;
 	unsigned n_conns;
@@ -144,6 +145,17 @@ static int send_buf(int fd, int32_t status, uint32_t count, const void *p,
 
 /* ---- the operations ---- */
 
+/* The count of a reply of status: for EIO, the error behind it (wire.h),
+ * which the thread's context noted; it is forgotten either way. A thread
+ * without a context (it could not make one) has nothing noted: none is
+ * made here. */
+static uint32_t why(struct dlfs_serve *s, int status)
+{
+	struct dlfs_reader_ctx *x = pthread_getspecific(s->fs->ctx_key);
+	int c = x ? dlfs_reader_ctx_cause(x) : 0;
+	return status == -EIO && c < 0 && c > -4096 ? (uint32_t)-c : 0;
+}
+
 struct request {
 	struct dlfs_wire_req h;
 	char name[DLFS_WIRE_MAX_NAME + 1];
@@ -167,7 +179,7 @@ static int op_hello(struct dlfs_serve *s, int fd, const struct request *q)
 		ret = -ENAMETOOLONG;
 	else
 		strcpy(h.ctl_name, name);
-	return send_buf(fd, ret, 0, &h, sizeof(h));
+	return send_buf(fd, ret, why(s, ret), &h, sizeof(h));
 }
 
 /* Are st's attributes the usual ones, that the names table of shm.h
@@ -198,7 +210,7 @@ static int op_lookup(struct dlfs_serve *s, int fd, const struct request *q)
 	    usual(s, &e.st))
 		dlfs_reader_share_name(s->fs->reader, q->h.ino, q->name,
 				       q->h.name_len, e.ino, &e.st);
-	return send_buf(fd, ret, 0, &e, sizeof(e));
+	return send_buf(fd, ret, why(s, ret), &e, sizeof(e));
 }
 
 static int op_getattr(struct dlfs_serve *s, int fd, const struct request *q)
@@ -206,14 +218,15 @@ static int op_getattr(struct dlfs_serve *s, int fd, const struct request *q)
 	struct stat st;
 	double tmo;
 	int ret = dlfs_ops_getattr(s->fs, q->h.ino, &st, &tmo);
-	return send_buf(fd, ret, 0, &st, sizeof(st));
+	return send_buf(fd, ret, why(s, ret), &st, sizeof(st));
 }
 
 static int op_readlink(struct dlfs_serve *s, int fd, const struct request *q)
 {
 	char target[PATH_MAX + 1];
 	int n = dlfs_ops_readlink(s->fs, q->h.ino, target);
-	return send_buf(fd, n < 0 ? n : 0, 0, target, n < 0 ? 0 : (size_t)n);
+	return send_buf(fd, n < 0 ? n : 0, why(s, n), target,
+			n < 0 ? 0 : (size_t)n);
 }
 
 struct dir_out {
@@ -254,7 +267,8 @@ static int op_readdir(struct dlfs_serve *s, int fd, const struct request *q)
 		return send_buf(fd, -ENOMEM, 0, NULL, 0);
 	int ret = dlfs_ops_readdir(s->fs, q->h.ino, q->h.off, 0, put_dirent,
 				   &d);
-	ret = send_buf(fd, ret && !d.count ? ret : 0, d.count, d.buf, d.used);
+	ret = ret && !d.count ? ret : 0;
+	ret = send_buf(fd, ret, ret ? why(s, ret) : d.count, d.buf, d.used);
 	free(d.buf);
 	return ret;
 }
@@ -268,7 +282,8 @@ static int op_read(struct dlfs_serve *s, int fd, const struct request *q)
 		return send_buf(fd, ret, 0, NULL, 0);
 	ret = dlfs_ops_read(s->fs, x, q->h.ino, q->h.off, (size_t)q->h.size,
 			    &r);
-	ret = send_reply(fd, ret, 0, r.iov, r.iovcnt, ret ? 0 : r.len);
+	ret = send_reply(fd, ret, why(s, ret), r.iov, r.iovcnt,
+			 ret ? 0 : r.len);
 	dlfs_ops_read_done(x, &r);
 	return ret;
 }
@@ -326,7 +341,7 @@ static int op_xattr(struct dlfs_serve *s, int fd, const struct request *q,
 			: is_file ? (int)dlfs_ops_xattr_names_len : 0;
 	}
 	if (n < 0)
-		return send_buf(fd, n, 0, NULL, 0);
+		return send_buf(fd, n, why(s, n), NULL, 0);
 	if (!q->h.size)
 		return send_buf(fd, 0, (uint32_t)n, NULL, 0);
 	if ((uint64_t)n > q->h.size)
@@ -509,6 +524,12 @@ int dlfs_serve_open(struct dlfs_fs *fs, const char *path,
 	int ret = dlfs_ops_getattr(fs, DLFS_ROOT_INO, &s->root, &tmo);
 	if (ret)
 		dlfs_err_set(err, ret, "the dataset's root: %s", strerror(-ret));
+	/* Before any client can map the tiers: they trust the NVMe tier's
+	 * files only while this thread lives and holds it (shm.h). */
+	if (!ret && (ret = dlfs_reader_share_alive(fs->reader, 1)))
+		dlfs_err_set(err, ret, "the shared memory's liveness: %s",
+			     strerror(-ret));
+	s->alive = !ret;
 	if (!ret)
 		ret = listen_at(s, path, err);
 	if (!ret && (s->sfd = signalfd(-1, &set, SFD_CLOEXEC)) < 0)
@@ -580,6 +601,9 @@ void dlfs_serve_close(struct dlfs_serve *s)
 		close(s->lfd);
 	if (s->path)
 		unlink(s->path);
+	/* Before the tiers close (the NVMe tier's lock goes with them). */
+	if (s->alive)
+		dlfs_reader_share_alive(s->fs->reader, 0);
 	reap(s, 1);
 	if (s->sfd >= 0)
 		close(s->sfd);

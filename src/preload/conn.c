@@ -58,8 +58,23 @@ static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct conn *list;
 static pthread_key_t exit_key;
 static pthread_mutex_t hello_lock = PTHREAD_MUTEX_INITIALIZER;
-static atomic_int said_gone;
+static atomic_int said_gone, said_garbled, said_socket, said_hello;
+static atomic_int n_reported; /* dlfs_conn_report's lines */
 static atomic_int oneoff[N_ONEOFF]; /* fd + 1 of this process's one-offs */
+/* The error reply of the server that ended this thread's last call, and
+ * the errno behind it (its count, wire.h), for dlfs_conn_report; 0 after
+ * a call that succeeded or failed otherwise. */
+static __thread int reply_err __attribute__((tls_model("initial-exec")));
+static __thread uint32_t reply_cause __attribute__((tls_model("initial-exec")));
+
+/* How a connection failed, besides the negative errno of a socket call:
+ * the server closed it (a reply's bytes were missing), or sent a reply
+ * that makes no sense. */
+#define CLOSED (-ECONNABORTED)
+#define GARBLED (-EBADMSG)
+
+/* dlfs_conn_report's lines at most, per process. */
+#define MAX_REPORTS 20
 
 static int sys_getpid(void)
 {
@@ -76,13 +91,43 @@ static int new_socket(void)
 	return socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 }
 
-static void gone(const char *why)
+/* A connection failed at what (why: a socket call's -errno, CLOSED or
+ * GARBLED); the stream is unusable. Says so once per process (the server
+ * gone, or talking nonsense). @return -EIO, the caller's error. */
+static int broken(const char *what, int why)
 {
+	if (why == GARBLED) {
+		const char *p[] = {"a reply of the dlfs server at ",
+				   dlfs_pl.sock,
+				   " makes no sense (another build of dlfs?): "
+				   "calls under ",
+				   dlfs_pl.prefix, " fail with EIO"};
+		if (!atomic_exchange(&said_garbled, 1))
+			dlfs_pl_say_parts(p, 5);
+		return -EIO;
+	}
+	const char *p[] = {"the dlfs server is gone (", what, ": ",
+			   why == CLOSED ? "it closed the connection"
+					 : strerrordesc_np(-why),
+			   "): calls under ", dlfs_pl.prefix,
+			   " that need it fail with EIO"};
 	if (!atomic_exchange(&said_gone, 1))
-		dlfs_pl_say("the dlfs server is gone: ", why);
+		dlfs_pl_say_parts(p, 7);
+	return -EIO;
 }
 
-/* Send the iovecs in full. */
+/* No socket for a connection: the process is out of descriptors or
+ * memory, the server is not to blame. @return -errno, the caller's. */
+static int no_socket(int e)
+{
+	const char *p[] = {"cannot make a socket to reach the dlfs server: ",
+			   strerrordesc_np(e)};
+	if (!atomic_exchange(&said_socket, 1))
+		dlfs_pl_say_parts(p, 2);
+	return -e;
+}
+
+/* Send the iovecs in full. @return 0, -errno or CLOSED. */
 static int send_all(int fd, struct iovec *iov, int cnt)
 {
 	while (cnt) {
@@ -91,7 +136,7 @@ static int send_all(int fd, struct iovec *iov, int cnt)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return -EIO;
+			return n < 0 ? -errno : CLOSED;
 		while (cnt && (size_t)n >= iov->iov_len) {
 			n -= (ssize_t)iov->iov_len;
 			iov++;
@@ -105,6 +150,7 @@ static int send_all(int fd, struct iovec *iov, int cnt)
 	return 0;
 }
 
+/* @return 0, -errno or CLOSED. */
 static int recv_all(int fd, void *buf, size_t len)
 {
 	char *p = buf;
@@ -113,7 +159,7 @@ static int recv_all(int fd, void *buf, size_t len)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return -EIO;
+			return n < 0 ? -errno : CLOSED;
 		p += n;
 		len -= (size_t)n;
 	}
@@ -141,20 +187,21 @@ static void take_fds(struct msghdr *mh, struct dlfs_conn_fds *fds)
 
 /* One exchange on fd: the reply's status goes to *status. Small on the
  * stack (the name is sent from where it is), for signal handlers.
- * @return 0, or -EIO when the stream is broken (then fd is unusable). */
+ * @return 0; or -errno, CLOSED or GARBLED when the stream is broken (then
+ * fd is unusable). */
 static int exchange(int fd, const struct dlfs_wire_req *req, const char *name,
 		    void *buf, size_t cap, uint64_t *len, uint32_t *count,
 		    struct dlfs_conn_fds *fds, int *status)
 {
 	struct dlfs_wire_rep rep;
-	int ret = -EIO;
+	int ret = GARBLED;
 	int saved = errno; /* a successful call leaves errno alone */
 
 	if (req->name_len > DLFS_WIRE_MAX_NAME)
 		goto out;
 	struct iovec out[2] = {{(void *)req, sizeof(*req)},
 			       {(void *)name, req->name_len}};
-	if (send_all(fd, out, req->name_len ? 2 : 1))
+	if ((ret = send_all(fd, out, req->name_len ? 2 : 1)))
 		goto out;
 	/* The header and as much of the payload as is there, in one call:
 	 * nothing follows a reply on the stream, so this never takes bytes
@@ -175,22 +222,26 @@ static int exchange(int fd, const struct dlfs_wire_req *req, const char *name,
 	do
 		n = recvmsg(fd, &mh, fds ? MSG_CMSG_CLOEXEC : 0);
 	while (n < 0 && errno == EINTR);
-	if (n <= 0)
+	if (n <= 0) {
+		ret = n < 0 ? -errno : CLOSED;
 		goto out;
+	}
 	if (fds)
 		take_fds(&mh, fds);
 	size_t have = 0; /* payload bytes already in buf */
 	if ((size_t)n < sizeof(rep)) {
-		if (recv_all(fd, (char *)&rep + n, sizeof(rep) - (size_t)n))
+		ret = recv_all(fd, (char *)&rep + n, sizeof(rep) - (size_t)n);
+		if (ret)
 			goto out;
 	} else {
 		have = (size_t)n - sizeof(rep);
 	}
+	ret = GARBLED;
 	if (rep.len > cap || have > rep.len || (rep.status && rep.len) ||
-	    rep.status > 0)
+	    rep.status > 0 || rep.status < -4095)
 		goto out;
 	if (rep.len > have &&
-	    recv_all(fd, (char *)buf + have, rep.len - have))
+	    (ret = recv_all(fd, (char *)buf + have, rep.len - have)))
 		goto out;
 	if (len)
 		*len = rep.len;
@@ -203,8 +254,51 @@ out:
 	return ret;
 }
 
+/* Is h a HELLO of this wire that we can use? */
+static int hello_ok(const struct dlfs_wire_hello *h, uint64_t len)
+{
+	return len == sizeof(*h) && h->version == DLFS_WIRE_VERSION &&
+	       h->max_io && memchr(h->ctl_name, '\0', sizeof(h->ctl_name));
+}
+
+/* The first HELLO of the process fills dlfs_pl. */
+static void take_hello(const struct dlfs_wire_hello *h)
+{
+	if (atomic_load_explicit(&dlfs_pl.ready, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&hello_lock);
+	if (!atomic_load(&dlfs_pl.ready)) {
+		dlfs_pl.max_io = h->max_io < DLFS_WIRE_MAX_IO
+					 ? h->max_io
+					 : DLFS_WIRE_MAX_IO;
+		memcpy(dlfs_pl.ctl_name, h->ctl_name, sizeof(dlfs_pl.ctl_name));
+		dlfs_pl.root_ino = h->root_ino;
+		dlfs_pl.root_st = h->root;
+		dlfs_pl.shm = (int)h->shm;
+		atomic_store_explicit(&dlfs_pl.ready, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&hello_lock);
+}
+
+/* The server answered HELLO with an error (st; n, the errno behind an
+ * EIO): it is there, and says what is wrong. The damage errors are
+ * reported with the caller's path (dlfs_conn_report); the others, which
+ * no path explains (another version of the wire, ...), here, once.
+ * @return st. */
+static int hello_refused(int st, uint32_t n)
+{
+	reply_err = st;
+	reply_cause = n;
+	const char *p[] = {"the dlfs server at ", dlfs_pl.sock,
+			   " refused this client: ", strerrordesc_np(-st)};
+	if (st != -EIO && st != -EUCLEAN && !atomic_exchange(&said_hello, 1))
+		dlfs_pl_say_parts(p, 4);
+	return st;
+}
+
 /* Connect fd and say HELLO; the first HELLO of the process fills
- * dlfs_pl. @return 0, or -EIO. */
+ * dlfs_pl. @return 0, the server's error (its reply), or -EIO (gone,
+ * or nonsense). */
 static int hello(int fd)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -212,40 +306,29 @@ static int hello(int fd)
 	struct dlfs_wire_req req = {.op = DLFS_WIRE_HELLO,
 				    .size = DLFS_WIRE_VERSION};
 	uint64_t len = 0;
-	int saved = errno, ret = -EIO;
+	int saved = errno, ret;
 	memcpy(sa.sun_path, dlfs_pl.sock, sizeof(sa.sun_path));
 	int r;
 	do
 		r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 	while (r < 0 && errno == EINTR);
 	if (r < 0) {
-		gone(dlfs_pl.sock);
+		ret = broken(dlfs_pl.sock, -errno);
 		goto out;
 	}
 	int st = 0;
-	r = exchange(fd, &req, NULL, &h, sizeof(h), &len, NULL, NULL, &st);
-	if (r || st || len != sizeof(h) || h.version != DLFS_WIRE_VERSION ||
-	    !h.max_io || !memchr(h.ctl_name, '\0', sizeof(h.ctl_name))) {
-		gone("its HELLO failed");
-		goto out;
-	}
-	if (!atomic_load_explicit(&dlfs_pl.ready, memory_order_acquire)) {
-		pthread_mutex_lock(&hello_lock);
-		if (!atomic_load(&dlfs_pl.ready)) {
-			dlfs_pl.max_io = h.max_io < DLFS_WIRE_MAX_IO
-						 ? h.max_io
-						 : DLFS_WIRE_MAX_IO;
-			memcpy(dlfs_pl.ctl_name, h.ctl_name,
-			       sizeof(dlfs_pl.ctl_name));
-			dlfs_pl.root_ino = h.root_ino;
-			dlfs_pl.root_st = h.root;
-			dlfs_pl.shm = (int)h.shm;
-			atomic_store_explicit(&dlfs_pl.ready, 1,
-					      memory_order_release);
-		}
-		pthread_mutex_unlock(&hello_lock);
-	}
-	ret = 0;
+	uint32_t n = 0;
+	r = exchange(fd, &req, NULL, &h, sizeof(h), &len, &n, NULL, &st);
+	if (r)
+		ret = broken("its HELLO", r);
+	else if (st)
+		ret = hello_refused(st, n);
+	else if (!hello_ok(&h, len))
+		ret = broken("its HELLO", GARBLED);
+	else
+		ret = 0;
+	if (!ret)
+		take_hello(&h);
 out:
 	errno = saved;
 	return ret;
@@ -290,6 +373,7 @@ static int thread_conn(struct conn *c, int pid)
 	int saved = errno;
 	pthread_mutex_lock(&list_lock);
 	int fd = new_socket();
+	int e = errno;
 	if (fd >= 0) {
 		c->fd = fd;
 		c->pid = pid;
@@ -299,41 +383,14 @@ static int thread_conn(struct conn *c, int pid)
 		list = c;
 	}
 	pthread_mutex_unlock(&list_lock);
-	if (fd < 0) {
-		gone("cannot make a socket");
-		errno = saved;
-		return -EIO;
-	}
+	errno = saved;
+	if (fd < 0)
+		return no_socket(e);
 	pthread_setspecific(exit_key, c);
-	if (hello(fd)) {
+	int ret = hello(fd);
+	if (ret)
 		drop(c);
-		return -EIO;
-	}
-	return 0;
-}
-
-/* A socket for one request. mine: of this process (registered for the
- * fork handler), not of a vfork child's. @return it, or -EIO. */
-static int oneoff_open(int mine)
-{
-	int saved = errno;
-	int fd = new_socket();
-	if (fd < 0) {
-		gone("cannot make a socket");
-		errno = saved;
-		return -EIO;
-	}
-	for (int i = 0; mine && i < N_ONEOFF; i++) {
-		int free_slot = 0;
-		if (atomic_compare_exchange_strong(&oneoff[i], &free_slot,
-						   fd + 1))
-			break;
-	}
-	if (hello(fd)) {
-		sys_close(fd);
-		fd = -EIO;
-	}
-	return fd;
+	return ret;
 }
 
 static void oneoff_close(int fd, int mine)
@@ -344,6 +401,31 @@ static void oneoff_close(int fd, int mine)
 			break;
 	}
 	sys_close(fd);
+}
+
+/* A socket for one request. mine: of this process (registered for the
+ * fork handler), not of a vfork child's. @return it, or -errno as
+ * hello(). */
+static int oneoff_open(int mine)
+{
+	int saved = errno;
+	int fd = new_socket();
+	int e = errno;
+	errno = saved;
+	if (fd < 0)
+		return no_socket(e);
+	for (int i = 0; mine && i < N_ONEOFF; i++) {
+		int free_slot = 0;
+		if (atomic_compare_exchange_strong(&oneoff[i], &free_slot,
+						   fd + 1))
+			break;
+	}
+	int ret = hello(fd);
+	if (ret) {
+		oneoff_close(fd, mine);
+		fd = ret;
+	}
+	return fd;
 }
 
 /* How this request is sent. */
@@ -360,23 +442,35 @@ static enum way way_of(const struct conn *c, int pid)
 	return c->busy ? ONEOFF_MINE : THREAD;
 }
 
+/* The end of an exchange (r, the reply's status st and count n): the
+ * server's error for dlfs_conn_report, or a broken connection said.
+ * @return the call's result. */
+static int ended(int r, int st, uint32_t n)
+{
+	if (r)
+		return broken("a request", r);
+	reply_err = st;
+	reply_cause = st ? n : 0;
+	return st;
+}
+
 static int call_oneoff(int mine, const struct dlfs_wire_req *req,
 		       const char *name, void *buf, size_t cap, uint64_t *len,
 		       uint32_t *count, struct dlfs_conn_fds *fds)
 {
-	int status = 0;
+	int status = 0, ret = 0;
+	uint32_t n = 0;
 	int fd = oneoff_open(mine);
 	if (fd < 0)
 		return fd;
-	if (!req)
-		goto out; /* a HELLO only */
-	if (exchange(fd, req, name, buf, cap, len, count, fds, &status)) {
-		gone("a request failed");
-		status = -EIO;
+	if (req) { /* else a HELLO only */
+		ret = exchange(fd, req, name, buf, cap, len, &n, fds, &status);
+		ret = ended(ret, status, n);
+		if (!ret && count)
+			*count = n;
 	}
-out:
 	oneoff_close(fd, mine);
-	return status;
+	return ret;
 }
 
 static int call_thread(struct conn *c, int pid, const struct dlfs_wire_req *req,
@@ -384,20 +478,22 @@ static int call_thread(struct conn *c, int pid, const struct dlfs_wire_req *req,
 		       uint32_t *count, struct dlfs_conn_fds *fds)
 {
 	int status = 0;
+	uint32_t n = 0;
 	c->busy = 1;
 	int ret = thread_conn(c, pid);
 	if (ret || !req)
 		goto out;
-	ret = exchange(c->fd, req, name, buf, cap, len, count, fds, &status);
-	if (ret) {
-		/* The server is gone, or the stream is out of step; a later
-		 * call tries a new connection. */
-		gone("a request failed");
+	ret = exchange(c->fd, req, name, buf, cap, len, &n, fds, &status);
+	/* A broken stream (the server gone, or out of step) is dropped; a
+	 * later call tries a new connection. */
+	if (ret)
 		drop(c);
-	}
+	ret = ended(ret, status, n);
+	if (!ret && count)
+		*count = n;
 out:
 	c->busy = 0;
-	return ret ? ret : status;
+	return ret;
 }
 
 /* One request (or, req NULL, a connection that said HELLO). */
@@ -408,6 +504,8 @@ static int call(const struct dlfs_wire_req *req, const char *name, void *buf,
 	struct conn *c = &tconn;
 	int old, ret, pid = sys_getpid();
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	reply_err = 0;
+	reply_cause = 0;
 	switch (way_of(c, pid)) {
 	case THREAD:
 		ret = call_thread(c, pid, req, name, buf, cap, len, count, fds);
@@ -447,6 +545,46 @@ int dlfs_conn_call_fds(const struct dlfs_wire_req *req, void *buf, size_t cap,
 		fds->n = 0;
 	}
 	return ret;
+}
+
+/* What the server's damage errors mean to a user: err, and the errno
+ * behind an EIO (cause, 0 if not known). */
+static const char *damage_text(int err, uint32_t cause)
+{
+	if (err == -EUCLEAN || cause == EUCLEAN)
+		return "the dataset's index or a container is damaged there "
+		       "(EUCLEAN; the server's messages say where)";
+	if (cause == EBADMSG)
+		return "the bytes read did not pass their checksum (EBADMSG; "
+		       "the server's messages say where)";
+	if (cause)
+		return strerrordesc_np((int)cause);
+	return "the server's messages say why";
+}
+
+void dlfs_conn_report(const char *dir, const char *path, long ret)
+{
+	int err = reply_err;
+	uint32_t cause = reply_cause;
+	if (!ret || ret != err)
+		return; /* no error, or not the server's */
+	reply_err = 0;
+	if (err != -EIO && err != -EUCLEAN)
+		return; /* an answer (ENOENT, ENODATA, ...), not news */
+	int n = atomic_fetch_add(&n_reported, 1);
+	if (n < MAX_REPORTS) {
+		int rel = dir && path[0] != '/';
+		const char *p[] = {rel ? dir : NULL, rel ? "/" : NULL, path,
+				   err == -EIO ? ": the dlfs server answered "
+						 "EIO: "
+					       : ": the dlfs server answered "
+						 "EUCLEAN: ",
+				   damage_text(err, cause)};
+		dlfs_pl_say_parts(p, 5);
+	} else if (n == MAX_REPORTS) {
+		dlfs_pl_say("more errors from the dlfs server: not shown",
+			    NULL);
+	}
 }
 
 /* The fork handlers (preload.c calls them in the lock order). */

@@ -16,9 +16,15 @@
  * signal handler are not supported: the walk takes about 20 KiB of stack
  * (PATH_MAX buffers) and its cache calls malloc.
  *
- * A server that is gone, or that answers nonsense, gives -EIO to the
- * caller and one line on stderr, once per process. A request is not a
- * cancellation point (cancellation is disabled while it runs).
+ * Errors. A server that is gone (it refused the connection, closed it,
+ * reset it) gives -EIO to the caller and one line on stderr that says
+ * so, once per process; a reply that makes no sense the same, with a line
+ * of its own. A server that is there and answers with an error (a HELLO
+ * too: the dataset's root may be damaged) gives its error to the caller,
+ * and says nothing here: the caller, which knows the path, hands its
+ * result to dlfs_conn_report. A process out of descriptors gets the
+ * errno of socket(). A request is not a cancellation point
+ * (cancellation is disabled while it runs).
  */
 #ifndef DLFS_CONN_H
 #define DLFS_CONN_H
@@ -39,7 +45,7 @@ void dlfs_conn_fork_parent(void);
 void dlfs_conn_fork_child(void);
 
 /* Make sure the first HELLO was answered (dlfs_pl.ready), connecting if
- * needed. @return 0 or -EIO. */
+ * needed. @return 0, the server's error, or -EIO (gone). */
 int dlfs_conn_ready(void);
 
 /*
@@ -51,6 +57,20 @@ int dlfs_conn_ready(void);
  */
 int dlfs_conn_call(const struct dlfs_wire_req *req, const char *name,
 		   void *buf, size_t cap, uint64_t *len, uint32_t *count);
+
+/*
+ * A call on path (as the program named it, relative to dir when dir is
+ * not NULL; or a descriptor's path) ended with ret (0, -errno): when
+ * that is the damage error (-EIO, -EUCLEAN) the server answered to this
+ * thread's last request, one line on stderr says so with the path and
+ * the errno behind an EIO that the server sent along ("PATH: the dlfs
+ * server answered EIO: the dataset's index or a container is damaged
+ * there (EUCLEAN; ...)"), at most 20 a process. Errors the library made,
+ * and a server that is gone (said once already), say nothing here.
+ * Async-signal-safe; a signal handler's request between the call and
+ * this report may hide the call's line.
+ */
+void dlfs_conn_report(const char *dir, const char *path, long ret);
 
 /* Descriptors passed along with a reply (SCM_RIGHTS, close-on-exec). */
 #define DLFS_CONN_MAX_FDS 3

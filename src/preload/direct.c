@@ -100,6 +100,7 @@ static int head_ok(const struct dlfs_shm_head *h, const uint64_t *sz)
 	       h->first_off + (uint64_t)h->n_containers * 8 <= sz[0] &&
 	       h->nv_st_off + h->n_chunks <= sz[0] &&
 	       h->nv_seq_off + 8 <= sz[0] &&
+	       h->alive_off % 4 == 0 && h->alive_off + 4 <= sz[0] &&
 	       h->loc_off + (h->loc_mask + 1) *
 				     sizeof(struct dlfs_shm_loc) <= sz[0] &&
 	       h->name_off + h->name_sets * DLFS_SHM_NAME_WAYS *
@@ -352,7 +353,8 @@ static uint8_t *bounce(size_t n)
 }
 
 /* Read [off, off + n) of file l from the NVMe tier. @return 1 with
- * *stable (no chunk left the tier meanwhile), or 0 (not there). */
+ * *stable (no chunk left the tier meanwhile, and the server still serves:
+ * no later server has touched the cache files), or 0 (not there). */
 static int from_nvme(const struct dlfs_shm_loc *l, uint64_t off, size_t n,
 		     uint8_t *buf, int *stable)
 {
@@ -394,7 +396,7 @@ static int from_nvme(const struct dlfs_shm_loc *l, uint64_t off, size_t n,
 		memcpy(buf, b + (pos - a0), n);
 	}
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
-	*stable = dlfs_shm_load(seqp) == seq;
+	*stable = dlfs_shm_load(seqp) == seq && dlfs_shm_alive(m.h, m.meta);
 	return 1;
 }
 

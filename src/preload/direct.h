@@ -7,11 +7,14 @@
  * fd closed behind the library's back is dropped, never read).
  *
  * A read is served here when the file's location is in the locations
- * table and its bytes are in a RAM slot or in NVMe chunks that stay put
- * while they are read, and the file is known good (its bit in file_ok),
- * or the read is of the whole file and its bytes pass its own checksum
- * (then its bit is set). Anything else, and any doubt, goes to the
- * server: a read here never gives bytes the server would not.
+ * table and its bytes are in a RAM slot, or in NVMe chunks that stay put
+ * while they are read by a server that still serves, and the file is
+ * known good (its bit in file_ok), or the read is of the whole file and
+ * its bytes pass its own checksum (then its bit is set). Anything else,
+ * and any doubt, goes to the server: a read here never gives bytes the
+ * server would not. Once the server is gone, the same rules serve what
+ * the memory holds (the RAM tier's chunks, and whole files that pass
+ * their checksum), and the rest fails as any request does (EIO).
  *
  * DLFS_PRELOAD_DIRECT=0 in the environment turns this off (every read a
  * request), for comparison.

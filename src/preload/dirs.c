@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "conn.h"
 #include "ns.h"
 #include "state.h"
 #include "real.h"
@@ -167,8 +168,10 @@ static int next(struct dlfs_dir *d)
 		uint64_t len = 0;
 		int ret = dlfs_ns_readdir(d->f->ino, d->cookie, d->buf, BATCH,
 					  &count, &len);
-		if (ret)
+		if (ret) {
+			dlfs_conn_report(NULL, d->f->vpath, ret);
 			return ret;
+		}
 		if (!count) {
 			d->eof = 1;
 			return 0;

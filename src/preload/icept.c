@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "cwd.h"
 #include "ns.h"
 #include "state.h"
@@ -159,6 +160,7 @@ int dlfs_file_stat(struct dlfs_file *f, struct stat *st)
 	}
 	int ret = dlfs_ns_getattr(f->ino, st);
 	if (ret) {
+		dlfs_conn_report(NULL, f->vpath, ret);
 		errno = -ret;
 		return -1;
 	}
@@ -192,6 +194,7 @@ ssize_t dlfs_file_pread(struct dlfs_file *f, void *buf, size_t n, off_t off)
 		return 0;
 	ssize_t r = dlfs_ns_read(f->ino, buf, n, (uint64_t)off);
 	if (r < 0) {
+		dlfs_conn_report(NULL, f->vpath, r);
 		errno = (int)-r;
 		return -1;
 	}

@@ -14,6 +14,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "icept.h"
 #include "ns.h"
 #include "state.h"
@@ -35,6 +36,7 @@ static ssize_t xattr_path(const char *path, int nofollow, const char *name,
 	}
 	long n = list ? dlfs_ns_listxattr(res.ino, v, size)
 		      : dlfs_ns_getxattr(res.ino, name, v, size);
+	dlfs_conn_report(NULL, res.path, n);
 	return n < 0 ? dlfs_fail((int)-n) : n;
 }
 
@@ -44,6 +46,7 @@ static ssize_t xattr_fd(struct dlfs_file *f, const char *name, void *v,
 	long n = (f->flags & O_PATH) ? -EBADF /* the kernel's fdget */
 	       : list		     ? dlfs_ns_listxattr(f->ino, v, size)
 				     : dlfs_ns_getxattr(f->ino, name, v, size);
+	dlfs_conn_report(NULL, f->vpath, n);
 	dlfs_file_put(f);
 	return n < 0 ? dlfs_fail((int)-n) : n;
 }

@@ -12,6 +12,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "cwd.h"
 #include "icept.h"
 #include "ns.h"
@@ -299,8 +300,10 @@ static ssize_t do_readlinkat(int dirfd, const char *path, char *buf,
 		return dlfs_fail(EINVAL);
 	char target[PATH_MAX];
 	long n = dlfs_ns_readlink(res.ino, target, sizeof(target));
-	if (n < 0)
+	if (n < 0) {
+		dlfs_conn_report(NULL, res.path, n);
 		return dlfs_fail((int)-n);
+	}
 	if ((size_t)n > size)
 		n = (long)size; /* readlink truncates */
 	memcpy(buf, target, (size_t)n);

@@ -273,5 +273,6 @@ int dlfs_ns_resolve(const struct dlfs_vp_base *base, const char *path,
 	if (!ret && res->kind == DLFS_VP_OURS && dlfs_ns_volatile(res->path) &&
 	    res->ino != dlfs_pl.root_ino)
 		ret = dlfs_ns_getattr(res->ino, &res->st);
+	dlfs_conn_report(base ? base->path : NULL, path, ret);
 	return ret;
 }

@@ -7,19 +7,26 @@
 
 struct dlfs_pl dlfs_pl;
 
-void dlfs_pl_say(const char *msg, const char *arg)
+void dlfs_pl_say_parts(const char *const *parts, size_t n)
 {
 	char line[512];
-	size_t n = 0;
-	const char *parts[] = {"dlfs-preload: ", msg, arg ? arg : "", "\n"};
-	for (size_t i = 0; i < 4; i++) {
-		size_t l = strlen(parts[i]);
-		if (l > sizeof(line) - n - 1)
-			l = sizeof(line) - n - 1;
-		memcpy(line + n, parts[i], l);
-		n += l;
+	size_t len = 0;
+	for (size_t i = 0; i <= n; i++) {
+		const char *p = i == 0 ? "dlfs-preload: " : parts[i - 1];
+		if (!p)
+			continue;
+		size_t l = strlen(p);
+		if (l > sizeof(line) - 1 - len)
+			l = sizeof(line) - 1 - len;
+		memcpy(line + len, p, l);
+		len += l;
 	}
-	if (line[n - 1] != '\n')
-		line[n - 1] = '\n';
-	syscall(SYS_write, 2, line, n);
+	line[len++] = '\n';
+	syscall(SYS_write, 2, line, len);
+}
+
+void dlfs_pl_say(const char *msg, const char *arg)
+{
+	const char *parts[] = {msg, arg};
+	dlfs_pl_say_parts(parts, 2);
 }

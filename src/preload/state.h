@@ -31,6 +31,7 @@
 
 #include <limits.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -57,7 +58,12 @@ struct dlfs_pl {
 
 extern struct dlfs_pl dlfs_pl;
 
-/* Print "dlfs-preload: MSG" on stderr (real write, no stdio, no malloc). */
+/* Print "dlfs-preload: MSG" on stderr (real write, no stdio, no malloc),
+ * MSG then ARG (may be NULL). Async-signal-safe. */
 void dlfs_pl_say(const char *msg, const char *arg);
+
+/* The same line made of n parts (NULL parts are skipped), cut at 512
+ * bytes. */
+void dlfs_pl_say_parts(const char *const *parts, size_t n);
 
 #endif

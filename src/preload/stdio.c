@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "icept.h"
+#include "conn.h"
 #include "ns.h"
 #include "state.h"
 #include "real.h"
@@ -161,8 +162,10 @@ static int copy_of(const struct dlfs_vp_res *res)
 	int err = fd < 0 ? errno : buf ? 0 : ENOMEM;
 	for (uint64_t off = 0; !err;) {
 		ssize_t n = dlfs_ns_read(res->ino, buf, chunk, off);
-		if (n < 0)
+		if (n < 0) {
+			dlfs_conn_report(NULL, res->path, n);
 			err = (int)-n;
+		}
 		if (n <= 0)
 			break;
 		for (ssize_t w = 0; !err && w < n;) {

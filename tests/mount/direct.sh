@@ -41,9 +41,11 @@
 #      less at most 2;
 #  (g) the wire (wirecheck.py --shm): MAP passes 3 descriptors whose sizes
 #      are the reply's, the first mapped begins with the magic and version
-#      1; meta and data reopened read-write through /proc/self/fd take no
-#      writable mapping, write or new size (sealed), and a process reading
-#      every file after that gets the source's bytes; NVFD of container 2**40 is EINVAL; NVFD 0 is ENOENT without a
+#      2, its liveness word holds a thread id; meta and data reopened
+#      read-write through /proc/self/fd take no writable mapping, write or
+#      new size (sealed), and a process reading every file after that gets
+#      the source's bytes; NVFD of container 2**40 is EINVAL; NVFD 0 is
+#      ENOENT without a
 #      cache_dir, and with one a read-only descriptor of the cache file,
 #      holding the container's chunk.
 # The server logs no error (but (d)'s checksum lines).

@@ -24,7 +24,8 @@ a server of dlfs-run (tests/mount/direct.sh):
   - MAP passes 3 descriptors (SCM_RIGHTS) whose sizes (fstat) are the
     reply's; the first, mapped, starts with the magic of
     src/core/shared/shm.h (0x314d4853534c4644, little-endian u64) and
-    version 1, and its head gives the same three sizes;
+    version 2, and its head gives the same three sizes; its liveness
+    word holds a thread id (the server serves);
   - NVFD of container 2**40 is EINVAL; without --nvme (no cache_dir),
     NVFD 0 is ENOENT. With --nvme (a cache_dir whose tier holds chunk 0
     of container 0): NVFD 0 passes one descriptor, read-only, whose bytes
@@ -51,14 +52,15 @@ DIRENT = struct.Struct("=QQII")
 HELLO, LOOKUP, GETATTR, READLINK, READDIR, READ, STATFS, GETXATTR, \
     LISTXATTR, MAP, NVFD = range(1, 12)
 # struct dlfs_shm_head of src/core/shared/shm.h.
-SHM_HEAD = struct.Struct("<QIIQQQQQIIII" + "Q" * 16)
+SHM_HEAD = struct.Struct("<QIIQQQQQIIII" + "Q" * 17)
 SHM_FIELDS = ("magic version n_slots slot_size chunk_size data_off n_chunks "
               "n_inodes table_mask n_containers nvme pad table_off slots_off "
               "first_off nv_st_off nv_seq_off loc_off loc_mask name_off "
               "name_sets file_ok_off use_off count_off seen_off meta_size "
-              "data_size rw_size").split()
+              "data_size rw_size alive_off").split()
 SHM_MAGIC = 0x314D4853534C4644
-assert SHM_HEAD.size == 200 and len(SHM_FIELDS) == 28
+SHM_VERSION = 2
+assert SHM_HEAD.size == 208 and len(SHM_FIELDS) == 29
 MAX_IO = 1 << 20
 assert STAT.size == 144
 
@@ -330,10 +332,15 @@ def check_shm(sock, nvme_ds=None, show=False):
                 fail("MAP: file %d has %d bytes, the reply says %d" % (i, os.fstat(fd).st_size, sizes[i]))
         with mmap.mmap(fds[0], sizes[0], mmap.MAP_SHARED, mmap.PROT_READ) as meta:
             h = dict(zip(SHM_FIELDS, SHM_HEAD.unpack_from(meta, 0)))
-            if h["magic"] != SHM_MAGIC or h["version"] != 1:
-                fail("MAP: meta starts with magic %#x version %d, expected %#x 1"
-                     % (h["magic"], h["version"], SHM_MAGIC))
+            if h["magic"] != SHM_MAGIC or h["version"] != SHM_VERSION:
+                fail("MAP: meta starts with magic %#x version %d, expected %#x %d"
+                     % (h["magic"], h["version"], SHM_MAGIC, SHM_VERSION))
                 return
+            # The liveness mutex's futex word holds its owner's thread id
+            # (FUTEX_TID_MASK) while the server serves.
+            alive, = struct.unpack_from("<I", meta, h["alive_off"])
+            if not alive & 0x3FFFFFFF:
+                fail("MAP: the liveness word is %#x while the server serves" % alive)
             got = (h["meta_size"], h["data_size"], h["rw_size"])
             if got != sizes:
                 fail("MAP: the head's sizes %r are not the reply's %r" % (got, sizes))

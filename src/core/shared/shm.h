@@ -58,11 +58,27 @@
  * order, skipping what was overwritten before it came. Losing some costs
  * only planning.
  *
+ * The server's life: meta holds at alive_off a pthread_mutex_t, robust
+ * and process-shared, that the server's serving thread holds while it
+ * serves (src/daemon/serve.c: from before it listens until it stops).
+ * Its first 32 bits are the futex word of Linux's robust futexes: the
+ * holder's thread id while it is held; 0 once released; and when the
+ * holder dies (kill -9 too) the kernel clears the id and sets
+ * FUTEX_OWNER_DIED, before the dying server's descriptors are closed.
+ * dlfs_shm_alive reads it. Why: the NVMe tier's cache files outlive
+ * their server, and the next server of the same cache_dir, which can
+ * open the tier only once this one's lock is gone (its flock, nvme.h),
+ * may evict and refill chunks in them while a reader of the dead one
+ * still holds their descriptors and the frozen chunk states. The RAM
+ * tier's memory is only ever this server's: it stays right.
+ *
  * What may be served without the server, the read core's rules
  * (reader.h): a RAM slot's bytes were checked when loaded; an NVMe read
- * that is stable, of a file whose bit is set; else only a read of a whole
- * file whose bytes pass its own checksum (the reader then sets its bit).
- * Anything else goes to the server, which checks, drops and logs.
+ * that is stable, of a file whose bit is set, while the server is alive
+ * (dlfs_shm_alive after the read: then no later server has touched the
+ * files yet); else only a read of a whole file whose bytes pass its own
+ * checksum (the reader then sets its bit). Anything else goes to the
+ * server, which checks, drops and logs; when it is gone, that fails.
  *
  * Memory order: the writer publishes with release stores, readers load
  * with acquire and fence before the second seq load.
@@ -70,10 +86,11 @@
 #ifndef DLFS_SHM_H
 #define DLFS_SHM_H
 
+#include <linux/futex.h> /* FUTEX_TID_MASK */
 #include <stdint.h>
 
 #define DLFS_SHM_MAGIC UINT64_C(0x314d4853534c4644) /* "DLFSSHM1" */
-#define DLFS_SHM_VERSION 1
+#define DLFS_SHM_VERSION 2
 
 /* The NVMe state byte's bit that readers use (the others are the tier's
  * own). */
@@ -110,6 +127,8 @@ struct dlfs_shm_head {
 	uint64_t seen_off;    /* struct dlfs_shm_seen_ring */
 	/* Sizes of the three files. */
 	uint64_t meta_size, data_size, rw_size;
+	uint64_t alive_off;   /* in meta: the server's life (above), 64
+				 bytes */
 };
 
 struct dlfs_shm_slot {
@@ -306,6 +325,16 @@ static inline int dlfs_shm_loc_get(const struct dlfs_shm_head *h,
 	    out->container >= h->n_containers)
 		return -1;
 	return 0;
+}
+
+/* Is the server that made this memory still serving? (The futex word
+ * of its liveness mutex holds an owner's thread id.) */
+static inline int dlfs_shm_alive(const struct dlfs_shm_head *h,
+				 const uint8_t *meta)
+{
+	uint32_t w = __atomic_load_n((const uint32_t *)(meta + h->alive_off),
+				     __ATOMIC_ACQUIRE);
+	return (w & FUTEX_TID_MASK) != 0;
 }
 
 /* After copying from slot: were its bytes key's throughout? */

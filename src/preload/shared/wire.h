@@ -48,9 +48,15 @@
  *                                    SCM_RIGHTS (shm.h); -ENOENT when
  *                                    there is none yet
  *
- * status is 0 or a negative errno; a failed reply has no payload. size is
- * at most DLFS_WIRE_MAX_IO. A server that cannot parse a request closes
- * the connection.
+ * status is 0 or a negative errno; a failed reply has no payload. The
+ * count of a failed reply is 0, or, for -EIO, the error behind it when
+ * the server knows it: EUCLEAN (a damaged index record or container),
+ * EBADMSG (bytes that fail their checksum), or the errno of a failed
+ * read; the client's program gets EIO, as from a FUSE mount, and the
+ * library says the rest (src/preload/conn.h). size is at most
+ * DLFS_WIRE_MAX_IO. A server that cannot parse a request closes the
+ * connection; a server that is gone is seen as a connection refused,
+ * closed or reset, never as a reply.
  */
 #ifndef DLFS_WIRE_H
 #define DLFS_WIRE_H
@@ -92,7 +98,8 @@ struct dlfs_wire_req {
 
 struct dlfs_wire_rep {
 	int32_t status; /* 0 or -errno */
-	uint32_t count; /* READDIR: entries; xattrs: the value's length */
+	uint32_t count; /* READDIR: entries; xattrs: the value's length;
+			   -EIO: the errno behind it, or 0 */
 	uint64_t len;   /* payload bytes that follow */
 };
 
