@@ -382,6 +382,19 @@ static void *mpi_main(void *arg)
 
 /* ---- asking ---- */
 
+/* Wait on cv for at most CHECK_MS: a caller looks again then. */
+static void wait_check(pthread_cond_t *cv, pthread_mutex_t *mu)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += CHECK_MS * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(cv, mu, &ts);
+}
+
 /* A free slot, waiting for one. Caller holds mu. @return NULL when the
  * job is ending. */
 static struct slot *take_slot(struct dlfs_peer *p)
@@ -392,14 +405,7 @@ static struct slot *take_slot(struct dlfs_peer *p)
 		for (unsigned i = 0; i < SLOTS; i++)
 			if (p->slots[i].state == S_FREE)
 				return &p->slots[i];
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += CHECK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+		wait_check(&p->cv, &p->mu);
 	}
 }
 
@@ -443,14 +449,7 @@ static int wait_answer(struct dlfs_peer *p, struct slot *s, unsigned to,
 			pthread_cond_wait(&s->cv, &p->mu);
 			continue;
 		}
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += CHECK_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&s->cv, &p->mu, &ts);
+		wait_check(&s->cv, &p->mu);
 		if (s->state == S_DONE || s->state == S_COPYING)
 			continue;
 		double now = dlfs_peer_now(), silent = silent_for(p, to, now);
