@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -104,7 +105,14 @@ int dlfs_ixsrc_open(const char *dataset, const char *cache_dir,
 	}
 	ix->sealed = 1;
 	ix->bytes = s.size;
-	if (!cache_dir)
+	/* A cache_dir there that cannot be used (not a directory, not
+	 * writable) is the NVMe tier's error to give, first and alone (it
+	 * stops the mount): no warning here that the index has no copy
+	 * there. One not there yet is made for the copy. */
+	struct stat cst;
+	if (!cache_dir ||
+	    (stat(cache_dir, &cst) == 0 &&
+	     (!S_ISDIR(cst.st_mode) || access(cache_dir, W_OK | X_OK) < 0)))
 		return open_plain(dataset, ds, err);
 	ret = dlfs_ixcopy_find(cache_dir, &s, &path, &e);
 	if (!ret) {

@@ -251,6 +251,16 @@ bad_start "index with format version 99" 1 "unsupported format version" "$T/v99.
 
 printf 'not a dataset\n' >"$T/file.dlfs"
 bad_start "dataset is a regular file" 1 "$T/file.dlfs" "$T/file.dlfs" "$MNT"
+# One line, the real cause first: no warning about the index's seal or
+# its copy before it (issue 39, item 3).
+no_warning() {
+	! grep -qi "warning" "$T/bs.err" ||
+		soft_fail "(e) $1: a warning comes before the error: $(head -c 300 "$T/bs.err")"
+}
+no_warning "dataset is a regular file"
+: >"$T/cachefile"
+bad_start "cache_dir is a regular file" 1 "cache_dir $T/cachefile|Not a directory" "$DS" "$MNT" -o cache_dir="$T/cachefile"
+no_warning "cache_dir is a regular file"
 mkdir "$T/noindex.dlfs"
 bad_start "dataset without an index" 1 "$T/noindex.dlfs" "$T/noindex.dlfs" "$MNT"
 bad_start "missing mountpoint" 1 "$T/nomnt" "$DS" "$T/nomnt"
