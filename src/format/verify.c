@@ -1,7 +1,7 @@
 /*
  * dlfs_verify: every container front to back, every chunk and file
- * checksum. Files are walked in inode order, which is container order, so
- * one chunk buffer and one running hash suffice.
+ * checksum. The chunks and files are walked by cwalk.c, each chunk read
+ * once; this file judges what the walk finds and names the damage.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "cwalk.h"
 #include "ds_priv.h"
 #include "dlfs/check.h"
 #include "records.h"
@@ -18,7 +19,6 @@
 
 /* Files named for one unusable container; the rest are counted. */
 #define DLFS_VERIFY_NAME_MAX 1000
-#define VERIFY_SIDE_BUF (1 << 20)
 
 struct bad {
 	uint64_t ino; /* 0: damage outside any file */
@@ -35,8 +35,10 @@ struct verify {
 	struct dlfs_verify_report *rep;
 	struct bad *bad;
 	size_t n_bad, cap_bad;
-	uint8_t *side; /* check_alone's buffer, VERIFY_SIDE_BUF bytes */
-	struct dlfs_decoder *dec; /* a compressed dataset's chunks */
+	struct dlfs_cwalk *walk;
+	uint32_t c;        /* the container being walked */
+	int chunk_bad;     /* the chunk being walked failed a check */
+	int file_bad_here; /* a file that ends in it failed, or it is named */
 };
 
 static int add_bad(struct verify *v, uint64_t ino, uint32_t c, uint64_t off,
@@ -134,27 +136,6 @@ out:
 	return ret;
 }
 
-/* Check one file alone, read piece by piece into v->side: for a file the
- * in-order walk cannot stream (its inode record is out of layout order). */
-static int check_alone(struct verify *v, const struct dlfs_inode *in,
-		       XXH3_state_t *hs, uint64_t *h, struct dlfs_err *err)
-{
-	if (!v->side && !(v->side = malloc(VERIFY_SIDE_BUF)))
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	XXH3_64bits_reset(hs);
-	for (uint64_t off = 0; off < in->size;) {
-		size_t got;
-		int ret = dlfs_file_pread(v->ds, in, v->side, VERIFY_SIDE_BUF,
-					  off, &got, err);
-		if (ret)
-			return ret;
-		XXH3_64bits_update(hs, v->side, got);
-		off += got;
-	}
-	*h = XXH3_64bits_digest(hs);
-	return 0;
-}
-
 /* A file's verdict: counted, and named if bad. @return 0 or -ENOMEM. */
 static int file_done(struct verify *v, const struct dlfs_inode *in,
 		     uint32_t c, const char *bad, struct dlfs_err *err)
@@ -170,39 +151,90 @@ static int file_done(struct verify *v, const struct dlfs_inode *in,
 }
 
 /*
- * The next file of container c, in inode order, into *in. A damaged inode
- * record is reported (by name) and skipped. @return 1 with *in, 0 at the
- * end of the container's files, or a negative errno.
+ * The container walk's callbacks (cwalk.h). A chunk's damage is named
+ * when it is read and says which chunk (its record, its stored bytes);
+ * a chunk that only fails its checksum is named at its end, and only
+ * when no file that ends in it failed its own.
  */
-static int next_file(struct verify *v, uint32_t c, uint64_t *ino,
-		     uint64_t end, struct dlfs_inode *in, struct dlfs_err *err)
+static int on_chunk(void *arg, uint64_t k, uint64_t start, int st,
+		    const char *msg, struct dlfs_err *err)
 {
-	for (; *ino < end; (*ino)++) {
-		struct dlfs_err e = {0};
-		int ret = dlfs_stat(v->txn, *ino, in, &e);
-		if (ret && ret != -DLFS_ECORRUPT && ret != -ENOENT)
-			return dlfs_err_set(err, ret, "%s", e.msg);
-		if (!ret && in->container == c && S_ISREG(in->mode))
-			return 1;
-		struct dlfs_inode bad = {.ino = *ino};
-		ret = file_done(v, &bad, c,
-				ret ? "its inode record is damaged"
-				    : "its inode record is damaged (not a "
-				      "file of this container)",
-				err);
-		if (ret)
-			return ret;
+	struct verify *v = arg;
+	(void)k;
+	v->rep->chunks++;
+	v->chunk_bad = st != 0;
+	v->file_bad_here = 0;
+	if (st && msg) {
+		v->file_bad_here = 1; /* named already */
+		if (add_bad(v, 0, v->c, start, msg))
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
 
-static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
-			    XXH3_state_t *hs, struct dlfs_err *err)
+static int on_chunk_end(void *arg, uint64_t k, uint64_t start,
+			struct dlfs_err *err)
+{
+	struct verify *v = arg;
+	(void)k;
+	if (!v->chunk_bad)
+		return 0;
+	v->rep->bad_chunks++;
+	if (!v->file_bad_here &&
+	    add_bad(v, 0, v->c, start,
+		    "chunk checksum mismatch outside any file that ends in "
+		    "this chunk"))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static int on_file(void *arg, const struct dlfs_inode *in, const char *bad,
+		   struct dlfs_err *err)
+{
+	struct verify *v = arg;
+	if (bad && S_ISREG(in->mode))
+		v->file_bad_here = 1;
+	return file_done(v, in, v->c, bad, err);
+}
+
+static const struct dlfs_cwalk_ops verify_ops = {
+	.chunk = on_chunk,
+	.chunk_end = on_chunk_end,
+	.file = on_file,
+};
+
+/* An unusable container (missing, truncated, a bad header): reported,
+ * and its files named, up to a limit a terminal can take. */
+static int container_unusable(struct verify *v, uint32_t c,
+			      const char *cname, const char *why,
+			      struct dlfs_err *err)
+{
+	const struct dlfs_container *rec = dlfs_ds_container(v->ds, c);
+	char msg[DLFS_ERR_MSG_MAX + 64];
+	snprintf(msg, sizeof(msg), "%s (%llu files in it unchecked)", why,
+		 (unsigned long long)rec->n_files);
+	report(v, cname, msg);
+	v->rep->bad_containers++;
+	v->rep->bad_files += rec->n_files;
+	for (uint64_t i = 0; i < rec->n_files && i < DLFS_VERIFY_NAME_MAX; i++)
+		if (add_bad(v, rec->first_ino + i, c, 0,
+			    "in an unusable container"))
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (rec->n_files > DLFS_VERIFY_NAME_MAX) {
+		snprintf(msg, sizeof(msg),
+			 "and %llu more files in this container",
+			 (unsigned long long)(rec->n_files -
+					      DLFS_VERIFY_NAME_MAX));
+		report(v, cname, msg);
+	}
+	return 0;
+}
+
+/* Container c: its trailer, then every chunk and file through the walk. */
+static int verify_container(struct verify *v, uint32_t c,
+			    struct dlfs_err *err)
 {
 	struct dlfs_ds *ds = v->ds;
-	const uint64_t cs = ds->ix.info.super.chunk_size;
-	/* The table checked at open, not the raw record: its numbers are
-	 * consistent, so the walk below stays inside its buffers. */
 	const struct dlfs_container *rec = dlfs_ds_container(ds, c);
 	struct dlfs_err e = {0};
 	char cname[DLFS_CONTAINER_NAME_MAX];
@@ -210,174 +242,17 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 
 	dlfs_container_name(c, cname);
 	v->rep->containers++;
+	v->c = c;
 	ret = dlfs_ds_container_fd(ds, c, &fd, &e);
-	if (ret) {
-		char msg[DLFS_ERR_MSG_MAX + 64];
-		snprintf(msg, sizeof(msg), "%s (%llu files in it unchecked)",
-			 e.msg, (unsigned long long)rec->n_files);
-		report(v, cname, msg);
-		v->rep->bad_containers++;
-		v->rep->bad_files += rec->n_files;
-		/* Name its files too, up to a limit a terminal can take. */
-		for (uint64_t i = 0; i < rec->n_files && i < DLFS_VERIFY_NAME_MAX;
-		     i++)
-			if (add_bad(v, rec->first_ino + i, c, 0,
-				    "in an unusable container"))
-				return dlfs_err_set(err, -ENOMEM,
-						    "out of memory");
-		if (rec->n_files > DLFS_VERIFY_NAME_MAX) {
-			snprintf(msg, sizeof(msg),
-				 "and %llu more files in this container",
-				 (unsigned long long)(rec->n_files -
-						      DLFS_VERIFY_NAME_MAX));
-			report(v, cname, msg);
-		}
-		return 0;
-	}
+	if (ret)
+		return container_unusable(v, c, cname, e.msg, err);
 	ret = check_trailer(v, fd, cname, rec->file_size, rec->data_size);
 	if (ret < 0)
 		return dlfs_err_sys(err, ret, "%s/%s: reading the trailer",
 				    ds->path, cname);
 	if (ret)
 		v->rep->bad_containers++;
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-
-	/*
-	 * Files are streamed through the chunks in inode order, which is
-	 * layout order: one chunk buffer and one running hash. A file whose
-	 * record breaks that order (it starts before the current chunk and
-	 * is not the one being hashed) is checked alone.
-	 */
-	uint64_t ino = rec->first_ino, end = rec->first_ino + rec->n_files;
-	struct dlfs_inode in;
-	int have = 0, open_hash = 0;
-	for (uint64_t k = 0; k < rec->n_chunks; k++) {
-		uint64_t cstart = dlfs_chunk_start(cs, k);
-		uint64_t left = rec->data_size - k * cs;
-		size_t len = (size_t)(left < cs ? left : cs);
-		struct dlfs_chunk_rec cr;
-		int chunk_bad = 0, file_bad_here = 0;
-		ret = dlfs_chunk_get(v->txn, c, k, &cr, &e);
-		if (ret == -DLFS_ECORRUPT || ret == -ENOENT) {
-			/* Its files still have their own checksums. */
-			chunk_bad = 1;
-			if (add_bad(v, 0, c, cstart, e.msg))
-				return dlfs_err_set(err, -ENOMEM,
-						    "out of memory");
-			file_bad_here = 1; /* named already */
-		} else if (ret) {
-			return dlfs_err_set(err, ret, "%s", e.msg);
-		}
-		if (dlfs_ds_compressed(ds)) {
-			/* The stored bytes are checked as they are read; a
-			 * bad chunk's files then hash zeros and fail. */
-			ret = chunk_bad ? -DLFS_ECORRUPT
-					: dlfs_ds_chunk_logical(ds, c, k, &cr,
-								v->dec, buf, cs,
-								&e);
-			if (ret && ret != -DLFS_ECORRUPT &&
-			    ret != -DLFS_ECHECKSUM)
-				return dlfs_err_set(err, ret, "%s", e.msg);
-			if (ret) {
-				memset(buf, 0, len);
-				if (!chunk_bad &&
-				    add_bad(v, 0, c, cstart, e.msg))
-					return dlfs_err_set(err, -ENOMEM,
-							    "out of memory");
-				chunk_bad = file_bad_here = 1;
-			}
-		} else {
-			ret = dlfs_ds_pread(ds, c, buf, len, cstart, err);
-			if (ret)
-				return ret;
-			posix_fadvise(fd, (off_t)cstart, (off_t)len,
-				      POSIX_FADV_DONTNEED);
-			if (!chunk_bad)
-				chunk_bad = XXH3_64bits(buf, len) != cr.xxh3;
-		}
-		v->rep->chunks++;
-		uint64_t cend = cstart + len;
-		for (;;) {
-			if (!have) {
-				ret = next_file(v, c, &ino, end, &in, err);
-				if (ret <= 0) {
-					if (ret < 0)
-						return ret;
-					break;
-				}
-				have = 1;
-			}
-			uint64_t h = 0;
-			if (in.size == 0) {
-				h = XXH3_64bits(NULL, 0);
-			} else if (!open_hash && in.offset < cstart) {
-				ret = check_alone(v, &in, hs, &h, &e);
-				if (ret && ret != -DLFS_ECORRUPT)
-					return dlfs_err_set(err, ret, "%s",
-							    e.msg);
-				if (ret)
-					h = ~in.xxh3;
-			} else {
-				if (in.offset >= cend)
-					break; /* starts in a later chunk */
-				uint64_t fend = in.offset + in.size;
-				uint64_t from = open_hash ? cstart : in.offset;
-				uint64_t to = fend < cend ? fend : cend;
-				const uint8_t *p = buf + (from - cstart);
-				if (!open_hash && fend <= cend) {
-					h = XXH3_64bits(p, (size_t)(to - from));
-				} else {
-					if (!open_hash) {
-						XXH3_64bits_reset(hs);
-						open_hash = 1;
-					}
-					XXH3_64bits_update(hs, p,
-							   (size_t)(to - from));
-					if (fend > cend)
-						break; /* goes on in the next */
-					h = XXH3_64bits_digest(hs);
-					open_hash = 0;
-				}
-			}
-			if (h != in.xxh3)
-				file_bad_here = 1;
-			ret = file_done(v, &in, c,
-					h == in.xxh3 ? NULL
-						     : "checksum mismatch",
-					err);
-			if (ret)
-				return ret;
-			have = 0;
-			ino++;
-		}
-		if (chunk_bad) {
-			v->rep->bad_chunks++;
-			if (!file_bad_here &&
-			    add_bad(v, 0, c, cstart,
-				    "chunk checksum mismatch outside any "
-				    "file that ends in this chunk"))
-				return dlfs_err_set(err, -ENOMEM,
-						    "out of memory");
-		}
-	}
-	/* Files left over: the chunks ended before them. */
-	for (; ino < end; ino++) {
-		if (!have) {
-			ret = next_file(v, c, &ino, end, &in, err);
-			if (ret <= 0)
-				return ret;
-		}
-		have = 0;
-		ret = file_done(v, &in, c,
-				in.size || in.xxh3 != XXH3_64bits(NULL, 0)
-					? "file lies outside the container's "
-					  "data"
-					: NULL,
-				err);
-		if (ret)
-			return ret;
-	}
-	return 0;
+	return dlfs_cwalk_container(v->walk, c, err);
 }
 
 /*
@@ -602,35 +477,21 @@ int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
 {
 	struct verify v = {.ds = ds, .cb = cb, .arg = arg, .rep = rep};
 	memset(rep, 0, sizeof(*rep));
-	uint8_t *buf = NULL;
-	XXH3_state_t *hs = XXH3_createState();
 	int ret = dlfs_txn_begin(ds, &v.txn, err);
-	if (ret)
-		goto out;
-	if (!hs || posix_memalign((void **)&buf, 4096,
-				  ds->ix.info.super.chunk_size)) {
-		buf = NULL;
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	if (dlfs_ds_compressed(ds) &&
-	    (ret = dlfs_decoder_new(ds, &v.dec, err)))
-		goto out;
-	ret = verify_seal(&v, err);
+	if (!ret)
+		ret = dlfs_cwalk_new(ds, v.txn, &verify_ops, &v, &v.walk, err);
+	if (!ret)
+		ret = verify_seal(&v, err);
 	for (uint32_t c = 0; c < ds->ix.info.super.n_containers && !ret; c++)
-		ret = verify_container(&v, c, buf, hs, err);
+		ret = verify_container(&v, c, err);
 	if (!ret)
 		ret = report_bad(&v, err);
 	if (!ret)
 		ret = verify_names(&v, err);
-out:
 	for (size_t i = 0; i < v.n_bad; i++)
 		free(v.bad[i].msg);
 	free(v.bad);
-	free(v.side);
-	dlfs_decoder_free(v.dec);
-	free(buf);
-	XXH3_freeState(hs);
+	dlfs_cwalk_free(v.walk);
 	dlfs_txn_end(v.txn);
 	return ret;
 }
