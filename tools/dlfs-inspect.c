@@ -482,7 +482,8 @@ static void on_extract_progress(void *arg,
 	u->last = t;
 	u->drew = 1;
 	if (p->listing) {
-		fprintf(stderr, "\r\033[K" PROG ": extract: listing: %llu files",
+		fprintf(stderr,
+			"\r\033[K" PROG ": extract: listing: %llu files",
 			(unsigned long long)p->files_total);
 		return;
 	}
