@@ -52,7 +52,8 @@ int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
  * chunk read and decompressed once, as dlfs_verify reads them; file
  * contents are checked against their checksums as they are written.
  * Memory: a chunk or two, and 24 bytes per file and directory.
- * @return 0, -EEXIST (dir not empty), -EIO (a file's checksum fails;
+ * @return 0, -EEXIST (dir not empty), -EIO (a file's checksum fails,
+ * or its bytes lie in a chunk past the cut of a container cut short;
  * err names it), -EUCLEAN (a damaged index), -errno.
  */
 int dlfs_extract(struct dlfs_ds *ds, const char *dir, struct dlfs_err *err);
