@@ -1,5 +1,6 @@
 /* dlfs-inspect: look into a dataset without mounting it. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +24,10 @@ static void usage(FILE *f)
 		"  info [--json]          dataset metadata\n"
 		"  ls [-l] [PATH]         list a directory\n"
 		"  stat [--json] PATH     one entry's metadata\n"
-		"  cat PATH               a file's content, checked\n"
+		"  cat PATH...            files' content, checked\n"
 		"  verify                 check every container, chunk and "
 		"file\n"
-		"  extract DIR            recreate the tree in DIR\n"
+		"  extract [-q] DIR       recreate the tree in DIR\n"
 		"  stats MOUNTPOINT [--json]  live counters of a dlfs mount\n"
 		"  top MOUNTPOINT [-i SECONDS] [-n COUNT]  its rates, live\n"
 		"  holders MOUNTPOINT     processes that keep it busy\n"
@@ -322,35 +323,17 @@ static void cat_log(void *arg, int prio, const char *msg)
  * Check first, then write: the first pass also checks the file against
  * its own checksum, so a damaged file prints nothing.
  */
-static int cmd_cat(struct dlfs_ds *ds, struct dlfs_txn *txn, const char *path,
-		   struct dlfs_err *err)
+static int cat_one(struct dlfs_reader_ctx *x, struct dlfs_txn *txn,
+		   const char *path, XXH3_state_t *hs, struct dlfs_err *err)
 {
 	uint64_t ino;
 	struct dlfs_inode in;
-	struct dlfs_reader *r = NULL;
-	struct dlfs_reader_ctx *x = NULL;
-	XXH3_state_t *hs = NULL;
 	int ret = resolve_stat(txn, path, &ino, &in, err);
 	if (ret)
 		return ret;
 	if (!S_ISREG(in.mode))
 		return dlfs_err_sys(err, S_ISDIR(in.mode) ? -EISDIR : -EINVAL,
 				    "%s", path);
-	/* Enough RAM for a file of 64 chunks to be read once, no threads. */
-	struct dlfs_reader_conf rc = {
-		.ram_cache = 64 * dlfs_ds_info(ds)->super.chunk_size,
-		.pfs_direct = 0,
-		.fill = DLFS_FILL_NONE,
-		.read_unit = DLFS_UNIT_AUTO,
-		.log = cat_log,
-	};
-	if ((ret = dlfs_reader_open(ds, &rc, &r, err)) ||
-	    (ret = dlfs_reader_ctx_new(r, &x, err)))
-		goto out;
-	if (!(hs = XXH3_createState())) {
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
 	XXH3_64bits_reset(hs);
 	for (int pass = 0; pass < 2 && !ret; pass++) {
 		for (uint64_t off = 0; off < in.size;) {
@@ -383,11 +366,52 @@ static int cmd_cat(struct dlfs_ds *ds, struct dlfs_txn *txn, const char *path,
 					   path, in.container,
 					   (unsigned long long)in.offset);
 	}
+	return ret;
+}
+
+/*
+ * The files one after the other through one reader, whose RAM tier keeps
+ * the last 64 chunks: files given in the order they lie in the
+ * containers (a sorted pack's name order) have each chunk read and
+ * decompressed once. A file that fails is named and skipped.
+ * @return 0, 1 when a file failed, or a negative errno with err set.
+ */
+static int cmd_cat(struct dlfs_ds *ds, struct dlfs_txn *txn,
+		   const char **paths, int n, struct dlfs_err *err)
+{
+	struct dlfs_reader *r = NULL;
+	struct dlfs_reader_ctx *x = NULL;
+	XXH3_state_t *hs = NULL;
+	int ret, failed = 0;
+	/* Several files: whole chunks, which serve their neighbours. */
+	struct dlfs_reader_conf rc = {
+		.ram_cache = 64 * dlfs_ds_info(ds)->super.chunk_size,
+		.pfs_direct = 0,
+		.fill = DLFS_FILL_NONE,
+		.read_unit = n > 1 ? DLFS_UNIT_CHUNK : DLFS_UNIT_AUTO,
+		.log = cat_log,
+	};
+	if ((ret = dlfs_reader_open(ds, &rc, &r, err)) ||
+	    (ret = dlfs_reader_ctx_new(r, &x, err)))
+		goto out;
+	if (!(hs = XXH3_createState())) {
+		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < n; i++) {
+		struct dlfs_err e = {0};
+		if (cat_one(x, txn, paths[i], hs, &e)) {
+			fprintf(stderr, PROG ": cat: %s\n", e.msg);
+			failed = 1;
+		}
+	}
+	if (fflush(stdout) == EOF)
+		ret = dlfs_err_sys(err, -errno, "stdout");
 out:
 	XXH3_freeState(hs);
 	dlfs_reader_ctx_free(x);
 	dlfs_reader_close(r);
-	return ret;
+	return ret ? ret : failed;
 }
 
 static void on_bad(void *arg, const char *path, const char *msg)
@@ -423,6 +447,78 @@ static int cmd_verify(struct dlfs_ds *ds, struct dlfs_err *err)
 			(unsigned long long)r.bad_chunks,
 			(unsigned long long)r.bad_containers);
 	return bad ? 1 : 0;
+}
+
+/* extract's progress line: on a terminal, at most 4 times a second. */
+struct xprog {
+	int tty;
+	double start, last;
+	int drew;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void human(double v, char *buf, size_t len)
+{
+	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+	int i = 0;
+	while (v >= 1024 && i < 5) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+static void on_extract_progress(void *arg,
+				const struct dlfs_extract_progress *p)
+{
+	struct xprog *u = arg;
+	double t = now();
+	if (u->drew && t - u->last < 0.25)
+		return;
+	u->last = t;
+	u->drew = 1;
+	if (p->listing) {
+		fprintf(stderr,
+			"\r\033[K" PROG ": extract: listing: %llu files",
+			(unsigned long long)p->files_total);
+		return;
+	}
+	char done[32], total[32], rate[32], eta[32] = "?";
+	double el = t - u->start;
+	double r = el > 0 ? (double)p->bytes / el : 0;
+	human((double)p->bytes, done, sizeof(done));
+	human((double)p->bytes_total, total, sizeof(total));
+	human(r, rate, sizeof(rate));
+	if (r > 0 && p->bytes_total >= p->bytes) {
+		double left = (double)(p->bytes_total - p->bytes) / r;
+		snprintf(eta, sizeof(eta), "%d:%02d", (int)left / 60,
+			 (int)left % 60);
+	}
+	fprintf(stderr,
+		"\r\033[K" PROG ": extract: %llu/%llu files, %s/%s, %s/s, "
+		"ETA %s",
+		(unsigned long long)p->files,
+		(unsigned long long)p->files_total, done, total, rate, eta);
+}
+
+/* The tree into dir; a progress line on a terminal unless quiet. The
+ * line is cleared at the end, before any error is printed. */
+static int cmd_extract(struct dlfs_ds *ds, const char *dir, int quiet,
+		       struct dlfs_err *err)
+{
+	struct xprog u = {.tty = !quiet && isatty(2), .start = now()};
+	int ret = dlfs_extract_watch(ds, dir,
+				     u.tty ? on_extract_progress : NULL, &u,
+				     err);
+	if (u.drew)
+		fputs("\r\033[K", stderr);
+	return ret;
 }
 
 /*
@@ -529,8 +625,10 @@ int main(int argc, char **argv)
 		return dlfs_live_top(argc - 1, argv + 1);
 	if (!strcmp(cmd, "holders"))
 		return dlfs_live_holders(argc - 1, argv + 1);
-	int json = 0, lng = 0, dashdash = 0;
-	const char *args[2] = {NULL, NULL};
+	int json = 0, lng = 0, quiet = 0, dashdash = 0;
+	/* Operands after DATASET (cat takes any number), gathered in place
+	 * at the front of argv + 2: never past the argument being read. */
+	const char **args = (const char **)argv + 2;
 	int na = 0;
 	for (int i = 2; i < argc; i++) {
 		if (!dashdash && !strcmp(argv[i], "--"))
@@ -539,18 +637,17 @@ int main(int argc, char **argv)
 			json = 1;
 		else if (!dashdash && !strcmp(argv[i], "-l"))
 			lng = 1;
+		else if (!dashdash && (!strcmp(argv[i], "-q") ||
+				       !strcmp(argv[i], "--quiet")))
+			quiet = 1;
 		else if (!dashdash && argv[i][0] == '-' && argv[i][1]) {
 			fprintf(stderr, PROG ": %s: unknown option '%s'\n",
 				cmd, argv[i]);
 			return 2;
 		} else if (!dspath)
 			dspath = argv[i];
-		else if (na < 2)
+		else
 			args[na++] = argv[i];
-		else {
-			fprintf(stderr, PROG ": %s: too many arguments\n", cmd);
-			return 2;
-		}
 	}
 	if (!dspath) {
 		fprintf(stderr, PROG ": %s: no DATASET given\n", cmd);
@@ -559,7 +656,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "stats")) {
 		struct dlfs_err e = {0};
-		if (na || lng) {
+		if (na || lng || quiet) {
 			fprintf(stderr, PROG ": stats: wrong arguments\n");
 			return 2;
 		}
@@ -571,11 +668,11 @@ int main(int argc, char **argv)
 	}
 	struct {
 		const char *name;
-		int min, max, json, lng;
+		int min, max, json, lng, quiet;
 	} cmds[] = {
-		{"info", 0, 0, 1, 0},   {"ls", 0, 1, 0, 1},
-		{"stat", 1, 1, 1, 0},   {"cat", 1, 1, 0, 0},
-		{"verify", 0, 0, 0, 0}, {"extract", 1, 1, 0, 0},
+		{"info", 0, 0, 1, 0, 0},   {"ls", 0, 1, 0, 1, 0},
+		{"stat", 1, 1, 1, 0, 0},   {"cat", 1, INT_MAX, 0, 0, 0},
+		{"verify", 0, 0, 0, 0, 0}, {"extract", 1, 1, 0, 0, 1},
 	};
 	int ci = -1;
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
@@ -587,7 +684,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (na < cmds[ci].min || na > cmds[ci].max ||
-	    (json && !cmds[ci].json) || (lng && !cmds[ci].lng)) {
+	    (json && !cmds[ci].json) || (lng && !cmds[ci].lng) ||
+	    (quiet && !cmds[ci].quiet)) {
 		fprintf(stderr, PROG ": %s: wrong arguments\n", cmd);
 		usage(stderr);
 		return 2;
@@ -607,17 +705,15 @@ int main(int argc, char **argv)
 	int rc = 0;
 	switch (ci) {
 	case 0: ret = cmd_info(ds, txn, json, &err); break;
-	case 1: ret = cmd_ls(txn, args[0] ? args[0] : "", lng, &err); break;
+	case 1: ret = cmd_ls(txn, na ? args[0] : "", lng, &err); break;
 	case 2: ret = cmd_stat(txn, args[0], json, &err); break;
-	case 3: ret = cmd_cat(ds, txn, args[0], &err); break;
-	case 4:
-		ret = cmd_verify(ds, &err);
-		if (ret == 1) {
-			rc = 1;
-			ret = 0;
-		}
-		break;
-	case 5: ret = dlfs_extract(ds, args[0], &err); break;
+	case 3: ret = cmd_cat(ds, txn, args, na, &err); break;
+	case 4: ret = cmd_verify(ds, &err); break;
+	case 5: ret = cmd_extract(ds, args[0], quiet, &err); break;
+	}
+	if (ret == 1) { /* cat or verify: what failed is named already */
+		rc = 1;
+		ret = 0;
 	}
 	if (ret) {
 		fprintf(stderr, PROG ": %s: %s\n", cmd, err.msg);

@@ -46,11 +46,34 @@ int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
 
 /*
  * Recreate the tree under dir, which must not exist or be an empty
- * directory: directories, files, symlinks, with modes and mtimes. File
+ * directory: directories, files, symlinks, with modes and mtimes. The
+ * tree is listed first (directories and symlinks are made then), then
+ * the files are written in the order they lie in the containers, each
+ * chunk read and decompressed once, as dlfs_verify reads them; file
  * contents are checked against their checksums as they are written.
- * @return 0, -EEXIST (dir not empty), -EIO (a file's checksum fails;
- * err names it), -errno.
+ * Memory: a chunk or two, and 24 bytes per file and directory.
+ * @return 0, -EEXIST (dir not empty), -EIO (a file's checksum fails,
+ * or its bytes lie in a chunk past the cut of a container cut short;
+ * err names it), -EUCLEAN (a damaged index), -errno.
  */
 int dlfs_extract(struct dlfs_ds *ds, const char *dir, struct dlfs_err *err);
+
+/* How far an extract is. While listing, the totals are what was listed
+ * so far and nothing is written yet. */
+struct dlfs_extract_progress {
+	uint64_t files, files_total; /* regular files written, to write */
+	uint64_t bytes, bytes_total; /* their content bytes */
+	int listing;                 /* 1 while the tree is being listed */
+};
+/* Called from the extracting thread: every few thousand files while
+ * listing, after each chunk's files, and once at the end (all written).
+ * It may be called often: rate-limit what it draws. */
+typedef void (*dlfs_extract_progress_cb)(
+	void *arg, const struct dlfs_extract_progress *p);
+
+/* dlfs_extract, telling cb (NULL: no one) how far it is. */
+int dlfs_extract_watch(struct dlfs_ds *ds, const char *dir,
+		       dlfs_extract_progress_cb cb, void *arg,
+		       struct dlfs_err *err);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * dlfs_verify: every container front to back, every chunk and file
- * checksum. Files are walked in inode order, which is container order, so
- * one chunk buffer and one running hash suffice.
+ * checksum. The chunks and files are walked by cwalk.c, each chunk read
+ * once; this file judges what the walk finds and names the damage.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "cwalk.h"
 #include "ds_priv.h"
 #include "dlfs/check.h"
 #include "records.h"
@@ -18,7 +19,6 @@
 
 /* Files named for one unusable container; the rest are counted. */
 #define DLFS_VERIFY_NAME_MAX 1000
-#define VERIFY_SIDE_BUF (1 << 20)
 
 struct bad {
 	uint64_t ino; /* 0: damage outside any file */
@@ -35,8 +35,11 @@ struct verify {
 	struct dlfs_verify_report *rep;
 	struct bad *bad;
 	size_t n_bad, cap_bad;
-	uint8_t *side; /* check_alone's buffer, VERIFY_SIDE_BUF bytes */
-	struct dlfs_decoder *dec; /* a compressed dataset's chunks */
+	struct dlfs_cwalk *walk;
+	uint32_t c;        /* the container being walked */
+	uint64_t n_cut;    /* its chunks past the cut of a container cut short */
+	int chunk_bad;     /* the chunk being walked failed a check */
+	int file_bad_here; /* a file that ends in it failed, or it is named */
 };
 
 static int add_bad(struct verify *v, uint64_t ino, uint32_t c, uint64_t off,
@@ -134,27 +137,6 @@ out:
 	return ret;
 }
 
-/* Check one file alone, read piece by piece into v->side: for a file the
- * in-order walk cannot stream (its inode record is out of layout order). */
-static int check_alone(struct verify *v, const struct dlfs_inode *in,
-		       XXH3_state_t *hs, uint64_t *h, struct dlfs_err *err)
-{
-	if (!v->side && !(v->side = malloc(VERIFY_SIDE_BUF)))
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	XXH3_64bits_reset(hs);
-	for (uint64_t off = 0; off < in->size;) {
-		size_t got;
-		int ret = dlfs_file_pread(v->ds, in, v->side, VERIFY_SIDE_BUF,
-					  off, &got, err);
-		if (ret)
-			return ret;
-		XXH3_64bits_update(hs, v->side, got);
-		off += got;
-	}
-	*h = XXH3_64bits_digest(hs);
-	return 0;
-}
-
 /* A file's verdict: counted, and named if bad. @return 0 or -ENOMEM. */
 static int file_done(struct verify *v, const struct dlfs_inode *in,
 		     uint32_t c, const char *bad, struct dlfs_err *err)
@@ -170,34 +152,66 @@ static int file_done(struct verify *v, const struct dlfs_inode *in,
 }
 
 /*
- * The next file of container c, in inode order, into *in. A damaged inode
- * record is reported (by name) and skipped. @return 1 with *in, 0 at the
- * end of the container's files, or a negative errno.
+ * The container walk's callbacks (cwalk.h). A chunk's damage is named
+ * when it is read and says which chunk (its record, its stored bytes);
+ * a chunk that only fails its checksum is named at its end, and only
+ * when no file that ends in it failed its own. Chunks past the cut of a
+ * container cut short are counted, not named: the container's message
+ * says how many, and their files say why they fail.
  */
-static int next_file(struct verify *v, uint32_t c, uint64_t *ino,
-		     uint64_t end, struct dlfs_inode *in, struct dlfs_err *err)
+static int on_chunk(void *arg, uint64_t k, uint64_t start, int st,
+		    const char *msg, struct dlfs_err *err)
 {
-	for (; *ino < end; (*ino)++) {
-		struct dlfs_err e = {0};
-		int ret = dlfs_stat(v->txn, *ino, in, &e);
-		if (ret && ret != -DLFS_ECORRUPT && ret != -ENOENT)
-			return dlfs_err_set(err, ret, "%s", e.msg);
-		if (!ret && in->container == c && S_ISREG(in->mode))
-			return 1;
-		struct dlfs_inode bad = {.ino = *ino};
-		ret = file_done(v, &bad, c,
-				ret ? "its inode record is damaged"
-				    : "its inode record is damaged (not a "
-				      "file of this container)",
-				err);
-		if (ret)
-			return ret;
+	struct verify *v = arg;
+	(void)k;
+	v->rep->chunks++;
+	v->chunk_bad = st != 0;
+	v->file_bad_here = 0;
+	if (st == -ENODATA) {
+		v->n_cut++;
+		v->file_bad_here = 1; /* its files say so */
+	} else if (st && msg) {
+		v->file_bad_here = 1; /* named already */
+		if (add_bad(v, 0, v->c, start, msg))
+			return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
 	return 0;
 }
 
-/* Container c could not be opened (why says why): it is named, and its
- * files too, up to a limit a terminal can take. @return 0 or -ENOMEM. */
+static int on_chunk_end(void *arg, uint64_t k, uint64_t start,
+			struct dlfs_err *err)
+{
+	struct verify *v = arg;
+	(void)k;
+	if (!v->chunk_bad)
+		return 0;
+	v->rep->bad_chunks++;
+	if (!v->file_bad_here &&
+	    add_bad(v, 0, v->c, start,
+		    "chunk checksum mismatch outside any file that ends in "
+		    "this chunk"))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
+
+static int on_file(void *arg, const struct dlfs_inode *in, const char *bad,
+		   struct dlfs_err *err)
+{
+	struct verify *v = arg;
+	if (bad && S_ISREG(in->mode))
+		v->file_bad_here = 1;
+	return file_done(v, in, v->c, bad, err);
+}
+
+static const struct dlfs_cwalk_ops verify_ops = {
+	.chunk = on_chunk,
+	.chunk_end = on_chunk_end,
+	.file = on_file,
+};
+
+/* Container c could not be opened (why says why: missing, cut inside
+ * its header, a bad header): it is named, and its files too, up to a
+ * limit a terminal can take. @return 0 or -ENOMEM. */
 static int container_unusable(struct verify *v, uint32_t c,
 			      const char *cname, const char *why,
 			      struct dlfs_err *err)
@@ -223,188 +237,41 @@ static int container_unusable(struct verify *v, uint32_t c,
 	return 0;
 }
 
-/* One chunk of the walk, and what was wrong with it. */
-struct chunk_state {
-	uint32_t c;
-	uint64_t k, start;
-	size_t len;  /* its logical bytes */
-	int bad;     /* its record, stored bytes or checksum */
-	int named;   /* its damage is named already, or by a file's */
-	int cut;     /* it passes the end of a container cut short */
-};
+/* Container c, cut short at size bytes: named, with both sizes and how
+ * many of its chunks (counted by the walk) lie past the cut. */
+static void container_cut(struct verify *v, const char *cname,
+			  const struct dlfs_container *rec, uint64_t size)
+{
+	char msg[256];
+	snprintf(msg, sizeof(msg),
+		 "container is truncated: %llu bytes, the index says %llu "
+		 "(its trailer is lost; %llu of its %llu chunks lie past the "
+		 "cut)",
+		 (unsigned long long)size, (unsigned long long)rec->file_size,
+		 (unsigned long long)v->n_cut,
+		 (unsigned long long)rec->n_chunks);
+	report(v, cname, msg);
+}
 
-/*
- * Chunk ch->k into buf, read and checked: ch says what was wrong. A
- * damaged chunk's bytes are zeros, so that its files fail their
- * checksums; one past the cut of a truncated container is not read.
- * @return 0, or -errno when the walk cannot go on.
- */
-static int read_chunk(struct verify *v, int fd, uint8_t *buf,
-		      struct chunk_state *ch, struct dlfs_err *err)
+/* Container c: its trailer, then every chunk and file through the walk.
+ * A container cut short lost its trailer: its chunks say the rest. */
+static int verify_container(struct verify *v, uint32_t c,
+			    struct dlfs_err *err)
 {
 	struct dlfs_ds *ds = v->ds;
-	const int z = dlfs_ds_compressed(ds);
-	struct dlfs_chunk_rec cr;
-	struct dlfs_err e = {0};
-	int ret = dlfs_chunk_get(v->txn, ch->c, ch->k, &cr, &e);
-	if (ret == -DLFS_ECORRUPT || ret == -ENOENT) {
-		/* Its files still have their own checksums. */
-		ch->bad = ch->named = 1;
-		if (add_bad(v, 0, ch->c, ch->start, e.msg))
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-	} else if (ret) {
-		return dlfs_err_set(err, ret, "%s", e.msg);
-	}
-	uint64_t end = ch->start + ch->len;
-	if (z)
-		end = ch->bad ? 0 : cr.stored_offset + cr.stored_length;
-	if (dlfs_ds_past_cut(ds, ch->c, ch->k, end, NULL)) {
-		memset(buf, 0, ch->len);
-		ch->bad = ch->named = ch->cut = 1; /* its files say so */
-		return 0;
-	}
-	if (!z) {
-		ret = dlfs_ds_pread(ds, ch->c, buf, ch->len, ch->start, err);
-		if (ret)
-			return ret;
-		posix_fadvise(fd, (off_t)ch->start, (off_t)ch->len,
-			      POSIX_FADV_DONTNEED);
-		if (!ch->bad)
-			ch->bad = XXH3_64bits(buf, ch->len) != cr.xxh3;
-		return 0;
-	}
-	/* The stored bytes are checked as they are read. */
-	ret = ch->bad ? -DLFS_ECORRUPT
-		      : dlfs_ds_chunk_logical(ds, ch->c, ch->k, &cr, v->dec,
-					      buf, ds->ix.info.super.chunk_size,
-					      &e);
-	if (ret && ret != -DLFS_ECORRUPT && ret != -DLFS_ECHECKSUM)
-		return dlfs_err_set(err, ret, "%s", e.msg);
-	if (ret) {
-		memset(buf, 0, ch->len);
-		if (!ch->bad && add_bad(v, 0, ch->c, ch->start, e.msg))
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-		ch->bad = ch->named = 1;
-	}
-	return 0;
-}
-
-/* Where the walk of one container's files stands. */
-struct walk {
-	uint32_t c;
-	uint64_t ino, end;   /* the next inode, and the container's end */
-	struct dlfs_inode in; /* the current file, when have */
-	int have;
-	int open_hash;       /* hs holds in's bytes up to this chunk */
-	int cut;             /* some of in's bytes lie past the cut */
-};
-
-/*
- * The files with bytes in chunk ch (buf), in inode order, which is
- * layout order: one chunk buffer and one running hash. A file that goes
- * on in the next chunk stays open in hs; one whose record breaks the
- * order (it starts before this chunk and is not the open one) is checked
- * alone. @return 0 or -errno.
- */
-static int walk_chunk(struct verify *v, struct walk *w, const uint8_t *buf,
-		      struct chunk_state *ch, XXH3_state_t *hs,
-		      struct dlfs_err *err)
-{
-	const uint64_t cend = ch->start + ch->len;
-	struct dlfs_inode *in = &w->in;
-	struct dlfs_err e = {0};
-	int ret;
-	for (;;) {
-		if (!w->have) {
-			ret = next_file(v, w->c, &w->ino, w->end, in, err);
-			if (ret <= 0)
-				return ret;
-			w->have = 1;
-		}
-		uint64_t h = 0;
-		if (in->size == 0) {
-			h = XXH3_64bits(NULL, 0);
-		} else if (!w->open_hash && in->offset < ch->start) {
-			ret = check_alone(v, in, hs, &h, &e);
-			if (ret && ret != -DLFS_ECORRUPT)
-				return dlfs_err_set(err, ret, "%s", e.msg);
-			if (ret)
-				h = ~in->xxh3;
-		} else {
-			if (in->offset >= cend)
-				return 0; /* starts in a later chunk */
-			w->cut |= ch->cut;
-			uint64_t fend = in->offset + in->size;
-			uint64_t from = w->open_hash ? ch->start : in->offset;
-			uint64_t to = fend < cend ? fend : cend;
-			const uint8_t *p = buf + (from - ch->start);
-			if (!w->open_hash && fend <= cend) {
-				h = XXH3_64bits(p, (size_t)(to - from));
-			} else {
-				if (!w->open_hash) {
-					XXH3_64bits_reset(hs);
-					w->open_hash = 1;
-				}
-				XXH3_64bits_update(hs, p, (size_t)(to - from));
-				if (fend > cend)
-					return 0; /* goes on in the next */
-				h = XXH3_64bits_digest(hs);
-				w->open_hash = 0;
-			}
-		}
-		const char *why = w->cut ? "its chunk goes past the end of "
-					   "the truncated container"
-				  : h != in->xxh3 ? "checksum mismatch"
-						  : NULL;
-		ch->named |= why != NULL;
-		if ((ret = file_done(v, in, w->c, why, err)))
-			return ret;
-		w->have = w->cut = 0;
-		w->ino++;
-	}
-}
-
-/* The files of the walk's container that no chunk held. */
-static int files_left(struct verify *v, struct walk *w, struct dlfs_err *err)
-{
-	int ret;
-	for (; w->ino < w->end; w->ino++) {
-		if (!w->have) {
-			ret = next_file(v, w->c, &w->ino, w->end, &w->in, err);
-			if (ret <= 0)
-				return ret;
-		}
-		w->have = 0;
-		int bad = w->in.size || w->in.xxh3 != XXH3_64bits(NULL, 0);
-		ret = file_done(v, &w->in, w->c,
-				bad ? "file lies outside the container's data"
-				    : NULL,
-				err);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
-			    XXH3_state_t *hs, struct dlfs_err *err)
-{
-	struct dlfs_ds *ds = v->ds;
-	const uint64_t cs = ds->ix.info.super.chunk_size;
-	/* The table checked at open, not the raw record: its numbers are
-	 * consistent, so the walk below stays inside its buffers. */
 	const struct dlfs_container *rec = dlfs_ds_container(ds, c);
 	struct dlfs_err e = {0};
 	char cname[DLFS_CONTAINER_NAME_MAX];
-	uint64_t size, n_cut = 0;
+	uint64_t size = 0;
 	int fd, ret;
 
 	dlfs_container_name(c, cname);
 	v->rep->containers++;
+	v->c = c;
+	v->n_cut = 0;
 	ret = dlfs_ds_container_fd(ds, c, &fd, &e);
 	if (ret)
 		return container_unusable(v, c, cname, e.msg, err);
-	/* A container cut short lost its trailer: its chunks say the rest. */
 	int cut = dlfs_ds_container_cut(ds, c, &size);
 	ret = cut ? 0
 		  : check_trailer(v, fd, cname, rec->file_size,
@@ -414,43 +281,10 @@ static int verify_container(struct verify *v, uint32_t c, uint8_t *buf,
 				    ds->path, cname);
 	if (ret || cut)
 		v->rep->bad_containers++;
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-
-	struct walk w = {.c = c, .ino = rec->first_ino,
-			 .end = rec->first_ino + rec->n_files};
-	for (uint64_t k = 0; k < rec->n_chunks; k++) {
-		uint64_t left = rec->data_size - k * cs;
-		struct chunk_state ch = {.c = c, .k = k,
-					 .start = dlfs_chunk_start(cs, k),
-					 .len = (size_t)(left < cs ? left : cs)};
-		ret = read_chunk(v, fd, buf, &ch, err);
-		if (!ret)
-			ret = walk_chunk(v, &w, buf, &ch, hs, err);
-		if (ret)
-			return ret;
-		v->rep->chunks++;
-		n_cut += ch.cut;
-		if (ch.bad)
-			v->rep->bad_chunks++;
-		if (ch.bad && !ch.named &&
-		    add_bad(v, 0, c, ch.start,
-			    "chunk checksum mismatch outside any file that "
-			    "ends in this chunk"))
-			return dlfs_err_set(err, -ENOMEM, "out of memory");
-	}
-	if (cut) {
-		char msg[256];
-		snprintf(msg, sizeof(msg),
-			 "container is truncated: %llu bytes, the index says "
-			 "%llu (its trailer is lost; %llu of its %llu chunks "
-			 "lie past the cut)",
-			 (unsigned long long)size,
-			 (unsigned long long)rec->file_size,
-			 (unsigned long long)n_cut,
-			 (unsigned long long)rec->n_chunks);
-		report(v, cname, msg);
-	}
-	return files_left(v, &w, err);
+	ret = dlfs_cwalk_container(v->walk, c, err);
+	if (!ret && cut)
+		container_cut(v, cname, rec, size);
+	return ret;
 }
 
 /*
@@ -675,35 +509,21 @@ int dlfs_verify(struct dlfs_ds *ds, dlfs_verify_cb cb, void *arg,
 {
 	struct verify v = {.ds = ds, .cb = cb, .arg = arg, .rep = rep};
 	memset(rep, 0, sizeof(*rep));
-	uint8_t *buf = NULL;
-	XXH3_state_t *hs = XXH3_createState();
 	int ret = dlfs_txn_begin(ds, &v.txn, err);
-	if (ret)
-		goto out;
-	if (!hs || posix_memalign((void **)&buf, 4096,
-				  ds->ix.info.super.chunk_size)) {
-		buf = NULL;
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	if (dlfs_ds_compressed(ds) &&
-	    (ret = dlfs_decoder_new(ds, &v.dec, err)))
-		goto out;
-	ret = verify_seal(&v, err);
+	if (!ret)
+		ret = dlfs_cwalk_new(ds, v.txn, &verify_ops, &v, &v.walk, err);
+	if (!ret)
+		ret = verify_seal(&v, err);
 	for (uint32_t c = 0; c < ds->ix.info.super.n_containers && !ret; c++)
-		ret = verify_container(&v, c, buf, hs, err);
+		ret = verify_container(&v, c, err);
 	if (!ret)
 		ret = report_bad(&v, err);
 	if (!ret)
 		ret = verify_names(&v, err);
-out:
 	for (size_t i = 0; i < v.n_bad; i++)
 		free(v.bad[i].msg);
 	free(v.bad);
-	free(v.side);
-	dlfs_decoder_free(v.dec);
-	free(buf);
-	XXH3_freeState(hs);
+	dlfs_cwalk_free(v.walk);
 	dlfs_txn_end(v.txn);
 	return ret;
 }
