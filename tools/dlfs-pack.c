@@ -286,6 +286,7 @@ struct cli {
 	struct dlfs_pack_opts o;
 	const char *out;
 	int dry, quiet;
+	char **argv; /* for the messages of bad options */
 };
 
 /* An option handler's "no exit yet": any other value is main's status. */
@@ -370,6 +371,36 @@ static int opt_sample_format(const char *arg, struct dlfs_pack_opts *o)
 	return GO_ON;
 }
 
+/* An option getopt_long did not take (c is '?' or ':'): say which, and
+ * what a misspelt one was meant to be. @return 2. */
+static int bad_option(int c, struct cli *cl)
+{
+	const char *arg = cl->argv[optind - 1];
+	int is_long = !strncmp(arg, "--", 2);
+	if (c == ':' || !is_long) {
+		if (c == ':')
+			fprintf(stderr, PROG ": %s needs a value\n", arg);
+		else
+			fprintf(stderr, PROG ": unknown option -%c\n", optopt);
+	} else {
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)strcspn(arg + 2, "="),
+			 arg + 2);
+		const char *names[sizeof(long_opts) / sizeof(long_opts[0])];
+		size_t n = 0;
+		for (; long_opts[n].name; n++)
+			names[n] = long_opts[n].name;
+		const char *near = dlfs_closest(name, names, n);
+		if (near)
+			fprintf(stderr, PROG ": unknown option --%s: did you mean "
+					    "--%s?\n", name, near);
+		else
+			fprintf(stderr, PROG ": unknown option --%s\n", name);
+	}
+	fprintf(stderr, "See " PROG " --help.\n");
+	return 2;
+}
+
 /* One option from getopt_long. @return GO_ON, or the status to exit with
  * (help and version end the command line there, as does a bad value). */
 static int on_option(int c, const char *arg, struct cli *cl)
@@ -419,8 +450,7 @@ static int on_option(int c, const char *arg, struct cli *cl)
 		printf(PROG " %s\n", DLFS_VERSION);
 		return 0;
 	default:
-		usage(stderr);
-		return 2;
+		return bad_option(c, cl);
 	}
 }
 
@@ -431,7 +461,9 @@ static int parse_args(int argc, char **argv, struct cli *cl)
 	int c, st;
 	*cl = (struct cli){0};
 	dlfs_pack_opts_init(&cl->o);
-	while ((c = getopt_long(argc, argv, "o:fqhV", long_opts, NULL)) != -1)
+	cl->argv = argv;
+	opterr = 0; /* bad_option says it, with what was meant */
+	while ((c = getopt_long(argc, argv, ":o:fqhV", long_opts, NULL)) != -1)
 		if ((st = on_option(c, optarg, cl)) != GO_ON)
 			return st;
 	if ((!cl->out && !cl->dry) || optind >= argc) {

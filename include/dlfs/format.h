@@ -355,6 +355,17 @@ uint32_t dlfs_get_le32(const uint8_t *p);
  */
 int dlfs_parse_size(const char *s, uint64_t *out);
 
+/*
+ * The word of cands (n of them, NULL ones skipped) that word most likely
+ * misspells, for the "unknown option: did you mean ...?" line of dlfs's
+ * programs: the one at the fewest edits (insert, delete, replace, swap
+ * two neighbours), if at most a third of word's length (at least 1, at
+ * most 3); ties go to the first. @return it, or NULL when none is that
+ * close.
+ */
+const char *dlfs_closest(const char *word, const char *const *cands,
+			 size_t n);
+
 /* Container file name for number n: "%06u.dlc". buf holds at least
  * DLFS_CONTAINER_NAME_MAX bytes. */
 void dlfs_container_name(uint32_t n, char *buf);

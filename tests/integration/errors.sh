@@ -160,6 +160,11 @@ bad --align "$S" -o "$O/x.dlfs" --align 3
 bad --align "$S" -o "$O/x.dlfs" --align 0
 bad --align "$S" -o "$O/x.dlfs" --chunk-size 64K --align 128K
 bad --bogus "$S" -o "$O/x.dlfs" --bogus
+# A misspelt option names the one meant (issue 39, item 4).
+bad "unknown option --chunk-sise: did you mean --chunk-size?" "$S" -o "$O/x.dlfs" --chunk-sise 4M
+bad "unknown option --comprss: did you mean --compress?" "$S" -o "$O/x.dlfs" --comprss=zstd
+bad "unknown option -x" "$S" -o "$O/x.dlfs" -x
+bad "--compress needs a value" "$S" -o "$O/x.dlfs" --compress
 bad "" "$S"
 bad "" -o "$O/x.dlfs"
 bad "" "$S" -o

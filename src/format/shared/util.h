@@ -69,15 +69,7 @@ void dlfs_quote(const char *in, size_t len, char *out, size_t outlen);
  */
 size_t dlfs_utf8_seq(const unsigned char *p, size_t n);
 
-/*
- * The word of cands (n of them, NULL ones skipped) that word most likely
- * misspells, for an "unknown option: did you mean ...?" line: the one at
- * the fewest edits (insert, delete, replace, swap two neighbours), if at
- * most a third of word's length (at least 1, at most 3); ties go to the
- * first. @return it, or NULL when none is that close.
- */
-const char *dlfs_closest(const char *word, const char *const *cands,
-			 size_t n);
+/* dlfs_closest: in dlfs/format.h (the programs' "did you mean"). */
 
 /*
  * Grow array *a of elements of size bytes so that it holds need of them:
