@@ -267,21 +267,74 @@ static void say_bye(struct dlfs_peer *p)
 			p->bye_out[r] = MPI_REQUEST_NULL;
 }
 
+/* The home's queue and what this rank knows of the others, once the size
+ * is known. @return 0 or -ENOMEM (p->init_msg says so). */
+static int alloc_ranks(struct dlfs_peer *p)
+{
+	/* Each rank has SLOTS requests out at most: all fit. */
+	p->jobs_cap = SLOTS * p->size;
+	p->jobs = calloc(p->jobs_cap, sizeof(*p->jobs));
+	p->ranks = calloc(p->size, sizeof(*p->ranks));
+	if (p->jobs && p->ranks)
+		return 0;
+	snprintf(p->init_msg, sizeof(p->init_msg), "out of memory");
+	return -ENOMEM;
+}
+
+/* Idle: back off, but wake at once for local work (a request to send, a
+ * reply to send); peers' requests can only be polled for. Caller holds
+ * mu. @return the next back-off. */
+static unsigned idle_wait(struct dlfs_peer *p, unsigned backoff)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)backoff * 1000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	double due = dlfs_peer_now() + backoff / 1e6;
+	pthread_cond_timedwait(&p->wake, &p->mu, &ts);
+	lag(p, dlfs_peer_now() - due);
+	return backoff * 2 > BACKOFF_MAX_US ? BACKOFF_MAX_US : backoff * 2;
+}
+
+/* The MPI thread has stopped: byes not received now never will be (those
+ * sent go on alone), and nobody will answer a request. Caller holds mu. */
+static void wind_down(struct dlfs_peer *p)
+{
+	if (p->bye_in != MPI_REQUEST_NULL) {
+		MPI_Cancel(&p->bye_in);
+		MPI_Request_free(&p->bye_in);
+	}
+	for (unsigned r = 0; p->bye_out && r < p->size; r++)
+		if (p->bye_out[r] != MPI_REQUEST_NULL)
+			MPI_Request_free(&p->bye_out[r]);
+	free(p->bye_out);
+	p->bye_out = NULL;
+	for (unsigned i = 0; i < SLOTS; i++) {
+		struct slot *s = &p->slots[i];
+		if (s->rreq != MPI_REQUEST_NULL &&
+		    (s->state == S_SENT || s->state == S_ABANDONED)) {
+			MPI_Cancel(&s->rreq);
+			MPI_Request_free(&s->rreq);
+		}
+		if (s->sreq != MPI_REQUEST_NULL)
+			MPI_Request_free(&s->sreq);
+		if (s->state == S_SENT || s->state == S_QUEUED) {
+			s->result = -EHOSTDOWN;
+			s->state = S_DONE;
+			pthread_cond_signal(&s->cv);
+		}
+	}
+}
+
 static void *mpi_main(void *arg)
 {
 	struct dlfs_peer *p = arg;
 	int ret = dlfs_peer_join(p);
-	if (!ret) {
-		/* Each rank has SLOTS requests out at most: all fit. */
-		p->jobs_cap = SLOTS * p->size;
-		p->jobs = calloc(p->jobs_cap, sizeof(*p->jobs));
-		p->ranks = calloc(p->size, sizeof(*p->ranks));
-		if (!p->jobs || !p->ranks) {
-			snprintf(p->init_msg, sizeof(p->init_msg),
-				 "out of memory");
-			ret = -ENOMEM;
-		}
-	}
+	if (!ret)
+		ret = alloc_ranks(p);
 	pthread_mutex_lock(&p->mu);
 	p->init_ret = ret;
 	p->init_done = 1;
@@ -321,52 +374,9 @@ static void *mpi_main(void *arg)
 				break;
 			}
 		}
-		if (work) {
-			backoff = BACKOFF_MIN_US;
-		} else {
-			/* Idle: back off, but wake at once for local work (a
-			 * request to send, a reply to send); peers' requests
-			 * can only be polled for. */
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += (long)backoff * 1000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			double due = dlfs_peer_now() + backoff / 1e6;
-			pthread_cond_timedwait(&p->wake, &p->mu, &ts);
-			lag(p, dlfs_peer_now() - due);
-			backoff = backoff * 2 > BACKOFF_MAX_US ? BACKOFF_MAX_US
-							       : backoff * 2;
-		}
+		backoff = work ? BACKOFF_MIN_US : idle_wait(p, backoff);
 	}
-	/* Byes not received now never will be; those sent go on alone. */
-	if (p->bye_in != MPI_REQUEST_NULL) {
-		MPI_Cancel(&p->bye_in);
-		MPI_Request_free(&p->bye_in);
-	}
-	for (unsigned r = 0; p->bye_out && r < p->size; r++)
-		if (p->bye_out[r] != MPI_REQUEST_NULL)
-			MPI_Request_free(&p->bye_out[r]);
-	free(p->bye_out);
-	p->bye_out = NULL;
-	/* Nobody will answer from now on. */
-	for (unsigned i = 0; i < SLOTS; i++) {
-		struct slot *s = &p->slots[i];
-		if (s->rreq != MPI_REQUEST_NULL &&
-		    (s->state == S_SENT || s->state == S_ABANDONED)) {
-			MPI_Cancel(&s->rreq);
-			MPI_Request_free(&s->rreq);
-		}
-		if (s->sreq != MPI_REQUEST_NULL)
-			MPI_Request_free(&s->sreq);
-		if (s->state == S_SENT || s->state == S_QUEUED) {
-			s->result = -EHOSTDOWN;
-			s->state = S_DONE;
-			pthread_cond_signal(&s->cv);
-		}
-	}
+	wind_down(p);
 	p->finished = 1;
 	pthread_cond_broadcast(&p->cv);
 	int abandon = p->abandon;
