@@ -358,8 +358,10 @@ PY
 
 note "top --socket: a dlfs-run server watched from outside its command (issue 39, item 6)"
 NODE="$TMPDIR/dlfs-run-$(id -u)"
+# The command ends once told, or once the test's directory is gone (a
+# failed test kills dlfs-run at exit, which leaves its command running).
 "$DLFS_RUN" -o ram_cache=32M "$DS:$P" -- bash -c '
-	while [ ! -e "$1/outside.stop" ]; do cat "$2/a/s000" >/dev/null; sleep 0.05; done
+	while [ ! -e "$1/outside.stop" ] && [ -d "$1" ]; do cat "$2/a/s000" >/dev/null 2>&1; sleep 0.05; done
 ' _ "$T" "$P" >"$T/outside.out" 2>&1 &
 RUN=$!
 SOCK=
