@@ -30,6 +30,7 @@ static void usage(FILE *f)
 		"  extract [-q] DIR       recreate the tree in DIR\n"
 		"  stats MOUNTPOINT [--json]  live counters of a dlfs mount\n"
 		"  top MOUNTPOINT [-i SECONDS] [-n COUNT]  its rates, live\n"
+		"  top --socket SOCKET [...]  those of a dlfs-run server\n"
 		"  holders MOUNTPOINT     processes that keep it busy\n"
 		"See dlfs-inspect(1).\n");
 }

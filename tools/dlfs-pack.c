@@ -46,6 +46,10 @@ static void usage(FILE *f)
 		"a warning\n"
 		"      --split-hdf5[=DSET,...]  HDF5 files: one file per "
 		"sample per dataset\n"
+		"      --split-hdf5-min SIZE  by default, a dataset whose "
+		"samples are smaller\n"
+		"                          stays one file, DSET.npy (1K; 0: "
+		"split all)\n"
 		"      --sample-format npy|h5   what a split sample becomes "
 		"(npy)\n"
 		"      --split-lmdb        LMDB environments: one file per "
@@ -254,6 +258,7 @@ enum {
 	O_SKIP,
 	O_SPLIT_HDF5,
 	O_SAMPLE_FORMAT,
+	O_SPLIT_MIN,
 	O_SPLIT_LMDB,
 	O_PROCS,
 	O_DRY_RUN,
@@ -272,6 +277,7 @@ static const struct option long_opts[] = {
 	{"skip-errors", no_argument, NULL, O_SKIP},
 	{"split-hdf5", optional_argument, NULL, O_SPLIT_HDF5},
 	{"sample-format", required_argument, NULL, O_SAMPLE_FORMAT},
+	{"split-hdf5-min", required_argument, NULL, O_SPLIT_MIN},
 	{"split-lmdb", no_argument, NULL, O_SPLIT_LMDB},
 	{"procs", required_argument, NULL, O_PROCS},
 	{"dry-run", no_argument, NULL, O_DRY_RUN},
@@ -300,9 +306,10 @@ static int opt_size(int c, const char *arg, struct dlfs_pack_opts *o)
 		fprintf(stderr,
 			PROG ": %s '%s': not a size (e.g. "
 			"4096, 64K, 4M, 1G)\n",
-			c == O_CHUNK  ? "--chunk-size"
-			: c == O_CONT ? "--container-size"
-				      : "--align",
+			c == O_CHUNK	   ? "--chunk-size"
+			: c == O_CONT	   ? "--container-size"
+			: c == O_SPLIT_MIN ? "--split-hdf5-min"
+					   : "--align",
 			arg);
 		return 2;
 	}
@@ -310,6 +317,8 @@ static int opt_size(int c, const char *arg, struct dlfs_pack_opts *o)
 		o->chunk_size = v;
 	else if (c == O_CONT)
 		o->container_size = v;
+	else if (c == O_SPLIT_MIN)
+		o->hdf5_split_min = v;
 	else
 		o->align = v;
 	return GO_ON;
@@ -413,6 +422,7 @@ static int on_option(int c, const char *arg, struct cli *cl)
 	case O_CHUNK:
 	case O_CONT:
 	case O_ALIGN:
+	case O_SPLIT_MIN:
 		return opt_size(c, arg, o);
 	case O_ORDER:
 		return opt_order(arg, o);
@@ -511,6 +521,7 @@ static void hook_ui(struct dlfs_pack_opts *o, struct ui *ui)
 	sigaction(SIGHUP, &sa, NULL);
 	o->cancel = &cancelled;
 	o->warn = on_warn;
+	o->note = ui->quiet ? NULL : on_warn;
 	o->progress = on_progress;
 	o->cb_arg = ui;
 	o->creator = PROG " " DLFS_VERSION;

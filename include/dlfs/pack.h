@@ -94,6 +94,13 @@ struct dlfs_pack_opts {
 	int split_hdf5;
 	/* Comma-separated dataset paths to split; NULL: the default choice. */
 	const char *hdf5_datasets;
+	/*
+	 * The default choice, npy form: a dataset whose sample is smaller
+	 * than this many bytes stays one array of all samples
+	 * (TOP/NAME.npy) instead of a file per sample; 0 splits every one.
+	 * Default 1024.
+	 */
+	uint64_t hdf5_split_min;
 	enum dlfs_sample_format sample_format;
 	int split_lmdb;
 	/*
@@ -105,6 +112,9 @@ struct dlfs_pack_opts {
 	unsigned procs;
 	/* Several processes packing one dataset together; NULL: alone. */
 	const struct dlfs_pack_comm *comm;
+	/* What each ingest source became, a line each ("PATH: 60000
+	 * samples; split: ..."); may be NULL. */
+	dlfs_warn_cb note;
 };
 
 /*

@@ -2,6 +2,7 @@
 #include "ixsrc.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,31 @@ static int open_ds(const char *dataset, char *path, int hold_fd,
 	return open_plain(dataset, ds, err);
 }
 
+/*
+ * A cache_dir that cannot be used (not a directory, not writable, or not
+ * there with its nearest existing parent not writable) is the NVMe tier's
+ * error to give, first and alone (it stops the mount): no warning before
+ * it that the index has no copy there. One not there yet, whose parent
+ * is writable, is made for the copy.
+ */
+static int cache_dir_usable(const char *cache_dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	if (snprintf(p, sizeof(p), "%s", cache_dir) >= (int)sizeof(p))
+		return 0;
+	while (stat(p, &st) < 0) {
+		char *slash = strrchr(p, '/');
+		if (errno != ENOENT || !slash)
+			return errno == ENOENT && access(".", W_OK | X_OK) == 0;
+		if (slash == p)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	return S_ISDIR(st.st_mode) && access(p, W_OK | X_OK) == 0;
+}
+
 int dlfs_ixsrc_open(const char *dataset, const char *cache_dir,
 		    struct dlfs_ixsrc *ix, struct dlfs_ds **ds,
 		    dlfs_log_fn log, void *arg, struct dlfs_err *err)
@@ -105,14 +131,7 @@ int dlfs_ixsrc_open(const char *dataset, const char *cache_dir,
 	}
 	ix->sealed = 1;
 	ix->bytes = s.size;
-	/* A cache_dir there that cannot be used (not a directory, not
-	 * writable) is the NVMe tier's error to give, first and alone (it
-	 * stops the mount): no warning here that the index has no copy
-	 * there. One not there yet is made for the copy. */
-	struct stat cst;
-	if (!cache_dir ||
-	    (stat(cache_dir, &cst) == 0 &&
-	     (!S_ISDIR(cst.st_mode) || access(cache_dir, W_OK | X_OK) < 0)))
+	if (!cache_dir || !cache_dir_usable(cache_dir))
 		return open_plain(dataset, ds, err);
 	ret = dlfs_ixcopy_find(cache_dir, &s, &path, &e);
 	if (!ret) {

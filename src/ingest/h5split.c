@@ -128,36 +128,6 @@ static int prepare(struct split *sp, hsize_t rows)
 	return ret;
 }
 
-static int read_block(struct split *sp, hsize_t a, hsize_t cnt)
-{
-	struct pk_h5_src *s = &sp->s;
-	for (unsigned j = 0; j < s->nd; j++) {
-		struct pk_h5_dset *d = &s->d[j];
-		if (!d->split || !d->row_bytes)
-			continue;
-		hsize_t start[H5S_MAX_RANK] = {0}, count[H5S_MAX_RANK];
-		memcpy(count, d->dims, sizeof(count));
-		start[0] = a;
-		count[0] = cnt;
-		hid_t ms = H5Screate_simple(d->rank, count, NULL);
-		int ret = 0;
-		if (ms < 0 ||
-		    H5Sselect_hyperslab(sp->fspace[j], H5S_SELECT_SET, start,
-					NULL, count, NULL) < 0 ||
-		    H5Dread(d->id, d->ftype, ms, sp->fspace[j], H5P_DEFAULT,
-			    sp->buf[j]) < 0)
-			ret = pk_h5_fail(sp->err,
-					 "%s: dataset '%s': reading rows "
-					 "%llu to %llu",
-					 s->path, d->name, (unsigned long long)a,
-					 (unsigned long long)(a + cnt - 1));
-		pk_h5_close(ms);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
 static int emit(struct split *sp, hsize_t a, hsize_t i)
 {
 	struct pk_h5_src *s = &sp->s;
@@ -198,6 +168,104 @@ static int emit(struct split *sp, hsize_t a, hsize_t i)
 	return ret;
 }
 
+/* Rows [a, a + cnt) of dataset d into buf. */
+static int read_rows(struct split *sp, const struct pk_h5_dset *d,
+		     hid_t fspace, hsize_t a, hsize_t cnt, void *buf)
+{
+	hsize_t start[H5S_MAX_RANK] = {0}, count[H5S_MAX_RANK];
+	memcpy(count, d->dims, sizeof(count));
+	start[0] = a;
+	count[0] = cnt;
+	hid_t ms = H5Screate_simple(d->rank, count, NULL);
+	int ret = 0;
+	if (ms < 0 ||
+	    H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, NULL, count,
+				NULL) < 0 ||
+	    H5Dread(d->id, d->ftype, ms, fspace, H5P_DEFAULT, buf) < 0)
+		ret = pk_h5_fail(sp->err, "%s: dataset '%s': reading rows %llu "
+					  "to %llu",
+				 sp->s.path, d->name, (unsigned long long)a,
+				 (unsigned long long)(a + cnt - 1));
+	pk_h5_close(ms);
+	return ret;
+}
+
+/* The rows of d streamed after the header, in blocks of about
+ * block_bytes. */
+static int stream_rows(struct split *sp, const struct pk_h5_dset *d)
+{
+	uint64_t target = sp->o->block_bytes ? sp->o->block_bytes : BLOCK_BYTES;
+	hsize_t rows = target / d->row_bytes, n = sp->s.n;
+	if (rows < 1)
+		rows = 1;
+	if (rows > n)
+		rows = n;
+	hid_t fspace = H5Dget_space(d->id);
+	unsigned char *buf = malloc((size_t)(rows * d->row_bytes));
+	int ret = 0;
+	if (fspace < 0)
+		ret = pk_h5_fail(sp->err, "%s: dataset '%s'", sp->s.path,
+				 d->name);
+	else if (!buf)
+		ret = dlfs_err_set(sp->err, -ENOMEM, "out of memory");
+	for (hsize_t a = 0; !ret && a < n; a += rows) {
+		hsize_t cnt = n - a < rows ? n - a : rows;
+		ret = pk_sink_cancelled(sp->sink, sp->err);
+		if (!ret)
+			ret = read_rows(sp, d, fspace, a, cnt, buf);
+		if (!ret)
+			ret = pk_sink_stream(sp->sink, buf,
+					     (size_t)(cnt * d->row_bytes),
+					     sp->err);
+	}
+	free(buf);
+	pk_h5_close(fspace);
+	return ret;
+}
+
+/* A dataset kept whole: TOP/DATASET.npy, all N samples. */
+static int whole(struct split *sp, const struct pk_h5_dset *d)
+{
+	char *head = NULL, *path = NULL;
+	size_t hlen = 0;
+	int ret = pk_npy_header(&d->np, d->dims, d->rank, &head, &hlen,
+				sp->err);
+	if (!ret && asprintf(&path, "%s/%s.npy", sp->top, d->name) < 0) {
+		path = NULL;
+		ret = dlfs_err_set(sp->err, -ENOMEM, "out of memory");
+	}
+	if (ret)
+		goto out;
+	if (pk_sink_dry(sp->sink)) {
+		ret = pk_sink_file(sp->sink, path, NULL, hlen, NULL,
+				   (size_t)(sp->s.n * d->row_bytes), sp->err);
+		goto out;
+	}
+	pk_sink_stream_begin(sp->sink);
+	ret = pk_sink_stream(sp->sink, head, hlen, sp->err);
+	if (!ret && sp->s.n && d->row_bytes)
+		ret = stream_rows(sp, d);
+	if (!ret)
+		ret = pk_sink_stream_end(sp->sink, path, sp->err);
+out:
+	free(head);
+	free(path);
+	return ret;
+}
+
+static int read_block(struct split *sp, hsize_t a, hsize_t cnt)
+{
+	struct pk_h5_src *s = &sp->s;
+	int ret = 0;
+	for (unsigned j = 0; j < s->nd && !ret; j++) {
+		struct pk_h5_dset *d = &s->d[j];
+		if (d->split && d->row_bytes)
+			ret = read_rows(sp, d, sp->fspace[j], a, cnt,
+					sp->buf[j]);
+	}
+	return ret;
+}
+
 static int meta(struct split *sp, const char *path)
 {
 	unsigned char *img = NULL;
@@ -224,13 +292,17 @@ int pk_h5_split(const char *path, const char *top,
 	struct split sp = {.o = o, .top = top, .sink = sink, .err = err};
 	char *desc = NULL;
 	int ret = pk_h5_src_open(&sp.s, path, o->datasets, err);
-	if (!ret && pk_sink_dry(sink)) {
+	if (!ret && o->format == DLFS_SAMPLE_NPY)
+		pk_h5_src_keep_small(&sp.s, o->whole_below);
+	if (!ret)
 		ret = pk_h5_src_describe(&sp.s, &desc, err);
-		if (!ret)
-			ret = pk_sink_note(sink, desc, err);
-	}
+	if (!ret)
+		ret = pk_sink_note(sink, desc, err);
 	if (!ret)
 		ret = meta(&sp, path);
+	for (unsigned j = 0; !ret && j < sp.s.nd; j++)
+		if (sp.s.d[j].whole)
+			ret = whole(&sp, &sp.s.d[j]);
 	hsize_t rows = ret ? 1 : block_rows(&sp);
 	if (!ret)
 		ret = prepare(&sp, rows ? rows : 1);

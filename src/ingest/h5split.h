@@ -7,7 +7,9 @@
  * so that name order is sample order. The npy form writes
  * TOP/i/DATASET.npy for each split dataset (a dataset in a group keeps
  * its group path: TOP/i/group/name.npy); the h5 form writes TOP/i.h5.
- * TOP/.meta.h5 comes first, then the samples in order.
+ * A dataset kept whole for its tiny samples (pk_h5_src_keep_small) is
+ * one array of all N samples, TOP/DATASET.npy. TOP/.meta.h5 comes first,
+ * then those arrays, then the samples in order.
  *
  * Reading: each split dataset is read in blocks of whole rows (about
  * block_bytes over all datasets, rounded to whole chunks along axis 0
@@ -30,6 +32,7 @@ struct pk_h5_split_opts {
 	const char *datasets; /* comma-separated, or NULL for the default */
 	enum dlfs_sample_format format;
 	uint64_t block_bytes; /* 0: 64 MiB */
+	uint64_t whole_below; /* npy form: pk_h5_src_keep_small's below */
 };
 
 /*

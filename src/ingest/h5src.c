@@ -286,6 +286,7 @@ static int choose_named(struct pk_h5_src *s, const char *names,
 	}
 	for (unsigned i = 0; i < s->nd; i++)
 		s->d[i].split = has_name(names, s->d[i].name);
+	s->big = -1;
 	return 0;
 }
 
@@ -306,6 +307,7 @@ static int choose_largest(struct pk_h5_src *s, struct dlfs_err *err)
 	for (unsigned i = 0; i < s->nd; i++)
 		s->d[i].split = s->d[i].rank >= 1 &&
 				s->d[i].dims[0] == big->dims[0];
+	s->big = (int)(big - s->d);
 	return 0;
 }
 
@@ -419,6 +421,34 @@ void pk_h5_src_close(struct pk_h5_src *s)
 	s->fid = -1;
 }
 
+/* Could the first component of name be a sample's directory? */
+static int like_sample_dir(const struct pk_h5_src *s, const char *name)
+{
+	size_t n = strcspn(name, "/");
+	if (n != s->width)
+		return 0;
+	for (size_t k = 0; k < n; k++)
+		if (name[k] < '0' || name[k] > '9')
+			return 0;
+	return 1;
+}
+
+void pk_h5_src_keep_small(struct pk_h5_src *s, uint64_t below)
+{
+	if (s->big < 0 || !below)
+		return;
+	for (unsigned i = 0; i < s->nd; i++) {
+		struct pk_h5_dset *d = &s->d[i];
+		if (!d->split || (int)i == s->big || d->row_bytes >= below ||
+		    like_sample_dir(s, d->name))
+			continue;
+		d->split = 0;
+		d->whole = 1;
+		s->nsplit--;
+		s->nwhole++;
+	}
+}
+
 int pk_h5_src_describe(const struct pk_h5_src *s, char **out,
 		       struct dlfs_err *err)
 {
@@ -436,9 +466,21 @@ int pk_h5_src_describe(const struct pk_h5_src *s, char **out,
 	}
 	int kept = 0;
 	for (unsigned i = 0; i < s->nd; i++)
-		if (!s->d[i].split)
+		if (s->d[i].whole)
+			dlfs_str_addf(&b, "%s %s.npy (%llu bytes a sample)",
+				    kept++ ? "," : " one file for all samples:",
+				    s->d[i].name,
+				    (unsigned long long)s->d[i].row_bytes);
+	if (kept)
+		dlfs_str_addf(&b, " (--split-hdf5-min=0 splits %s);",
+			    kept > 1 ? "them" : "it");
+	kept = 0;
+	for (unsigned i = 0; i < s->nd; i++)
+		if (!s->d[i].split && !s->d[i].whole)
 			dlfs_str_addf(&b, "%s %s", kept++ ? "," : " kept whole:",
 				    s->d[i].name);
+	if (b.s && b.n && b.s[b.n - 1] == ';')
+		b.s[--b.n] = '\0';
 	if (b.oom) {
 		dlfs_str_free(&b);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");

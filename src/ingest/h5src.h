@@ -9,7 +9,7 @@
  * dataset whose first dimension is N is split. Each split dataset must
  * have a type numpy can hold (h5type.h) and filters this libhdf5 can
  * decode. Everything else is kept whole in the source's .meta.h5
- * (h5image.h).
+ * (h5image.h). pk_h5_src_keep_small may then keep tiny ones whole.
  *
  * Datasets are found through hard links, in name order, depth first
  * (H5Lvisit); a dataset reachable by several names is split once, under
@@ -38,6 +38,7 @@ struct pk_h5_dset {
 	char layout[160];   /* "contiguous", "chunked (8, 64), gzip", ... */
 	uint64_t addr;      /* object address, to recognise it by */
 	int split;
+	int whole;          /* one sample each, kept as one array (below) */
 };
 
 struct pk_h5_src {
@@ -46,7 +47,8 @@ struct pk_h5_src {
 	uint64_t n;      /* samples */
 	unsigned width;  /* digits of a sample index: those of n - 1 */
 	struct pk_h5_dset *d; /* every dataset found, in visit order */
-	unsigned nd, nsplit;
+	unsigned nd, nsplit, nwhole;
+	int big;         /* the default choice's largest dataset; -1: named */
 };
 
 /*
@@ -60,6 +62,16 @@ struct pk_h5_src {
 int pk_h5_src_open(struct pk_h5_src *s, const char *path, const char *names,
 		   struct dlfs_err *err);
 void pk_h5_src_close(struct pk_h5_src *s);
+
+/*
+ * The default choice, npy form: a split dataset whose sample is smaller
+ * than below bytes (an 8-byte label would become a 136-byte file) is
+ * kept whole instead, as one array of all N samples (whole = 1, split =
+ * 0), unless it is the largest, which defines the samples, or its first
+ * name component could be a sample's directory (all digits, width long).
+ * Does nothing for a named choice or below = 0.
+ */
+void pk_h5_src_keep_small(struct pk_h5_src *s, uint64_t below);
 
 /* A one-line description for notes: "N samples; split: ...". */
 int pk_h5_src_describe(const struct pk_h5_src *s, char **out,

@@ -318,7 +318,8 @@ static int ingest_one(const struct pk_source *s, unsigned i,
 		goto out;
 	if (s->kind == PK_SRC_HDF5) {
 		struct pk_h5_split_opts h = {.datasets = o->hdf5_datasets,
-					     .format = o->sample_format};
+					     .format = o->sample_format,
+					     .whole_below = o->hdf5_split_min};
 		ret = pk_h5_split(s->path, s->top, &h, sink, err);
 	} else {
 		ret = pk_lmdb_ingest(s->path, s->kind == PK_SRC_LMDB, s->top,
@@ -760,6 +761,15 @@ static void put_warn(const struct dlfs_pack_opts *o, const struct pk_rec *r)
 	o->warn(o->cb_arg, msg);
 }
 
+static void put_note(const struct putting *p, const struct pk_rec *r)
+{
+	if (!p->o->note)
+		return;
+	char msg[DLFS_ERR_MSG_MAX + PATH_MAX];
+	snprintf(msg, sizeof(msg), "%s: %s", p->s->path, r->str);
+	p->o->note(p->o->cb_arg, msg);
+}
+
 /* The directories between top and a file's parent str[0..plen), once
  * each: files come grouped by directory, so once per change of parent. */
 static int put_parents(struct putting *p, const char *str, size_t plen)
@@ -811,6 +821,9 @@ static int put_record(struct putting *p, const struct pk_rec *r)
 		return p->begun ? list_corrupt(p) : put_source(p, r);
 	case PK_REC_WARN:
 		put_warn(p->o, r);
+		return 0;
+	case PK_REC_NOTE:
+		put_note(p, r);
 		return 0;
 	case PK_REC_FILE:
 		return put_file(p, r);

@@ -150,7 +150,11 @@ int pk_sink_source(struct pk_sink *s, const char *source, uint32_t src,
 
 int pk_sink_note(struct pk_sink *s, const char *note, struct dlfs_err *err)
 {
-	return pk_sink_dry(s) ? plan(s, NULL, 0, note, err) : 0;
+	if (pk_sink_dry(s))
+		return plan(s, NULL, 0, note, err);
+	put_u8(s, PK_REC_NOTE);
+	put_str(s, note);
+	return list_ok(s, err);
 }
 
 int pk_sink_warn(struct pk_sink *s, struct dlfs_err *err, const char *fmt,
@@ -350,6 +354,7 @@ int pk_rec_read(FILE *f, struct pk_rec *r, char **buf, size_t *cap)
 			ret = get_u64(f, &r->off);
 		break;
 	case PK_REC_WARN:
+	case PK_REC_NOTE:
 		ret = get_str(f, r, buf, cap);
 		break;
 	case PK_REC_ERROR:

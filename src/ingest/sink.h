@@ -6,7 +6,7 @@
  * temporary directory. Bytes it generates (npy files, HDF5 images,
  * manifests) are appended to the spool; the list records, per source
  * and in order: the source's mode and mtime, then each file as
- * (path, size, where its bytes are), then warnings, then "done" or the
+ * (path, size, where its bytes are), then notes and warnings, then "done" or the
  * error that stopped it. A file's bytes are either in the spool or, for
  * LMDB values, in the source's own data file, which the pack then reads
  * in place. The list is little-endian and read only by the same build.
@@ -33,6 +33,7 @@ enum {
 	PK_REC_SOURCE = 'S', /* u32 src, u32 mode, i64 sec, u32 nsec, str */
 	PK_REC_FILE = 'E',   /* u8 in_source, str path, u64 size, u64 off */
 	PK_REC_WARN = 'W',   /* str */
+	PK_REC_NOTE = 'N',   /* str */
 	PK_REC_ERROR = 'X',  /* i32 code, str */
 	PK_REC_DONE = 'D',
 };
@@ -81,7 +82,7 @@ int pk_sink_cancelled(struct pk_sink *s, struct dlfs_err *err);
 int pk_sink_source(struct pk_sink *s, const char *source, uint32_t src,
 		   uint32_t mode, int64_t sec, uint32_t nsec,
 		   const char *data_path, struct dlfs_err *err);
-/* A note for the plan (nothing in spool mode). */
+/* A note: for the plan, or recorded and shown by the coordinator. */
 int pk_sink_note(struct pk_sink *s, const char *note, struct dlfs_err *err);
 /* A warning: recorded, and shown by the coordinator in source order. */
 int pk_sink_warn(struct pk_sink *s, struct dlfs_err *err, const char *fmt,

@@ -20,6 +20,7 @@ void dlfs_pack_opts_init(struct dlfs_pack_opts *o)
 	o->threads = 8;
 	o->compress = DLFS_COMPRESS_AUTO;
 	o->compress_level = DLFS_ZSTD_LEVEL_DEFAULT;
+	o->hdf5_split_min = 1024;
 }
 
 enum dlfs_compress dlfs_pack_compress(const struct dlfs_pack_opts *o)

@@ -93,7 +93,7 @@ MSGS=("would both become the directory 'good0'")
 must_fail "one directory for two sources" 1 --split-hdf5 "$S/good0.h5" "$S/other/good0.hdf5" -o "$O/x.dlfs"
 
 note "bad options"
-for bad in "--sample-format=png" "--procs=0" "--procs=x" "--split-hdf5=a,,b" "--split-hdf5=,a"; do
+for bad in "--sample-format=png" "--procs=0" "--procs=x" "--split-hdf5=a,,b" "--split-hdf5=,a" "--split-hdf5-min=1x"; do
 	pack --split-hdf5 "$bad" "$S/good0.h5" -o "$O/x.dlfs"
 	expect_rc 2 "$bad"
 	err_has "${bad%%=*}" "$bad: the message names the option"

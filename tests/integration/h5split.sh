@@ -17,6 +17,9 @@
 # - --dry-run lists exactly the files and sizes the pack writes;
 # - --procs 1, 2 and 3 and a repeated run give byte-identical datasets;
 #   a source's mtime is part of the dataset (its id changes with it);
+# - by default (npy form), a dataset whose samples are under 1 KiB stays one
+#   array, TOP/NAME.npy, equal to the source's dataset, and the pack says
+#   so; --split-hdf5-min 0 splits them all (issue 39, item 10);
 # - --split-hdf5=images,labels splits only those two;
 # - an HDF5 file inside a directory source stays one file, unchanged;
 # - --order shuffle:5 stores the same tree.
@@ -30,50 +33,60 @@ SRC="$T/src"
 "$PYTHON" "$H5DATA" gen "$SRC" --big || fail "could not write the HDF5 sources"
 mkdir "$T/ds"
 
-# check_form FORM DATASET: the extracted tree is right for FORM.
+# check_form FORM DATASET [MIN]: the extracted tree is right for FORM, with
+# samples under MIN bytes kept whole (default 1024, as dlfs-pack's).
 check_form() {
-	local form=$1 ds=$2 x="$T/x-$1"
+	local form=$1 ds=$2 x="$T/x-$1" min=${3:-1024}
 	rm -rf "$x"
 	inspect verify "$ds"
 	expect_ok "verify $ds"
 	inspect extract "$ds" "$x"
 	expect_ok "extract $ds"
-	"$PYTHON" "$H5DATA" check "$SRC" "$x" "$form" ||
+	"$PYTHON" "$H5DATA" check "$SRC" "$x" "$form" --min "$min" ||
 		fail "$form samples differ from the source rows (see above)"
-	"$PYTHON" "$H5DATA" expect "$SRC" "$form" | sort >"$T/want"
+	"$PYTHON" "$H5DATA" expect "$SRC" "$form" --min "$min" | sort >"$T/want"
 	(cd "$x" && find . -type f | sed 's|^\./||' | sort) >"$T/got"
 	diff "$T/want" "$T/got" >&2 || fail "$form: the tree is not the expected files"
 }
 
 note "npy form (the default), compressed with zstd (the default)"
-pack --split-hdf5 "$SRC"/*.h5 -o "$T/ds/npy.dlfs" -q --chunk-size 1M --container-size 16M
+pack --split-hdf5 "$SRC"/*.h5 -o "$T/ds/npy.dlfs" --chunk-size 1M --container-size 16M
 expect_ok "pack --split-hdf5"
+err_has "dlfs-pack: $SRC/climate_b.h5: 1000 samples; split: images (6, 6) '<u2' [contiguous]; one file for all samples: labels.npy (4 bytes a sample), weights.npy (2 bytes a sample) (--split-hdf5-min=0 splits them)" \
+	"the pack says which datasets stay one file"
 check_form npy "$T/ds/npy.dlfs"
 inspect info "$T/ds/npy.dlfs"
 expect_ok "info of the npy form"
 grep -qx "compress: zstd:3" "$T/out" || { _show; fail "--split-hdf5 packs with zstd by default"; }
 
-note "--compress none: the same samples, uncompressed"
-pack --split-hdf5 --compress none "$SRC"/*.h5 -o "$T/ds/npy-u.dlfs" -q --chunk-size 1M --container-size 16M
+note "--compress none, --split-hdf5-min 0: every dataset split, uncompressed"
+pack --split-hdf5 --split-hdf5-min 0 --compress none "$SRC"/*.h5 -o "$T/ds/npy-u.dlfs" -q --chunk-size 1M --container-size 16M
 expect_ok "pack --split-hdf5 --compress none"
 inspect info "$T/ds/npy-u.dlfs"
 expect_ok "info of the uncompressed npy form"
 ! grep -q "^compress:" "$T/out" || { _show; fail "--compress none packs uncompressed"; }
-check_form npy "$T/ds/npy-u.dlfs"
-rm -rf "$T/ds/npy-u.dlfs"
+check_form npy "$T/ds/npy-u.dlfs" 0
+inspect ls "$T/ds/npy-u.dlfs" climate_a/05
+expect_ok "ls climate_a/05"
+grep -qx 'images.npy' "$T/out" && grep -qx 'labels.npy' "$T/out" && grep -qx 'grp' "$T/out" ||
+	fail "with --split-hdf5-min 0, climate_a/05 should hold images.npy, labels.npy and grp/"
+rm -rf "$T/ds/npy-u.dlfs" "$T/x-npy"
+check_form npy "$T/ds/npy.dlfs"
 
 note "names sort in sample order; stat and cat"
 inspect ls "$T/ds/npy.dlfs" climate_b
 expect_ok "ls climate_b"
 [ "$(sed -n '2p;1001p' "$T/out" | tr '\n' ' ')" = "000 999 " ] ||
 	fail "climate_b: expected .meta.h5 then 000..999, got: $(head -3 "$T/out" | tr '\n' ' ')"
-seq -f '%03g' 0 999 | cmp - <(tail -n +2 "$T/out") >&2 || fail "climate_b: samples not listed 000 to 999 in order"
+seq -f '%03g' 0 999 | cmp - <(sed -n '2,1001p' "$T/out") >&2 || fail "climate_b: samples not listed 000 to 999 in order"
+[ "$(tail -n +1002 "$T/out" | tr '\n' ' ')" = "labels.npy weights.npy " ] ||
+	fail "climate_b: labels.npy and weights.npy (tiny samples) should follow the samples, got: $(tail -n +1002 "$T/out" | tr '\n' ' ')"
 inspect ls "$T/ds/npy.dlfs" climate_a/05
 expect_ok "ls climate_a/05"
-grep -qx 'images.npy' "$T/out" && grep -qx 'grp' "$T/out" || fail "climate_a/05 should hold images.npy and grp/"
-inspect stat --json "$T/ds/npy.dlfs" climate_a/05/grp/ids.npy
+[ "$(cat "$T/out")" = "images.npy" ] || fail "climate_a/05 should hold images.npy alone, got: $(cat "$T/out" | tr '\n' ' ')"
+inspect stat --json "$T/ds/npy.dlfs" climate_a/grp/ids.npy
 expect_ok "stat"
-[ "$(json_get "$T/out" size)" = "$(stat -c %s "$T/x-npy/climate_a/05/grp/ids.npy")" ] || fail "stat size"
+[ "$(json_get "$T/out" size)" = "$(stat -c %s "$T/x-npy/climate_a/grp/ids.npy")" ] || fail "stat size"
 inspect cat "$T/ds/npy.dlfs" climate_a/36/images.npy
 expect_ok "cat"
 cmp "$T/out" "$T/x-npy/climate_a/36/images.npy" || fail "cat differs from the extracted file"

@@ -17,11 +17,13 @@ checks of what dlfs-pack --split-hdf5 made of them.
       DIR/empty.h5      N=0: only .meta.h5
       --big adds DIR/big.h5: 300 rows of 256x256 float32 in chunks of 7
       rows, gzip (75 MiB: several 64 MiB read blocks)
-  h5data.py check SRCDIR TREE npy|h5 [--only a,b]
+  h5data.py check SRCDIR TREE npy|h5 [--only a,b] [--min BYTES]
       every split row equals its sample file under TREE (np.load, plain
       and mmap_mode='r'; or h5py for h5), dtypes, shapes and dataset
-      attributes included, and every .meta.h5 keeps the rest
-  h5data.py expect SRCDIR npy|h5
+      attributes included; each dataset kept whole for its tiny samples
+      (npy form, default choice, samples under --min bytes, 1024 unless
+      given) equals TOP/NAME.npy; and every .meta.h5 keeps the rest
+  h5data.py expect SRCDIR npy|h5 [--only a,b] [--min BYTES]
       prints the relative paths the split must produce, one a line
   h5data.py samples DIR N
       N per-sample files DIR/{train,validation}/data-NNNN.h5 for the
@@ -95,29 +97,40 @@ def sources(src):
     return sorted(n for n in os.listdir(src) if n.endswith(".h5"))
 
 
-def split_names(f, only):
-    """The datasets dlfs-pack splits by default (or the named ones)."""
+def split_names(f, only, form="h5", below=0):
+    """The datasets dlfs-pack splits by default (or the named ones), those
+    it keeps whole as one .npy for their tiny samples, and N."""
     found = []
     f.visititems(lambda name, o: found.append(name) if isinstance(o, h5py.Dataset) else None)
     if only:
-        return sorted(only), f[only[0]].shape[0]
+        return sorted(only), [], f[only[0]].shape[0]
     big = max((d for d in found if f[d].ndim >= 1),
               key=lambda d: f[d].size * f[d].dtype.itemsize)
     n = f[big].shape[0]
-    return [d for d in found if f[d].ndim >= 1 and f[d].shape[0] == n], n
+    split = [d for d in found if f[d].ndim >= 1 and f[d].shape[0] == n]
+    w = width(n)
+
+    def tiny(d):
+        first = d.split("/")[0]
+        like_dir = len(first) == w and first.isdigit()
+        rb = f[d].dtype.itemsize * int(np.prod(f[d].shape[1:], dtype=np.int64))
+        return d != big and rb < below and not like_dir
+    whole = [d for d in split if form == "npy" and tiny(d)] if below else []
+    return [d for d in split if d not in whole], whole, n
 
 
 def width(n):
     return len(str(max(n - 1, 0)))
 
 
-def expect(src, form, only=None):
+def expect(src, form, only=None, below=1024):
     out = []
     for s in sources(src):
         top = s[:-3]
         with h5py.File(os.path.join(src, s), "r") as f:
-            names, n = split_names(f, only)
+            names, whole, n = split_names(f, only, form, below)
         out.append(top + "/.meta.h5")
+        out += ["%s/%s.npy" % (top, d) for d in whole]
         w = width(n)
         for i in range(n):
             if form == "h5":
@@ -155,14 +168,19 @@ def same_attrs(x, y, errs, what, extra_ok=()):
             errs.append("%s: attribute %s: %r vs %r" % (what, k, a, b))
 
 
-def check(src, tree, form, only):
+def check(src, tree, form, only, below=1024):
     errs = []
     count = 0
     for s in sources(src):
         top = s[:-3]
         with h5py.File(os.path.join(src, s), "r") as f:
-            names, n = split_names(f, only)
+            names, whole, n = split_names(f, only, form, below)
             w = width(n)
+            for d in whole:
+                p = "%s/%s/%s.npy" % (tree, top, d)
+                if not same(np.load(p), f[d][...]):
+                    errs.append("%s: differs from the whole dataset %s" % (p, d))
+                count += 1
             for i in range(n):
                 if form == "h5":
                     p = "%s/%s/%0*d.h5" % (tree, top, w, i)
@@ -265,12 +283,12 @@ def main():
     if a and a[0] == "gen":
         gen(a[1], "--big" in a)
         return 0
+    only = a[a.index("--only") + 1].split(",") if "--only" in a else None
+    below = int(a[a.index("--min") + 1]) if "--min" in a else 1024
     if a and a[0] == "check":
-        only = a[a.index("--only") + 1].split(",") if "--only" in a else None
-        return check(a[1], a[2], a[3], only)
+        return check(a[1], a[2], a[3], only, below)
     if a and a[0] == "expect":
-        only = a[a.index("--only") + 1].split(",") if "--only" in a else None
-        print("\n".join(expect(a[1], a[2], only)))
+        print("\n".join(expect(a[1], a[2], only, below)))
         return 0
     print(__doc__, file=sys.stderr)
     return 2

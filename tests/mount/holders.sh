@@ -6,6 +6,10 @@
 # fd N: path) and the lazy unmount that detaches it now; once they are
 # gone it says nobody holds it, and fusermount3 -u works; on a directory
 # where nothing is mounted it exits 1 with one line.
+# SIGTERM to the daemon of a busy mount (what dlfs(1) says it does): the
+# mount leaves the namespace at once, the daemon exits 0 without waiting
+# for the holder, and the holder's next read of its open file fails with
+# "Transport endpoint is not connected".
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 mount_setup
@@ -49,4 +53,27 @@ run "$DLFS_INSPECT" holders "$MNT"
 expect_rc 1 "holders where nothing is mounted"
 err_has "nothing is mounted there" "holders where nothing is mounted"
 check_log "$DLFS_LOG"
+
+note "SIGTERM to the daemon of a busy mount"
+dlfs_mount "$DS" "$MNT"
+D_PID=$DLFS_PID
+# A holder with the file open, which reads it again once told to.
+(exec 7<"$MNT/d/f"
+	while [ ! -e "$T/read" ]; do sleep 0.05; done
+	if cat <&7 >"$T/again.out" 2>"$T/again.err"; then echo ok; else echo failed; fi >"$T/again.st") &
+H_PID=$!
+for ((i = 0; i < 600; i++)); do
+	[ "$(readlink "/proc/$H_PID/fd/7" 2>/dev/null)" = "$MNT/d/f" ] && break
+	sleep 0.05
+done
+kill -TERM "$D_PID"
+wait_exit "$D_PID" 60
+[ "$WAIT_RC" = 0 ] || fail "the daemon of a busy mount did not exit 0 after SIGTERM: $WAIT_RC"
+kill -0 "$H_PID" 2>/dev/null || fail "the holder left before it was told to (test setup)"
+! is_mounted "$MNT" || fail "after SIGTERM, $MNT is still mounted"
+: >"$T/read"
+wait "$H_PID"
+[ "$(cat "$T/again.st")" = failed ] || fail "the holder read its file after the daemon exited: $(cat "$T/again.out")"
+grep -q "Transport endpoint is not connected" "$T/again.err" ||
+	fail "the holder's read after SIGTERM: $(cat "$T/again.err")"
 echo "PASS [holders]"

@@ -17,7 +17,9 @@
 #    and -n (2) are refused with one clear line;
 #  - through dlfs-run (dlfs --serve): the same file passes promtool, says
 #    front_end="serve", and its served plus direct bytes cover every byte
-#    read; dlfs-inspect top runs under dlfs-run too.
+#    read; dlfs-inspect top runs under dlfs-run too, and top --socket
+#    watches a dlfs-run server from outside its command (refusing a
+#    directory with the sockets it holds, a file, a socket gone);
 #  - every series carries a mount label, first: the mountpoint, or the
 #    server's socket, so that two mounts on a node never collide.
 set -euo pipefail
@@ -353,4 +355,41 @@ for x in bad:
 sys.exit(1 if bad else 0)
 PY
 [ "$(grep -c '' "$T/serve.top")" = 2 ] || { cat "$T/serve.top" >&2; fail "top under dlfs-run: want a header and a row"; }
+
+note "top --socket: a dlfs-run server watched from outside its command (issue 39, item 6)"
+NODE="$TMPDIR/dlfs-run-$(id -u)"
+# The command ends once told, or once the test's directory is gone (a
+# failed test kills dlfs-run at exit, which leaves its command running).
+"$DLFS_RUN" -o ram_cache=32M "$DS:$P" -- bash -c '
+	while [ ! -e "$1/outside.stop" ] && [ -d "$1" ]; do cat "$2/a/s000" >/dev/null 2>&1; sleep 0.05; done
+' _ "$T" "$P" >"$T/outside.out" 2>&1 &
+RUN=$!
+SOCK=
+for ((i = 0; i < 600; i++)); do
+	SOCK=$(compgen -G "$NODE/*.sock" | head -n 1 || true)
+	[ -n "$SOCK" ] && break
+	kill -0 "$RUN" 2>/dev/null || break
+	sleep 0.1
+done
+[ -n "$SOCK" ] || { cat "$T/outside.out" >&2; fail "no server socket appeared in $NODE"; }
+inspect top --socket "$SOCK" -n 2 -i 0.2
+expect_ok "top --socket SOCK -n 2"
+[ "$(grep -c '' "$T/out")" = 3 ] && head -n 1 "$T/out" | grep -q 'files/s' ||
+	{ _show; fail "top --socket: want a header and two rows"; }
+inspect top --socket "$NODE"
+expect_rc 2 "top --socket on the node directory"
+err_has "a directory; give one of: $SOCK" "top --socket on the node directory names its socket"
+inspect top --socket "$T/src"
+expect_rc 2 "top --socket on a directory without sockets"
+err_has "no dlfs-run server's socket" "top --socket on a directory without sockets"
+inspect top --socket "$DS/index"
+expect_rc 2 "top --socket on a file"
+err_has "not a socket" "top --socket on a file"
+inspect top "$MNT" --socket "$SOCK"
+expect_rc 2 "top with both a mountpoint and --socket"
+: >"$T/outside.stop"
+wait_exit "$RUN" 60
+[ "$WAIT_RC" = 0 ] || { cat "$T/outside.out" >&2; fail "dlfs-run of the watched server ended with $WAIT_RC"; }
+inspect top --socket "$SOCK" -n 1
+expect_rc 1 "top --socket once the server has ended"
 exit 0

@@ -18,7 +18,7 @@
 #    /etc/fuse.conf (names /etc/fuse.conf; left out, with a note, where
 #    the real file has the line: the test never edits it); a mountpoint
 #    the user may not write to (names it). A cache_dir the user may not
-#    create is refused before mounting, naming it.
+#    create is refused before mounting, naming it, with no warning first.
 # fusermount3 missing or not setuid root are tests/unit/test_mounthint.c's.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
@@ -214,6 +214,10 @@ tmo "$AS" "$DLFS" "$DS" "$MNT" -o cache_dir="$T/rootmnt/c" </dev/null >"$T/ref.o
 [ "$st" = 1 ] || fail "cache_dir of root's: dlfs exited $st, expected 1: $(cat "$T/ref.err")"
 grep -qF "dlfs: cache_dir $T/rootmnt/c: Permission denied" "$T/ref.err" ||
 	fail "cache_dir of root's: the refusal does not name it: $(cat "$T/ref.err")"
+# One line, the real cause alone: no warning about the index's copy
+# before it (issue 39, item 3).
+! grep -qi "warning" "$T/ref.err" ||
+	fail "cache_dir of root's: a warning comes before the refusal: $(cat "$T/ref.err")"
 
 # And with all that, a mount works again.
 user_mount "$T/dlfs-4.log"

@@ -321,6 +321,68 @@ static void test_template(const char *dir)
 	pk_h5_src_close(&s);
 }
 
+static unsigned count_whole(const struct pk_h5_src *s, const char *name)
+{
+	for (unsigned j = 0; j < s->nd; j++)
+		if (!strcmp(s->d[j].name, name))
+			return s->d[j].whole * 2 + s->d[j].split;
+	return 9;
+}
+
+/* Tiny samples stay whole: those under the bound, never the largest
+ * dataset, nor one named like a sample directory, nor a named choice. */
+static void test_keep_small(const char *dir)
+{
+	char path[4096];
+	struct pk_h5_src s;
+	struct dlfs_err err = {0};
+	snprintf(path, sizeof(path), "%s/small.h5", dir);
+	make_source(path, 23);
+	hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+	hsize_t d1[1] = {23};
+	hid_t sp = H5Screate_simple(1, d1, NULL);
+	hid_t ds = H5Dcreate2(f, "07", H5T_STD_U8LE, sp, H5P_DEFAULT,
+			      H5P_DEFAULT, H5P_DEFAULT);
+	CHECK(f >= 0 && sp >= 0 && ds >= 0);
+	H5Dclose(ds);
+	H5Sclose(sp);
+	H5Fclose(f);
+	/* images 140 bytes a sample, recs 12, grp/labels 8, zeros 3, 07 1 */
+	CHECK_EQ(pk_h5_src_open(&s, path, NULL, &err), 0);
+	pk_h5_src_keep_small(&s, 10);
+	CHECK_EQ(count_whole(&s, "images"), 1);
+	CHECK_EQ(count_whole(&s, "recs"), 1);
+	CHECK_EQ(count_whole(&s, "grp/labels"), 2);
+	CHECK_EQ(count_whole(&s, "zeros"), 2);
+	CHECK_EQ(count_whole(&s, "07"), 1); /* width 2: like sample 07 */
+	CHECK_EQ(s.nsplit, 3);
+	CHECK_EQ(s.nwhole, 2);
+	char *desc = NULL;
+	CHECK(!pk_h5_src_describe(&s, &desc, &err));
+	CHECK(desc && strstr(desc, "one file for all samples: grp/labels.npy "
+				   "(8 bytes a sample), zeros.npy (3 bytes a "
+				   "sample) (--split-hdf5-min=0 splits them)"));
+	free(desc);
+	pk_h5_src_close(&s);
+	/* Larger than the largest: all but the largest (and 07). */
+	CHECK_EQ(pk_h5_src_open(&s, path, NULL, &err), 0);
+	pk_h5_src_keep_small(&s, 1 << 20);
+	CHECK_EQ(count_whole(&s, "images"), 1);
+	CHECK_EQ(count_whole(&s, "recs"), 2);
+	CHECK_EQ(s.nsplit, 2);
+	pk_h5_src_close(&s);
+	/* 0 and a named choice: nothing kept whole. */
+	CHECK_EQ(pk_h5_src_open(&s, path, NULL, &err), 0);
+	pk_h5_src_keep_small(&s, 0);
+	CHECK_EQ(s.nwhole, 0);
+	pk_h5_src_close(&s);
+	CHECK_EQ(pk_h5_src_open(&s, path, "images,zeros", &err), 0);
+	pk_h5_src_keep_small(&s, 1024);
+	CHECK_EQ(s.nwhole, 0);
+	CHECK_EQ(count_whole(&s, "zeros"), 1);
+	pk_h5_src_close(&s);
+}
+
 static void test_lmdb_names(void)
 {
 	char out[DLFS_NAME_MAX + 1];
@@ -362,6 +424,7 @@ int main(void)
 	test_types();
 	test_npy_header();
 	test_template(dir);
+	test_keep_small(dir);
 	test_lmdb_names();
 	pk_h5_end(&st);
 	t_rmrf(dir);

@@ -1,15 +1,25 @@
 /* dlfs-inspect on a live mount: see live.h. */
 #include "live.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "parts.h"
+
 #define PROG "dlfs-inspect"
+
+/* Where top --socket's second run sees the server's dataset, and the
+ * variable that tells it which socket that is (for its messages). */
+#define ATTACH_PREFIX "/dlfs-server"
+#define ATTACH_ENV "DLFS_TOP_SOCKET"
 
 /* A header every this many rows, as iostat does. */
 #define HEADER_EVERY 20
@@ -127,6 +137,14 @@ static int take(const char *mnt, struct sample *s)
 {
 	char path[4096];
 	FILE *f = dlfs_live_open(mnt, "metrics", path, sizeof(path));
+	const char *sock = getenv(ATTACH_ENV);
+	if (!f && sock && !strcmp(mnt, ATTACH_PREFIX)) {
+		fprintf(stderr,
+			PROG ": top: --socket %s: no dlfs-run server answers "
+			     "there: %s\n",
+			sock, strerror(errno));
+		return -1;
+	}
 	if (!f) {
 		fprintf(stderr,
 			PROG ": top: %s: not a dlfs mount? cannot open %s: "
@@ -199,7 +217,8 @@ static int top_usage(const char *why)
 {
 	fprintf(stderr,
 		PROG ": top: %s\nusage: " PROG
-		     " top MOUNTPOINT [-i SECONDS] [-n COUNT]\n",
+		     " top MOUNTPOINT|--socket SOCKET [-i SECONDS] [-n "
+		     "COUNT]\n",
 		why);
 	return 2;
 }
@@ -221,6 +240,90 @@ static int wait_until(double deadline, const sigset_t *set)
 		if (errno != EAGAIN && errno != EINTR)
 			return 0;
 	}
+}
+
+/* SOCK is a directory: name the server sockets in it. @return 2. */
+static int list_sockets(const char *sock)
+{
+	DIR *d = opendir(sock);
+	int n = 0;
+	fprintf(stderr, PROG ": top: --socket %s: a directory; ", sock);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		if (len > 5 && !strcmp(e->d_name + len - 5, ".sock"))
+			fprintf(stderr, "%s%s/%s", n++ ? ", " : "give one of: ",
+				sock, e->d_name);
+	}
+	if (!n)
+		fprintf(stderr, "no dlfs-run server's socket (KEY.sock) is in "
+				"it");
+	fputc('\n', stderr);
+	if (d)
+		closedir(d);
+	return 2;
+}
+
+/*
+ * top --socket SOCK: run this program again with libdlfs-preload.so
+ * preloaded and told that SOCK's server is at ATTACH_PREFIX, as dlfs-run
+ * does for its command, to read ATTACH_PREFIX/.dlfs/metrics. argv is
+ * top's, whose --socket and SOCK (at i) become ATTACH_PREFIX. @return
+ * only on failure: the exit status, after a message.
+ */
+static int attach(int argc, char **argv, int i)
+{
+	const char *sock = argv[i + 1];
+	struct stat st;
+	if (stat(sock, &st) < 0) {
+		fprintf(stderr, PROG ": top: --socket %s: %s\n", sock,
+			strerror(errno));
+		return 1;
+	}
+	if (S_ISDIR(st.st_mode))
+		return list_sockets(sock);
+	if (!S_ISSOCK(st.st_mode) || sock[0] != '/') {
+		fprintf(stderr,
+			PROG ": top: --socket %s: not %s (a dlfs-run server's "
+			     "is DIR/dlfs-run-UID/KEY.sock; see dlfs-run(1))\n",
+			sock, sock[0] != '/' ? "an absolute path" : "a socket");
+		return 2;
+	}
+	char lib[PATH_MAX], exe[PATH_MAX], conf[PATH_MAX + 64];
+	if (dlfs_part_preload(lib, sizeof(lib))) {
+		fprintf(stderr, PROG ": top: cannot find libdlfs-preload.so "
+				     "(or set $DLFS_PRELOAD_LIB)\n");
+		return 1;
+	}
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n < 0) {
+		fprintf(stderr, PROG ": top: /proc/self/exe: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	exe[n] = '\0';
+	snprintf(conf, sizeof(conf), "%s=%s", ATTACH_PREFIX, sock);
+	char **av = calloc((size_t)argc + 2, sizeof(*av));
+	if (!av) {
+		fprintf(stderr, PROG ": top: out of memory\n");
+		return 1;
+	}
+	int k = 0;
+	av[k++] = PROG;
+	for (int j = 0; j < argc; j++)
+		if (j == i)
+			av[k++] = ATTACH_PREFIX;
+		else if (j != i + 1)
+			av[k++] = argv[j];
+	if (setenv("DLFS_PRELOAD", conf, 1) || setenv("LD_PRELOAD", lib, 1) ||
+	    setenv(ATTACH_ENV, sock, 1)) {
+		fprintf(stderr, PROG ": top: setenv: %s\n", strerror(errno));
+		free(av);
+		return 1;
+	}
+	execv(exe, av);
+	fprintf(stderr, PROG ": top: %s: %s\n", exe, strerror(errno));
+	free(av);
+	return 1;
 }
 
 int dlfs_live_top(int argc, char **argv)
@@ -261,6 +364,13 @@ int dlfs_live_top(int argc, char **argv)
 					return top_usage(why);
 				}
 			}
+		} else if (!strcmp(a, "--socket")) {
+			if (i + 1 == argc)
+				return top_usage("--socket needs a value");
+			if (mnt)
+				return top_usage("a MOUNTPOINT or --socket, "
+						 "not both");
+			return attach(argc, argv, i);
 		} else if (a[0] == '-' && a[1]) {
 			snprintf(why, sizeof(why), "unknown option '%s'", a);
 			return top_usage(why);

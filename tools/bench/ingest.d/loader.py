@@ -9,7 +9,9 @@ over what was read by then). Every sample is (hist, y, weight).
          row i of them with h5py (each worker opens every file once),
          shuffled globally with SEED: what a loader does without dlfs
   npy    ROOT is a dlfs mount of the npy form: ROOT/FILE/NNNN/{hist,y,
-         weight}.npy read with np.load, shuffled globally with SEED
+         weight}.npy read with np.load (y and weight, tiny, from the
+         whole FILE/{y,weight}.npy that dlfs-pack keeps), shuffled
+         globally with SEED
   h5     ROOT is a dlfs mount of the h5 form: ROOT/FILE/NNNN.h5 read with
          h5py, shuffled globally with SEED
   h5list ROOT is a dlfs mount of the h5 form: the per-sample files listed
@@ -51,15 +53,29 @@ class Rows(Dataset):
 
 
 class Npy(Dataset):
+    """TOP/i/NAME.npy per sample, or TOP/NAME.npy for a dataset whose
+    tiny samples dlfs-pack kept whole (loaded once per worker)."""
+
     def __init__(self, root):
         self.dirs = sorted(glob.glob(os.path.join(root, "*", "[0-9]*")))
+        self.whole = {}
 
     def __len__(self):
         return len(self.dirs)
 
+    def one(self, d, k):
+        top = os.path.dirname(d)
+        if (top, k) not in self.whole:
+            p = os.path.join(top, k + ".npy")
+            self.whole[top, k] = np.load(p) if os.path.exists(p) else None
+        a = self.whole[top, k]
+        if a is None:
+            return np.load(os.path.join(d, k + ".npy"))
+        return a[int(os.path.basename(d))]
+
     def __getitem__(self, n):
         d = self.dirs[n]
-        return tuple(torch.from_numpy(np.load(os.path.join(d, k + ".npy"))) for k in NAMES)
+        return tuple(torch.from_numpy(np.asarray(self.one(d, k))) for k in NAMES)
 
 
 class H5Files(Dataset):
