@@ -2,7 +2,8 @@
 """ingest_torch.py SRC.h5 NPY_DIR H5_DIR
 
 A PyTorch Dataset over the per-sample files dlfs-pack --split-hdf5 made
-of SRC.h5 (NPY_DIR/NNN/{images,labels,mask,flags}.npy read with np.load;
+of SRC.h5 (NPY_DIR/NNN/images.npy read with np.load, and labels, mask
+and flags, whose samples are tiny, rows of NPY_DIR/{labels,mask,flags}.npy;
 H5_DIR/NNN.h5 read with h5py), under DataLoader(num_workers=4,
 batch_size=8), gives the same batches as a Dataset that reads rows of
 SRC.h5 itself (opened once per worker): same dtypes, shapes and bytes,
@@ -39,15 +40,28 @@ class Rows(Dataset):
 
 
 class NpyFiles(Dataset):
+    """NNN/NAME.npy per sample, or, for a dataset of tiny samples that
+    dlfs-pack kept whole, row i of NAME.npy beside the samples (loaded
+    once per worker)."""
+
     def __init__(self, d):
+        self.d = d
         self.dirs = sorted(glob.glob(os.path.join(d, "[0-9]*")))
+        self.whole = {}
 
     def __len__(self):
         return len(self.dirs)
 
+    def one(self, i, k):
+        if k not in self.whole:
+            p = os.path.join(self.d, k + ".npy")
+            self.whole[k] = np.load(p) if os.path.exists(p) else None
+        if self.whole[k] is None:
+            return np.load(os.path.join(self.dirs[i], k + ".npy"))
+        return np.array(self.whole[k][i])  # a copy; 0-d for (N,)
+
     def __getitem__(self, i):
-        return tuple(torch.from_numpy(np.load(os.path.join(self.dirs[i], k + ".npy")))
-                     for k in NAMES)
+        return tuple(torch.from_numpy(self.one(i, k)) for k in NAMES)
 
 
 class H5Files(Dataset):
