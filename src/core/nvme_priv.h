@@ -1,10 +1,10 @@
 /*
  * The NVMe tier's insides, shared by its four files (nvme.h is the
  * contract): nvme.c, the API (reads, opening, closing, counters);
- * nvme_map.c, the chunks' states, the map file that keeps them, and
- * CLOCK eviction; nvme_trust.c, which files and directories the tier may
- * trust; nvme_writer.c, the write queue and its thread. Not for other
- * modules.
+ * nvme_map.c, the chunks' states, the map file that keeps them, CLOCK
+ * eviction and the log of the tier's faults; nvme_trust.c, which files
+ * and directories the tier may trust; nvme_writer.c, the write queue and
+ * its thread. Not for other modules.
  *
  * Locking: n->mu guards the queue, the map's counts and state changes;
  * a chunk's state byte is read without it (atomics).
@@ -112,11 +112,9 @@ static inline uint64_t coff(const struct dlfs_nvme *n, uint64_t k)
 	return dlfs_chunk_start(n->cs, k);
 }
 
-/* nvme.c */
+/* nvme_map.c */
 void nv_fault(struct dlfs_nvme *n, unsigned bit, int code,
 	      const char *what, uint32_t c);
-
-/* nvme_map.c */
 uint32_t nv_container_of(const struct dlfs_nvme *n, uint64_t g);
 void nv_map_set(struct dlfs_nvme *n, uint64_t g, uint8_t v, uint32_t c);
 int nv_forget_locked(struct dlfs_nvme *n, uint64_t g, uint32_t c);
