@@ -1,5 +1,5 @@
 /* The NVMe tier: see nvme.h; its parts: nvme_priv.h. */
-#include "nvme_priv.h"
+#include "nvme_map.h"
 
 #include <dirent.h>
 #include <errno.h>

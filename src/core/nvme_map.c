@@ -1,6 +1,6 @@
-/* The NVMe tier's map: chunk states, the map file, CLOCK eviction
- * (nvme_priv.h). */
-#include "nvme_priv.h"
+/* The NVMe tier's map: chunk states, the map file, CLOCK eviction, the
+ * fault log (nvme_map.h). */
+#include "nvme_map.h"
 
 #include <dirent.h>
 #include <errno.h>
