@@ -1,9 +1,9 @@
 /*
  * The counters of a mount in the Prometheus text exposition format 0.0.4
  * (what `promtool check metrics` lints and what node_exporter's textfile
- * collector reads): /.dlfs/metrics. It renders the same counters and the
- * same snapshot of the tiers as the JSON of /.dlfs/stats
- * (dlfs_stats_json), so the two cannot disagree.
+ * collector reads): /.dlfs/metrics. It renders the table of counters
+ * (counters.h) that the JSON of /.dlfs/stats (stats_json.h) renders too,
+ * so the two cannot disagree.
  *
  * Every family has # HELP and # TYPE; counters end in _total; sizes are
  * bytes and times seconds; histograms have cumulative _bucket{le=...}

@@ -1,5 +1,5 @@
 /* The NVMe tier: see nvme.h; its parts: nvme_priv.h. */
-#include "nvme_priv.h"
+#include "nvme_map.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,23 +18,6 @@
 #include <unistd.h>
 
 #include <xxhash.h>
-
-/* Log a fault of kind bit once per mount; count it always. */
-void nv_fault(struct dlfs_nvme *n, unsigned bit, int code,
-	      const char *what, uint32_t c)
-{
-	char eb[128];
-	add(&n->errors, 1);
-	pthread_mutex_lock(&n->mu);
-	int first = !(n->logged & bit);
-	n->logged |= bit;
-	pthread_mutex_unlock(&n->mu);
-	if (first)
-		dlfs_logf(n->log, n->log_arg, LOG_WARNING,
-		      "NVMe cache %s: %s (container %u): %s; reading from the "
-		      "PFS instead (logged once)",
-		      n->path, what, c, dlfs_strerror(code, eb, sizeof(eb)));
-}
 
 void dlfs_nvme_usage(struct dlfs_nvme *n, uint64_t *used, uint64_t *cap)
 {

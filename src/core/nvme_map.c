@@ -1,6 +1,6 @@
-/* The NVMe tier's map: chunk states, the map file, CLOCK eviction
- * (nvme_priv.h). */
-#include "nvme_priv.h"
+/* The NVMe tier's map: chunk states, the map file, CLOCK eviction, the
+ * fault log (nvme_map.h). */
+#include "nvme_map.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +19,24 @@
 #include <unistd.h>
 
 #include <xxhash.h>
+
+/* Log a fault of kind bit once per mount; count it always. Here, below
+ * the tier's API, since the map's own writes fail too. */
+void nv_fault(struct dlfs_nvme *n, unsigned bit, int code,
+	      const char *what, uint32_t c)
+{
+	char eb[128];
+	add(&n->errors, 1);
+	pthread_mutex_lock(&n->mu);
+	int first = !(n->logged & bit);
+	n->logged |= bit;
+	pthread_mutex_unlock(&n->mu);
+	if (first)
+		dlfs_logf(n->log, n->log_arg, LOG_WARNING,
+		      "NVMe cache %s: %s (container %u): %s; reading from the "
+		      "PFS instead (logged once)",
+		      n->path, what, c, dlfs_strerror(code, eb, sizeof(eb)));
+}
 
 /* Which container holds global chunk g. */
 uint32_t nv_container_of(const struct dlfs_nvme *n, uint64_t g)

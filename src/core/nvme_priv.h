@@ -1,10 +1,11 @@
 /*
  * The NVMe tier's insides, shared by its four files (nvme.h is the
  * contract): nvme.c, the API (reads, opening, closing, counters);
- * nvme_map.c, the chunks' states, the map file that keeps them, and
- * CLOCK eviction; nvme_trust.c, which files and directories the tier may
- * trust; nvme_writer.c, the write queue and its thread. Not for other
- * modules.
+ * nvme_map.c, the chunks' states, the map file that keeps them, CLOCK
+ * eviction and the log of the tier's faults; nvme_trust.c, which files
+ * and directories the tier may trust; nvme_writer.c, the write queue and
+ * its thread. The map's calls and the chunks' geometry, which the others
+ * stand on: nvme_map.h. Not for other modules.
  *
  * Locking: n->mu guards the queue, the map's counts and state changes;
  * a chunk's state byte is read without it (atomics).
@@ -80,52 +81,6 @@ struct dlfs_nvme {
 	dlfs_log_fn log;
 	void *log_arg;
 };
-
-static inline void add(_Atomic uint64_t *c, uint64_t v)
-{
-	atomic_fetch_add_explicit(c, v, memory_order_relaxed);
-}
-
-
-static inline uint64_t gid(const struct dlfs_nvme *n, uint32_t c, uint64_t k)
-{
-	return n->cont[c].first_chunk + k;
-}
-
-
-static inline size_t clen(const struct dlfs_nvme *n, uint32_t c, uint64_t k)
-{
-	uint64_t left = n->cont[c].data_size - k * n->cs;
-	return (size_t)(left < n->cs ? left : n->cs);
-}
-
-
-static inline uint64_t alloc_of(size_t len)
-{
-	return dlfs_roundup(len, 4096);
-}
-
-
-/* Offset of chunk k in a container (and in its cache file). */
-static inline uint64_t coff(const struct dlfs_nvme *n, uint64_t k)
-{
-	return dlfs_chunk_start(n->cs, k);
-}
-
-/* nvme.c */
-void nv_fault(struct dlfs_nvme *n, unsigned bit, int code,
-	      const char *what, uint32_t c);
-
-/* nvme_map.c */
-uint32_t nv_container_of(const struct dlfs_nvme *n, uint64_t g);
-void nv_map_set(struct dlfs_nvme *n, uint64_t g, uint8_t v, uint32_t c);
-int nv_forget_locked(struct dlfs_nvme *n, uint64_t g, uint32_t c);
-void nv_unmap(struct dlfs_nvme *n, uint64_t g, uint32_t c);
-void nv_forget(struct dlfs_nvme *n, uint32_t c, uint64_t k);
-uint64_t nv_clock_victim(struct dlfs_nvme *n);
-int nv_make_room(struct dlfs_nvme *n, uint64_t need, uint64_t *vict,
-		 int max);
-int nv_load_map(struct dlfs_nvme *n, struct dlfs_err *err);
 
 /* nvme_trust.c */
 int nv_own_stat(const struct stat *st);

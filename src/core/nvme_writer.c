@@ -1,5 +1,5 @@
 /* The NVMe tier's writer: the write queue and its thread (nvme_priv.h). */
-#include "nvme_priv.h"
+#include "nvme_map.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,7 +1,8 @@
 /*
- * Live counters of a mount, rendered as the JSON of /.dlfs/stats (here)
- * and as the Prometheus text of /.dlfs/metrics (metrics.h), both from
- * the same counters and the same snapshot of the tiers.
+ * Live counters of a mount, and the snapshot of the tiers rendered with
+ * them. The table of counters (counters.h) says how each is rendered, as
+ * the JSON of /.dlfs/stats (stats_json.h) and as the Prometheus text of
+ * /.dlfs/metrics (metrics.h).
  *
  * Counters are relaxed atomics: each update is one atomic add, no lock,
  * and a reader sees each counter exactly though not all at one instant.
@@ -128,9 +129,6 @@ struct dlfs_peer_snap {
 	uint64_t lat_hist[DLFS_LAT_BUCKETS];
 };
 
-/* The names of enum dlfs_pfs_why, for the stats and the metrics. */
-extern const char *const dlfs_pfs_why_names[DLFS_PFS_WHY_COUNT];
-
 /* A snapshot of the tiers' own counters, rendered with the stats. */
 struct dlfs_tier_snap {
 	struct dlfs_cache_stats ram;
@@ -165,34 +163,7 @@ struct dlfs_tier_snap {
 	const char *mount;
 };
 
-/*
- * Render the stats and the tiers' as JSON into buf, NUL-terminated.
- * @return the length, or the length it would need if len is too small.
- */
-size_t dlfs_stats_json(const struct dlfs_stats *s,
-		       const struct dlfs_tier_snap *t, char *buf, size_t len);
-
-/* The two renderings of the same counters: the JSON of /.dlfs/stats and
- * the Prometheus text of /.dlfs/metrics (metrics.h). */
-enum dlfs_stats_fmt { DLFS_STATS_JSON, DLFS_STATS_PROMETHEUS };
-
-/* Render as f, as dlfs_stats_json does (its length, or the length it
- * would need). */
-size_t dlfs_stats_render(enum dlfs_stats_fmt f, const struct dlfs_stats *s,
-			 const struct dlfs_tier_snap *t, char *buf,
-			 size_t len);
-
 /* Seconds since s was initialised. */
 double dlfs_stats_uptime(const struct dlfs_stats *s);
-
-/* A bounded output buffer that counts what would not fit: the renderers'
- * (stats.c, metrics.c). at may exceed len; buf is then cut short but
- * always NUL-terminated (when len > 0). */
-struct dlfs_out {
-	char *buf;
-	size_t len, at;
-};
-void dlfs_out_put(struct dlfs_out *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 
 #endif

@@ -10,7 +10,9 @@
 #include <xxhash.h>
 
 #include "dlfs/format.h"
+#include "metrics.h"
 #include "mountpoint.h"
+#include "stats_json.h"
 
 void dlfs_fs_log(void *arg, int prio, const char *msg)
 {
@@ -323,16 +325,18 @@ static int render_stats(void *arg, enum dlfs_ctl_fmt fmt, char **out,
 	struct dlfs_fill_stats fill;
 	struct dlfs_grain_stats grain;
 	const struct dlfs_stats *s = &fs->reader->stats;
-	enum dlfs_stats_fmt f = fmt == DLFS_CTL_JSON ? DLFS_STATS_JSON
-						     : DLFS_STATS_PROMETHEUS;
+	size_t (*render)(const struct dlfs_stats *, const struct dlfs_tier_snap *,
+			 char *, size_t) = fmt == DLFS_CTL_JSON
+						   ? dlfs_stats_json
+						   : dlfs_metrics_text;
 	snapshot(fs, &ts, &fill, &grain);
 	/* The counters move meanwhile: room to spare, and again if short. */
-	size_t cap = dlfs_stats_render(f, s, &ts, NULL, 0) + 256, n;
+	size_t cap = render(s, &ts, NULL, 0) + 256, n;
 	for (;;) {
 		char *b = malloc(cap);
 		if (!b)
 			return -ENOMEM;
-		if ((n = dlfs_stats_render(f, s, &ts, b, cap)) < cap) {
+		if ((n = render(s, &ts, b, cap)) < cap) {
 			*out = b;
 			*len = n;
 			return 0;

@@ -1,5 +1,5 @@
 /*
- * The counters of a mount and their JSON (stats.c, through stats.h), as
+ * The counters of a mount and their JSON (stats.c, stats_json.c), as
  * /.dlfs/stats serves it: PFS reads land in the bucket of their size
  * (4 KiB << b, the last all larger) and add up, also from many threads
  * at once; the JSON is valid (checked by a small parser here: objects,
@@ -19,7 +19,7 @@
 
 #include "fill.h"
 #include "grain.h"
-#include "stats.h"
+#include "stats_json.h"
 #include "statsfill.h"
 #include "tutil.h"
 
