@@ -1,4 +1,4 @@
-/* The tiers' shared memory: see share.h and shared/shm.h. */
+/* The tiers' shared memory: see share.h and src/node/shm.h. */
 #include "share.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-"""wirecheck.py SOCKET SRC: a client of the wire of src/preload/shared/wire.h
+"""wirecheck.py SOCKET SRC: a client of the wire of src/node/wire.h
 (dlfs DATASET --serve SOCKET) that checks every answer against the source
 tree SRC, from which the dataset was packed:
   - HELLO: version 2, the root's attributes, the control directory's name;
@@ -23,7 +23,7 @@ wirecheck.py --shm SOCKET [--nvme DATASET]: the shared memory alone, for
 a server of dlfs-run (tests/mount/direct.sh):
   - MAP passes 3 descriptors (SCM_RIGHTS) whose sizes (fstat) are the
     reply's; the first, mapped, starts with the magic of
-    src/core/shared/shm.h (0x314d4853534c4644, little-endian u64) and
+    src/node/shm.h (0x314d4853534c4644, little-endian u64) and
     version 2, and its head gives the same three sizes; its liveness
     word holds a thread id (the server serves);
   - NVFD of container 2**40 is EINVAL; without --nvme (no cache_dir),
@@ -51,7 +51,7 @@ STAT = struct.Struct("=QQQIIIiQqqqqqqqqq24x")
 DIRENT = struct.Struct("=QQII")
 HELLO, LOOKUP, GETATTR, READLINK, READDIR, READ, STATFS, GETXATTR, \
     LISTXATTR, MAP, NVFD = range(1, 12)
-# struct dlfs_shm_head of src/core/shared/shm.h.
+# struct dlfs_shm_head of src/node/shm.h.
 SHM_HEAD = struct.Struct("<QIIQQQQQIIII" + "Q" * 17)
 SHM_FIELDS = ("magic version n_slots slot_size chunk_size data_off n_chunks "
               "n_inodes table_mask n_containers nvme pad table_off slots_off "
