@@ -192,8 +192,12 @@ static int op_lookup(struct dlfs_serve *s, int fd, const struct request *q)
 			  ? -ENOENT
 			  : dlfs_ops_lookup(s->fs, q->h.ino, q->name, &e.ino,
 					    &e.st, &tmo);
-	if (!ret && !dlfs_ctl_is(q->h.ino) && !dlfs_ctl_is(e.ino) &&
-	    dlfs_shm_attr_usual(&e.st, &s->root))
+	/* The control namespace's answers change as the run goes on: the
+	 * client caches none of them (wire.h), and no other process gets
+	 * them from the names table. */
+	int vol = dlfs_ctl_is(q->h.ino) || dlfs_ctl_is(e.ino);
+	e.flags = vol ? DLFS_WIRE_VOLATILE : 0;
+	if (!ret && !vol && dlfs_shm_attr_usual(&e.st, &s->root))
 		dlfs_reader_share_name(s->fs->reader, q->h.ino, q->name,
 				       q->h.name_len, e.ino, &e.st);
 	return send_buf(fd, ret, why(s, ret), &e, sizeof(e));

@@ -232,8 +232,10 @@ static int serve_one(int fd, const struct dlfs_wire_req *q, const char *name)
 	}
 	case DLFS_WIRE_LOOKUP: {
 		struct dlfs_wire_entry ent;
+		memset(&ent, 0, sizeof(ent));
 		if (q->ino == 1 && !strcmp(name, ".dlfs")) {
 			ent.ino = CTL_DIR;
+			ent.flags = DLFS_WIRE_VOLATILE;
 			ctl_stat(CTL_DIR, &ent.st);
 			return reply(fd, 0, 0, &ent, sizeof(ent));
 		}
@@ -241,6 +243,7 @@ static int serve_one(int fd, const struct dlfs_wire_req *q, const char *name)
 			if (strcmp(name, "stats"))
 				return reply(fd, -ENOENT, 0, NULL, 0);
 			ent.ino = CTL_STATS;
+			ent.flags = DLFS_WIRE_VOLATILE;
 			ctl_stat(CTL_STATS, &ent.st);
 			return reply(fd, 0, 0, &ent, sizeof(ent));
 		}
