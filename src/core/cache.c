@@ -144,7 +144,7 @@ int dlfs_cache_new_placed(size_t chunk_size, uint64_t capacity,
 		for (uint64_t i = 0; i < n; i++) {
 			c->slots[i].buf = place->bufs + i * stride;
 			/* Odd: nothing to read yet. */
-			dlfs_shm_store(&c->pub[i].seq, 1);
+			dlfs_shm_slot_begin(&c->pub[i]);
 		}
 	}
 	pthread_mutex_init(&c->mu, NULL);
@@ -247,12 +247,7 @@ static void unpublish(struct dlfs_cache *c, struct slot *s)
 {
 	if (!c->pub)
 		return;
-	struct dlfs_shm_slot *p = &c->pub[s - c->slots];
-	uint64_t q = p->seq;
-	if (!(q & 1))
-		dlfs_shm_store(&p->seq, q + 1);
-	/* No write to the buffer may be seen before the odd seq. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	dlfs_shm_slot_begin(&c->pub[s - c->slots]);
 }
 
 /* Slot s holds its key's bytes now (seq even). */
@@ -260,11 +255,8 @@ static void publish(struct dlfs_cache *c, struct slot *s)
 {
 	if (!c->pub)
 		return;
-	struct dlfs_shm_slot *p = &c->pub[s - c->slots];
-	__atomic_store_n(&p->key, s->key, __ATOMIC_RELAXED);
-	__atomic_store_n(&p->off, (uint64_t)s->off, __ATOMIC_RELAXED);
-	__atomic_store_n(&p->len, (uint64_t)s->len, __ATOMIC_RELAXED);
-	dlfs_shm_store(&p->seq, p->seq + 1);
+	dlfs_shm_slot_end(&c->pub[s - c->slots], s->key, (uint64_t)s->off,
+			  (uint64_t)s->len);
 }
 
 /* Find an unpinned slot to reuse, CLOCK order. @return index or -1. */

@@ -20,13 +20,19 @@
 
 #include "dlfs/format.h"
 #include "nvme.h"
+#include "shm.h"
 #include "util.h"
 
-/* Per-chunk state bits. Only PRESENT is persisted (in the map file). */
-#define ST_PRESENT 1u
+/* Per-chunk state bits. Only PRESENT is persisted (in the map file), and
+ * readers in other processes see it (the state bytes are shm.h's). */
+#define ST_PRESENT DLFS_SHM_NV_PRESENT
 #define ST_VERIFIED 2u /* checked against the index since the tier opened */
 #define ST_REF 4u      /* CLOCK's referenced bit */
 #define ST_QUEUED 8u   /* in the write queue or being written */
+_Static_assert(!(ST_PRESENT & (ST_VERIFIED | ST_REF | ST_QUEUED)) &&
+		       ((ST_PRESENT | ST_VERIFIED | ST_REF | ST_QUEUED) &
+			~0xffu) == 0,
+	       "the state bits are distinct and fit the shared state byte");
 
 #define MAP_MAGIC "DLFSNVM1"
 #define MAP_VERSION 1

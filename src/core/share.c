@@ -1,4 +1,4 @@
-/* The tiers' shared memory: see share.h and shared/shm.h. */
+/* The tiers' shared memory: see share.h and src/node/shm.h. */
 #include "share.h"
 
 #include <errno.h>
@@ -311,79 +311,18 @@ void dlfs_share_put_loc(struct dlfs_share *sh, uint64_t ino,
 			uint32_t container, uint64_t offset, uint64_t size,
 			uint64_t xxh3)
 {
-	struct dlfs_shm_head *h = dlfs_share_head(sh);
-	struct dlfs_shm_loc *e = (struct dlfs_shm_loc *)(sh->map[META] +
-							 h->loc_off) +
-				 (ino & h->loc_mask);
-	uint64_t q = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
-	if (q & 1)
-		return; /* another thread writes it now */
-	if (q && e->ino == ino && e->container == container &&
-	    e->offset == offset && e->size == size && e->xxh3 == xxh3)
-		return; /* there already: no write, no cache line taken */
-	if (!__atomic_compare_exchange_n(&e->seq, &q, q + 1, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		return;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	__atomic_store_n(&e->ino, ino, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->offset, offset, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->size, size, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->xxh3, xxh3, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->container, container, __ATOMIC_RELAXED);
-	__atomic_store_n(&e->seq, q + 2, __ATOMIC_RELEASE);
-}
-
-/* The way of set to write (parent, name) in: its own entry, else an
- * unused one, else one chosen by the hash (the others stay). */
-static struct dlfs_shm_name *way_for(struct dlfs_shm_name *set,
-				     uint64_t hash, uint64_t parent,
-				     const char *name, size_t len)
-{
-	for (int w = 0; w < DLFS_SHM_NAME_WAYS; w++)
-		if (set[w].seq && set[w].parent == parent && set[w].len == len &&
-		    !memcmp(set[w].name, name, len))
-			return &set[w];
-	for (int w = 0; w < DLFS_SHM_NAME_WAYS; w++)
-		if (!set[w].seq)
-			return &set[w];
-	return &set[(hash >> 40) % DLFS_SHM_NAME_WAYS];
+	dlfs_shm_loc_put(dlfs_share_head(sh), sh->map[META], ino, container,
+			 offset, size, xxh3);
 }
 
 void dlfs_share_put_name(struct dlfs_share *sh, uint64_t parent,
 			 const char *name, size_t len, uint64_t ino,
 			 const struct stat *st)
 {
-	struct dlfs_shm_head *h = dlfs_share_head(sh);
-	if (len > DLFS_SHM_NAME_MAX || !len)
-		return;
-	uint64_t hash = dlfs_shm_name_hash(parent, name, len);
-	struct dlfs_shm_name *e = way_for(
-		dlfs_shm_name_set(h, sh->map[META], hash), hash, parent, name,
-		len);
-	uint64_t q = __atomic_load_n(&e->seq, __ATOMIC_ACQUIRE);
-	if (q & 1)
-		return;
-	if (q && e->parent == parent && e->len == len &&
-	    !memcmp(e->name, name, len) && e->ino == ino &&
-	    (uint64_t)e->size == (uint64_t)st->st_size)
-		return; /* there already (not another name of the inode) */
-	if (!__atomic_compare_exchange_n(&e->seq, &q, q + 1, 0,
-					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-		return;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	e->parent = parent;
-	e->ino = ino;
-	e->size = st->st_size;
-	e->mtime = st->st_mtim.tv_sec;
-	e->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
-	e->mode = st->st_mode;
-	e->nlink = (uint32_t)st->st_nlink;
-	e->uid = st->st_uid;
-	e->gid = st->st_gid;
-	e->len = (uint16_t)len;
-	memset(e->name, 0, sizeof(e->name));
-	memcpy(e->name, name, len);
-	__atomic_store_n(&e->seq, q + 2, __ATOMIC_RELEASE);
+	struct dlfs_shm_attr a;
+	dlfs_shm_attr_pack(st, &a);
+	dlfs_shm_name_put(dlfs_share_head(sh), sh->map[META], parent, name,
+			  len, ino, &a);
 }
 
 int dlfs_share_seen_next(struct dlfs_share *sh, uint64_t *next,

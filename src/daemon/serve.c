@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "ops.h"
+#include "shm.h"
 #include "users.h"
 #include "wire.h"
 
@@ -46,7 +47,7 @@ struct dlfs_serve {
 	pthread_mutex_t mu;  /* guards conns and n_conns */
 	struct conn *conns;
 	unsigned n_conns;
-	struct stat root;    /* the root's attributes (usual()) */
+	struct stat root;    /* the root's attributes (shm.h's usual ones) */
 };
 
 /* ---- the socket ---- */
@@ -182,21 +183,6 @@ static int op_hello(struct dlfs_serve *s, int fd, const struct request *q)
 	return send_buf(fd, ret, why(s, ret), &h, sizeof(h));
 }
 
-/* Are st's attributes the usual ones, that the names table of shm.h
- * leaves out (the root's st_dev and st_blksize, ...)? */
-static int usual(const struct dlfs_serve *s, const struct stat *st)
-{
-	const struct stat *r = &s->root;
-	return st->st_dev == r->st_dev && st->st_rdev == 0 &&
-	       st->st_blksize == r->st_blksize &&
-	       st->st_blocks == (st->st_size + 511) / 512 &&
-	       st->st_nlink <= UINT32_MAX &&
-	       st->st_atim.tv_sec == st->st_mtim.tv_sec &&
-	       st->st_atim.tv_nsec == st->st_mtim.tv_nsec &&
-	       st->st_ctim.tv_sec == st->st_mtim.tv_sec &&
-	       st->st_ctim.tv_nsec == st->st_mtim.tv_nsec;
-}
-
 static int op_lookup(struct dlfs_serve *s, int fd, const struct request *q)
 {
 	struct dlfs_wire_entry e;
@@ -206,8 +192,12 @@ static int op_lookup(struct dlfs_serve *s, int fd, const struct request *q)
 			  ? -ENOENT
 			  : dlfs_ops_lookup(s->fs, q->h.ino, q->name, &e.ino,
 					    &e.st, &tmo);
-	if (!ret && !dlfs_ctl_is(q->h.ino) && !dlfs_ctl_is(e.ino) &&
-	    usual(s, &e.st))
+	/* The control namespace's answers change as the run goes on: the
+	 * client caches none of them (wire.h), and no other process gets
+	 * them from the names table. */
+	int vol = dlfs_ctl_is(q->h.ino) || dlfs_ctl_is(e.ino);
+	e.flags = vol ? DLFS_WIRE_VOLATILE : 0;
+	if (!ret && !vol && dlfs_shm_attr_usual(&e.st, &s->root))
 		dlfs_reader_share_name(s->fs->reader, q->h.ino, q->name,
 				       q->h.name_len, e.ino, &e.st);
 	return send_buf(fd, ret, why(s, ret), &e, sizeof(e));

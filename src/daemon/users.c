@@ -1,6 +1,8 @@
 /* The users of a shared server: see users.h. */
 #include "users.h"
 
+#include "run_files.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,16 +14,16 @@
 
 struct dlfs_users {
 	int lock, users, alive;
-	char *pid; /* KEY.pid, removed at the end */
+	char *pid; /* KEY.pid (run_files.h), removed at the end */
 };
 
 static int open_one(const char *key, const char *ext, int *fd,
 		    struct dlfs_err *err)
 {
 	char path[PATH_MAX];
-	int n = snprintf(path, sizeof(path), "%s.%s", key, ext);
+	int n = snprintf(path, sizeof(path), "%s%s", key, ext);
 	if (n < 0 || (size_t)n >= sizeof(path))
-		return dlfs_err_set(err, -ENAMETOOLONG, "%s.%s: too long a path",
+		return dlfs_err_set(err, -ENAMETOOLONG, "%s%s: too long a path",
 				    key, ext);
 	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (*fd < 0)
@@ -34,8 +36,9 @@ static int open_one(const char *key, const char *ext, int *fd,
 static void write_pid(const char *key)
 {
 	char path[PATH_MAX], tmp[PATH_MAX], line[32];
-	int n = snprintf(path, sizeof(path), "%s.pid", key);
-	int m = snprintf(tmp, sizeof(tmp), "%s.pid.%ld", key, (long)getpid());
+	int n = snprintf(path, sizeof(path), "%s" DLFS_RUN_PID, key);
+	int m = snprintf(tmp, sizeof(tmp), "%s" DLFS_RUN_PID ".%ld", key,
+			 (long)getpid());
 	if (n < 0 || (size_t)n >= sizeof(path) || m < 0 ||
 	    (size_t)m >= sizeof(tmp))
 		return;
@@ -57,24 +60,26 @@ int dlfs_users_open(const char *key, struct dlfs_users **out,
 	if (!u)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	u->lock = u->users = u->alive = -1;
-	int ret = open_one(key, "lock", &u->lock, err);
+	int ret = open_one(key, DLFS_RUN_LOCK, &u->lock, err);
 	if (!ret)
-		ret = open_one(key, "users", &u->users, err);
+		ret = open_one(key, DLFS_RUN_USERS, &u->users, err);
 	if (!ret)
-		ret = open_one(key, "alive", &u->alive, err);
+		ret = open_one(key, DLFS_RUN_ALIVE, &u->alive, err);
 	if (!ret && flock(u->alive, LOCK_EX | LOCK_NB))
 		ret = errno == EWOULDBLOCK
 			      ? dlfs_err_set(err, -EBUSY,
-					     "%s.alive: another server of this "
-					     "key is running", key)
-			      : dlfs_err_sys(err, -errno, "flock %s.alive", key);
+					     "%s" DLFS_RUN_ALIVE ": another "
+					     "server of this key is running",
+					     key)
+			      : dlfs_err_sys(err, -errno,
+					     "flock %s" DLFS_RUN_ALIVE, key);
 	if (ret) {
 		dlfs_users_close(u);
 		return ret;
 	}
 	write_pid(key);
 	char path[PATH_MAX];
-	snprintf(path, sizeof(path), "%s.pid", key);
+	snprintf(path, sizeof(path), "%s" DLFS_RUN_PID, key);
 	u->pid = strdup(path);
 	*out = u;
 	return 0;

@@ -2,15 +2,8 @@
  * users: a server that several dlfs-run on one node share (dlfs --serve
  * SOCKET --users KEY), and that ends when none of them uses it any more.
  *
- * The files, in dlfs-run's per-user directory (dlfs-run(1)), all flock(2)ed:
- *   KEY.lock   held exclusively by a dlfs-run while it attaches (finds or
- *              starts the server) or detaches, and by the server from the
- *              moment it decides to end until it exits
- *   KEY.users  held shared by each dlfs-run while its command runs
- *   KEY.alive  held exclusively by the server for its whole life, so that
- *              a new server starts only once the old one has let go of
- *              everything (the NVMe tier's lock with it)
- *   KEY.pid    the server's pid, written by it
+ * The files, in dlfs-run's per-user directory, and who holds which: the
+ * node's contract, src/node/run_files.h (KEY.lock, .users, .alive, .pid).
  * The server looks once a second: when it gets KEY.lock and KEY.users
  * exclusively (no dlfs-run attaching, none attached: they all ended,
  * or were killed), it removes its socket and ends, still holding

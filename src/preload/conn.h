@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "shared/wire.h"
+#include "wire.h"
 
 /* Make the thread-exit key. Constructor only. */
 void dlfs_conn_init(void);

@@ -1,6 +1,6 @@
 /*
  * direct: reads from the server's tiers in shared memory (see direct.h
- * and src/core/shared/shm.h, whose rules this follows).
+ * and src/node/shm.h, whose rules this follows).
  *
  * Process state: the mappings (made once, under map_lock, by a process
  * in its own memory; a vfork child never maps) and the NVMe cache fds,
@@ -449,22 +449,10 @@ int dlfs_direct_lookup(uint64_t parent, const char *name, size_t len,
 	struct dlfs_shm_name e;
 	if (!ready() || dlfs_shm_name_get(m.h, m.meta, parent, name, len, &e))
 		return -1;
-	/* The usual attributes (shm.h), from the root's. */
-	const struct stat *r = &dlfs_pl.root_st;
-	memset(st, 0, sizeof(*st));
-	st->st_ino = e.ino;
-	st->st_size = e.size;
-	st->st_mtim.tv_sec = e.mtime;
-	st->st_mtim.tv_nsec = e.mtime_ns;
-	st->st_atim = st->st_mtim;
-	st->st_ctim = st->st_mtim;
-	st->st_mode = e.mode;
-	st->st_nlink = e.nlink;
-	st->st_uid = e.uid;
-	st->st_gid = e.gid;
-	st->st_dev = r->st_dev;
-	st->st_blksize = r->st_blksize;
-	st->st_blocks = (e.size + 511) / 512;
+	/* The rest are the usual attributes (shm.h), from the root's. */
+	struct dlfs_shm_attr a;
+	dlfs_shm_name_attr(&e, &a);
+	dlfs_shm_attr_unpack(&a, e.ino, &dlfs_pl.root_st, st);
 	*ino = e.ino;
 	return 0;
 }

@@ -18,7 +18,7 @@
 #include "ns.h"
 #include "state.h"
 #include "real.h"
-#include "shared/wire.h"
+#include "wire.h"
 
 #define MAX_DIRS 65536
 #define BATCH (64u << 10) /* bytes of one READDIR */

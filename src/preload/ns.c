@@ -1,7 +1,8 @@
 /*
  * ns: wire calls and the LOOKUP cache (see ns.h; the cache is nscache.c).
- * Directories under the control directory are remembered in a small set
- * (vol_dirs) so that lookups in them bypass the cache.
+ * Directories the server calls volatile (DLFS_WIRE_VOLATILE: the control
+ * directory and those under it) are remembered in a small set (vol_dirs)
+ * so that lookups in them bypass the cache.
  */
 #include "ns.h"
 
@@ -100,14 +101,11 @@ int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
 		*ino = ent.ino;
 		*st = ent.st;
 	}
-	/* The control directory, and every directory under it, answer
-	 * differently as the run goes on. */
-	int is_ctl = !ret && parent == dlfs_pl.root_ino &&
-		     len == strlen(dlfs_pl.ctl_name) &&
-		     !memcmp(name, dlfs_pl.ctl_name, len);
-	if (!ret && (is_ctl || vol) && S_ISDIR(ent.st.st_mode))
+	/* The server's rule: what answers differently as the run goes on. */
+	int ent_vol = !ret && (ent.flags & DLFS_WIRE_VOLATILE);
+	if (ent_vol && S_ISDIR(ent.st.st_mode))
 		add_vol_dir(ent.ino);
-	if (!vol && !is_ctl)
+	if (!vol && !ent_vol)
 		dlfs_nscache_put(parent, name, len, &dlfs_pl.root_st, ent.ino,
 				 ret ? NULL : &ent.st);
 	return ret;

@@ -3,8 +3,10 @@
  * READLINK, READDIR and READ over conn.c, with a per-process cache of
  * LOOKUP answers, (parent ino, name) -> (ino, stat) or "no such name".
  * A dataset never changes, so the cache is never invalidated; the control
- * directory's files do (/.dlfs/stats grows), so nothing under it is
- * cached and their attributes are asked again each time (dlfs_ns_volatile).
+ * directory's files do (/.dlfs/stats grows), so nothing the server flags
+ * volatile (DLFS_WIRE_VOLATILE: the control directory and what is in it)
+ * is cached, and their attributes are asked again each time
+ * (dlfs_ns_volatile).
  *
  * The cache (nscache.h) is sharded, one mutex per shard, taken only by
  * path calls; reads take no lock here. It holds at most NS_MAX_BYTES

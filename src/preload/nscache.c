@@ -8,6 +8,8 @@
  */
 #include "nscache.h"
 
+#include "shm.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -27,8 +29,7 @@ struct extra {
 struct entry {
 	uint64_t parent, ino;
 	uint64_t hash;
-	int64_t size, mtime;
-	uint32_t mtime_ns, mode, nlink, uid, gid;
+	struct dlfs_shm_attr a; /* the rest: the usual ones (shm.h) */
 	uint8_t neg;   /* no such name */
 	uint8_t extra; /* a struct extra follows the name */
 	uint8_t len;
@@ -90,31 +91,9 @@ static struct extra *extra_of(struct entry *e)
 	return (struct extra *)((char *)e + extra_at(e->len));
 }
 
-static int same_time(struct timespec a, struct timespec b)
-{
-	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-}
-
-/* Are st's other attributes what the template and its own fields give? */
-static int usual_rest(const struct stat *st, const struct stat *usual)
-{
-	return st->st_dev == usual->st_dev && st->st_rdev == 0 &&
-	       st->st_blksize == usual->st_blksize &&
-	       st->st_blocks == (st->st_size + 511) / 512 &&
-	       st->st_nlink <= UINT32_MAX &&
-	       same_time(st->st_atim, st->st_mtim) &&
-	       same_time(st->st_ctim, st->st_mtim);
-}
-
 static void pack(struct entry *e, const struct stat *st)
 {
-	e->size = st->st_size;
-	e->mtime = st->st_mtim.tv_sec;
-	e->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
-	e->mode = st->st_mode;
-	e->nlink = (uint32_t)st->st_nlink;
-	e->uid = st->st_uid;
-	e->gid = st->st_gid;
+	dlfs_shm_attr_pack(st, &e->a);
 	if (e->extra)
 		*extra_of(e) = (struct extra){
 			.dev = st->st_dev, .rdev = st->st_rdev,
@@ -126,14 +105,7 @@ static void pack(struct entry *e, const struct stat *st)
 static void unpack(struct entry *e, const struct stat *usual,
 		   struct stat *st)
 {
-	memset(st, 0, sizeof(*st));
-	st->st_ino = e->ino;
-	st->st_size = e->size;
-	st->st_mtim.tv_sec = e->mtime;
-	st->st_mtim.tv_nsec = e->mtime_ns;
-	st->st_mode = e->mode;
-	st->st_uid = e->uid;
-	st->st_gid = e->gid;
+	dlfs_shm_attr_unpack(&e->a, e->ino, usual, st);
 	if (e->extra) {
 		const struct extra *x = extra_of(e);
 		st->st_dev = x->dev;
@@ -143,14 +115,7 @@ static void unpack(struct entry *e, const struct stat *usual,
 		st->st_nlink = x->nlink;
 		st->st_atim = x->atim;
 		st->st_ctim = x->ctim;
-		return;
 	}
-	st->st_dev = usual->st_dev;
-	st->st_blksize = usual->st_blksize;
-	st->st_blocks = (e->size + 511) / 512;
-	st->st_nlink = e->nlink;
-	st->st_atim = st->st_mtim;
-	st->st_ctim = st->st_mtim;
 }
 
 /* The shard's slot for (parent, name): its entry or an empty slot. */
@@ -237,7 +202,7 @@ void dlfs_nscache_put(uint64_t parent, const char *name, size_t len,
 		return;
 	uint64_t h = hash_of(parent, name, len);
 	struct shard *s = &shards[h % NSCACHE_SHARDS];
-	int extra = st && !usual_rest(st, usual);
+	int extra = st && !dlfs_shm_attr_usual(st, usual);
 	size_t size = entry_size(len, extra);
 	struct entry *e = malloc(size);
 	if (!e)

@@ -5,11 +5,10 @@
  *
  * A dataset never changes, so nothing is ever invalidated; what must not
  * be cached (the control directory's names) is never put. An entry keeps
- * only what varies between a dataset's files (ino, mode, size, mtime,
- * nlink, uid, gid: about 64 bytes and the name); the rest of struct stat
- * comes from a template, the dataset root's attributes (st_dev,
- * st_blksize), or follows from the rest (st_blocks from the size, atime
- * and ctime equal to mtime, st_rdev 0), as the dlfs server fills them.
+ * only what varies between a dataset's files (ino, and struct
+ * dlfs_shm_attr of src/node/shm.h: about 64 bytes and the name); the rest
+ * of struct stat is the usual attributes of shm.h, from a template, the
+ * dataset root's attributes, as the dlfs server fills them.
  * An answer that differs from that (another server: fakeserve serves a
  * real directory) keeps the other fields too, so a get always gives back
  * the struct stat that was put.

@@ -21,7 +21,7 @@
 #include "icept.h"
 #include "ns.h"
 #include "real.h"
-#include "shared/wire.h"
+#include "wire.h"
 
 /* Absolute, not "/", no trailing slash, no "", "." or ".." component. */
 static int prefix_ok(const char *p, size_t len)

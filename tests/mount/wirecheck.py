@@ -1,11 +1,12 @@
-"""wirecheck.py SOCKET SRC: a client of the wire of src/preload/shared/wire.h
+"""wirecheck.py SOCKET SRC: a client of the wire of src/node/wire.h
 (dlfs DATASET --serve SOCKET) that checks every answer against the source
 tree SRC, from which the dataset was packed:
-  - HELLO: version 2, the root's attributes, the control directory's name;
+  - HELLO: version 3, the root's attributes, the control directory's name;
     another version is refused (EPROTONOSUPPORT);
   - the whole tree walked with READDIR (small and large rooms, resumed by
     cookie) and LOOKUP: the same names, types, modes, sizes, mtimes and
-    symlink targets (READLINK) as lstat of the source; every file READ
+    symlink targets (READLINK) as lstat of the source, and no LOOKUP
+    flagged volatile; every file READ
     whole in pieces of odd sizes, and at offsets past its end, with its
     bytes equal to the source's;
   - errors: a name that is not there (ENOENT), READDIR of a file
@@ -14,7 +15,8 @@ tree SRC, from which the dataset was packed:
   - STATFS is read-only; the user.dlfs.* xattrs (GETXATTR, LISTXATTR,
     ERANGE when the room is too small, ENODATA on a directory);
   - /.dlfs: info is JSON naming the dataset, stats is JSON, epoch 1's
-    files list reads, and its first sample's bytes are its file's;
+    files list reads, and its first sample's bytes are its file's; every
+    LOOKUP in it is flagged volatile (the client caches none of them);
   - a client that sends garbage is cut off, and the server still answers
     the next one; many connections at once each get their own answers;
   - the shared memory (check_shm below).
@@ -23,7 +25,7 @@ wirecheck.py --shm SOCKET [--nvme DATASET]: the shared memory alone, for
 a server of dlfs-run (tests/mount/direct.sh):
   - MAP passes 3 descriptors (SCM_RIGHTS) whose sizes (fstat) are the
     reply's; the first, mapped, starts with the magic of
-    src/core/shared/shm.h (0x314d4853534c4644, little-endian u64) and
+    src/node/shm.h (0x314d4853534c4644, little-endian u64) and
     version 2, and its head gives the same three sizes; its liveness
     word holds a thread id (the server serves);
   - NVFD of container 2**40 is EINVAL; without --nvme (no cache_dir),
@@ -51,7 +53,7 @@ STAT = struct.Struct("=QQQIIIiQqqqqqqqqq24x")
 DIRENT = struct.Struct("=QQII")
 HELLO, LOOKUP, GETATTR, READLINK, READDIR, READ, STATFS, GETXATTR, \
     LISTXATTR, MAP, NVFD = range(1, 12)
-# struct dlfs_shm_head of src/core/shared/shm.h.
+# struct dlfs_shm_head of src/node/shm.h.
 SHM_HEAD = struct.Struct("<QIIQQQQQIIII" + "Q" * 17)
 SHM_FIELDS = ("magic version n_slots slot_size chunk_size data_off n_chunks "
               "n_inodes table_mask n_containers nvme pad table_off slots_off "
@@ -62,6 +64,9 @@ SHM_MAGIC = 0x314D4853534C4644
 SHM_VERSION = 2
 assert SHM_HEAD.size == 208 and len(SHM_FIELDS) == 29
 MAX_IO = 1 << 20
+# struct dlfs_wire_entry's flags (src/node/wire.h)
+VOLATILE = 1
+WIRE_VERSION = 3
 assert STAT.size == 144
 
 bad = 0
@@ -134,7 +139,7 @@ def unstat(b):
 
 
 def hello(c):
-    _, p = c.call(HELLO, size=2)
+    _, p = c.call(HELLO, size=WIRE_VERSION)
     version, max_io, root_ino = struct.unpack_from("=IIQ", p)
     root = unstat(p[16:16 + STAT.size])
     ctl = p[16 + STAT.size:16 + STAT.size + 256].split(b"\0")[0].decode()
@@ -193,6 +198,8 @@ def walk(c, src, ino, rel, pieces):
         _, p = c.call(LOOKUP, ino=ino, name=name)
         lino, = struct.unpack_from("=Q", p)
         got = unstat(p[8:])
+        if entry_flags(p) != 0:
+            fail("%s: LOOKUP flags %#x, expected none" % (path, entry_flags(p)))
         if lino != eino or got["ino"] != eino:
             fail("%s: LOOKUP ino %d, READDIR %d" % (path, lino, eino))
         if stat.S_IFMT(mode) != stat.S_IFMT(st.st_mode):
@@ -253,23 +260,39 @@ def check_errors(c, root_ino, a_file, a_dir):
         fail("LISTXATTR: %r" % names)
 
 
+def entry_flags(p):
+    """The flags of a LOOKUP's struct dlfs_wire_entry (after the stat)."""
+    if len(p) != 8 + STAT.size + 8:
+        fail("LOOKUP: an entry of %d bytes" % len(p))
+    return struct.unpack_from("=I", p, 8 + STAT.size)[0]
+
+
+def ctl_lookup(c, parent, name):
+    """LOOKUP of a control name: its payload, which must be volatile."""
+    _, p = c.call(LOOKUP, ino=parent, name=name)
+    if entry_flags(p) != VOLATILE:
+        fail("LOOKUP of control name %r: flags %#x, expected volatile"
+             % (name, entry_flags(p)))
+    return p
+
+
 def check_ctl(c, root_ino, ctl, src):
-    _, p = c.call(LOOKUP, ino=root_ino, name=ctl.encode())
+    p = ctl_lookup(c, root_ino, ctl.encode())
     cino, = struct.unpack_from("=Q", p)
-    _, p = c.call(LOOKUP, ino=cino, name=b"info")
+    p = ctl_lookup(c, cino, b"info")
     info = json.loads(read_all(c, struct.unpack_from("=Q", p)[0], 4096))
     if "path" not in info:
         fail("info has no path: %r" % info)
-    _, p = c.call(LOOKUP, ino=cino, name=b"stats")
+    p = ctl_lookup(c, cino, b"stats")
     json.loads(read_all(c, struct.unpack_from("=Q", p)[0], 65536))
-    _, p = c.call(LOOKUP, ino=cino, name=b"epochs")
+    p = ctl_lookup(c, cino, b"epochs")
     eino, = struct.unpack_from("=Q", p)
-    _, p = c.call(LOOKUP, ino=eino, name=b"1")
+    p = ctl_lookup(c, eino, b"1")
     e1, = struct.unpack_from("=Q", p)
-    _, p = c.call(LOOKUP, ino=e1, name=b"files")
+    p = ctl_lookup(c, e1, b"files")
     lst = read_all(c, struct.unpack_from("=Q", p)[0], 1000).split(b"\n")
     first = lst[0]
-    _, p = c.call(LOOKUP, ino=e1, name=b"samples")
+    p = ctl_lookup(c, e1, b"samples")
     sino, = struct.unpack_from("=Q", p)
     samples = listdir(c, sino, 4096)
     # A name may hold a newline, so count the source's files instead.
@@ -389,7 +412,7 @@ def main():
     sock, src = sys.argv[1], sys.argv[2]
     c = Conn(sock)
     version, max_io, root_ino, root, ctl = hello(c)
-    if version != 2 or max_io != MAX_IO or root_ino != 1 or not stat.S_ISDIR(root["mode"]):
+    if version != WIRE_VERSION or max_io != MAX_IO or root_ino != 1 or not stat.S_ISDIR(root["mode"]):
         fail("HELLO: %r" % ((version, max_io, root_ino, root),))
     other = Conn(sock)
     expect_err("HELLO of version 99", errno.EPROTONOSUPPORT,

@@ -1,7 +1,7 @@
 /*
  * fakeserve DIR SOCKET: a stand-in for `dlfs DATASET --serve SOCKET` that
  * serves the plain directory DIR over the preload wire
- * (src/preload/shared/wire.h), for testing libdlfs-preload.so without
+ * (src/node/wire.h), for testing libdlfs-preload.so without
  * the real server. Inode numbers are DIR's own (the root is 1); a control
  * directory ".dlfs" at the root holds "stats", whose size grows with every
  * READ the server answers, as the real one's does. No xattrs; statfs is
@@ -22,7 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "shared/wire.h"
+#include "wire.h"
 
 #define CTL_DIR (1ull << 62)
 #define CTL_STATS (CTL_DIR + 1)
@@ -232,8 +232,10 @@ static int serve_one(int fd, const struct dlfs_wire_req *q, const char *name)
 	}
 	case DLFS_WIRE_LOOKUP: {
 		struct dlfs_wire_entry ent;
+		memset(&ent, 0, sizeof(ent));
 		if (q->ino == 1 && !strcmp(name, ".dlfs")) {
 			ent.ino = CTL_DIR;
+			ent.flags = DLFS_WIRE_VOLATILE;
 			ctl_stat(CTL_DIR, &ent.st);
 			return reply(fd, 0, 0, &ent, sizeof(ent));
 		}
@@ -241,6 +243,7 @@ static int serve_one(int fd, const struct dlfs_wire_req *q, const char *name)
 			if (strcmp(name, "stats"))
 				return reply(fd, -ENOENT, 0, NULL, 0);
 			ent.ino = CTL_STATS;
+			ent.flags = DLFS_WIRE_VOLATILE;
 			ctl_stat(CTL_STATS, &ent.st);
 			return reply(fd, 0, 0, &ent, sizeof(ent));
 		}

@@ -1,6 +1,8 @@
 /* One dlfs server a node, shared by the user's dlfs-run: see node.h. */
 #include "node.h"
 
+#include "run_files.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -53,7 +55,7 @@ int node_init(struct node *n, const char *base, const char *what)
 		       (unsigned long long)fnv(what));
 	if (len < 0 || (size_t)len >= sizeof(n->key))
 		goto too_long;
-	len = snprintf(n->sock, sizeof(n->sock), "%s.sock", n->key);
+	len = snprintf(n->sock, sizeof(n->sock), "%s" DLFS_RUN_SOCK, n->key);
 	struct sockaddr_un a;
 	if (len < 0 || (size_t)len >= sizeof(a.sun_path))
 		goto too_long;
@@ -66,7 +68,7 @@ too_long:
 static int open_file(const struct node *n, const char *ext)
 {
 	char path[PATH_MAX + 16]; /* the key is short: node_init */
-	snprintf(path, sizeof(path), "%s.%s", n->key, ext);
+	snprintf(path, sizeof(path), "%s%s", n->key, ext);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		fprintf(stderr, ME ": %s: %s\n", path, strerror(errno));
@@ -76,7 +78,7 @@ static int open_file(const struct node *n, const char *ext)
 /* Is a server holding KEY.alive? */
 static int alive(const struct node *n)
 {
-	int fd = open_file(n, "alive");
+	int fd = open_file(n, DLFS_RUN_ALIVE);
 	if (fd < 0)
 		return 0;
 	int held = flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK;
@@ -118,7 +120,7 @@ static int wait_gone(const struct node *n, long ms)
 static pid_t server_pid(const struct node *n)
 {
 	char path[PATH_MAX + 16], line[32] = "";
-	snprintf(path, sizeof(path), "%s.pid", n->key);
+	snprintf(path, sizeof(path), "%s" DLFS_RUN_PID, n->key);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return 0;
@@ -129,8 +131,8 @@ static pid_t server_pid(const struct node *n)
 
 int node_attach(struct node *n, int (*start)(void *arg), void *arg)
 {
-	if ((n->lock = open_file(n, "lock")) < 0 ||
-	    (n->users = open_file(n, "users")) < 0)
+	if ((n->lock = open_file(n, DLFS_RUN_LOCK)) < 0 ||
+	    (n->users = open_file(n, DLFS_RUN_USERS)) < 0)
 		goto fail;
 	while (flock(n->lock, LOCK_EX))
 		if (errno != EINTR)
@@ -176,7 +178,7 @@ void node_detach(struct node *n)
 	pid_t pid = 0;
 	if (!alive(n)) { /* killed: what it would have removed */
 		char path[PATH_MAX + 16];
-		snprintf(path, sizeof(path), "%s.pid", n->key);
+		snprintf(path, sizeof(path), "%s" DLFS_RUN_PID, n->key);
 		unlink(path);
 		unlink(n->sock);
 	} else if (!flock(n->users, LOCK_EX | LOCK_NB)) {

@@ -17,7 +17,9 @@
  *
  *   HELLO    version in size      -> payload struct dlfs_wire_hello
  *   LOOKUP   parent in ino, name  -> payload struct dlfs_wire_entry;
- *                                    -ENOENT when there is no such name
+ *                                    -ENOENT when there is no such name;
+ *                                    the server says in flags what the
+ *                                    client may cache of it
  *   GETATTR  ino                  -> payload struct stat
  *   READLINK ino                  -> payload the target, no NUL
  *   READDIR  ino, cookie in off,  -> payload entries (struct
@@ -40,8 +42,8 @@
  *                                    GETXATTR's value
  *   MAP      -                    -> payload struct dlfs_wire_map, and
  *                                    the tiers' three memory files
- *                                    (meta, data, rw of src/core/shared/
- *                                    shm.h) as SCM_RIGHTS; -ENOENT when
+ *                                    (meta, data, rw of src/node/shm.h)
+ *                                    as SCM_RIGHTS; -ENOENT when
  *                                    the server shares none (hello.shm 0)
  *   NVFD     container in ino     -> no payload; a read-only descriptor
  *                                    of its NVMe cache file as
@@ -61,10 +63,11 @@
 #ifndef DLFS_WIRE_H
 #define DLFS_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
-#define DLFS_WIRE_VERSION 2
+#define DLFS_WIRE_VERSION 3
 #define DLFS_WIRE_MAX_IO (1u << 20)  /* bytes of one READ or READDIR */
 #define DLFS_WIRE_MAX_NAME 4096u     /* bytes of one name */
 /* The least room a READDIR may ask for: one entry of the longest name
@@ -118,9 +121,22 @@ struct dlfs_wire_map {
 	uint64_t size[3];
 };
 
+/*
+ * A LOOKUP's answer. flags is the server's caching rule for it, the one
+ * the client follows (it has no other):
+ *   DLFS_WIRE_VOLATILE  the answers about this name change as the run
+ *                       goes on (the control directory and everything in
+ *                       it): cache neither it nor, for a directory, any
+ *                       answer about the names in it, found or not; ask
+ *                       its attributes again each time
+ */
+#define DLFS_WIRE_VOLATILE 1u
+
 struct dlfs_wire_entry {
 	uint64_t ino;
 	struct stat st;
+	uint32_t flags; /* DLFS_WIRE_VOLATILE */
+	uint32_t pad;
 };
 
 struct dlfs_wire_dirent {
@@ -139,5 +155,9 @@ static inline uint64_t dlfs_wire_dirent_size(uint32_t name_len)
 _Static_assert(sizeof(struct dlfs_wire_req) == 32, "request header");
 _Static_assert(sizeof(struct dlfs_wire_rep) == 16, "reply header");
 _Static_assert(sizeof(struct dlfs_wire_dirent) == 24, "directory entry");
+_Static_assert(offsetof(struct dlfs_wire_entry, st) == 8 &&
+		       offsetof(struct dlfs_wire_entry, flags) ==
+			       8 + sizeof(struct stat),
+	       "lookup entry: flags after the stat (version 3)");
 
 #endif
