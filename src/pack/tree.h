@@ -1,7 +1,8 @@
 /*
  * The packer's tree: every entry of the dataset being packed, shared by
  * tree.c (entries, names, the attribute file), scan.c (sources ->
- * entries), layout.c, dist.c, index_write.c and pack.c. Not installed.
+ * entries), layout.c, dist.c, index_write.c, the pipeline (pipe*.c), the
+ * container writer (container.c) and pack.c. Not installed.
  *
  * Memory holds what sorting and numbering need (struct pk_entry and the
  * names); the rest of each entry (struct pk_attr) is on disk, in a file
@@ -10,8 +11,8 @@
  *
  * Ownership: a struct pk_tree owns every entry and every string in it;
  * pk_tree_free releases them. Nothing here is thread-safe but
- * pk_attr_read: only pack.c's reader threads run concurrently, and they
- * read entries and attributes.
+ * pk_attr_read: only the pipeline's reader threads (pipe_read.c) run
+ * concurrently, and they read entries and attributes.
  */
 #ifndef DLFS_PACK_TREE_H
 #define DLFS_PACK_TREE_H
