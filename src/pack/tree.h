@@ -1,6 +1,6 @@
 /*
  * The packer's tree: every entry of the dataset being packed, shared by
- * tree.c (entries, names, the attribute file), scan.c (sources ->
+ * tree.c (entries, names, the attribute file), scan*.c (sources ->
  * entries), layout.c, dist.c, index_write.c, the pipeline (pipe*.c), the
  * container writer (container.c) and pack.c. Not installed.
  *
@@ -55,8 +55,8 @@ struct pk_attr {
 	uint32_t mtime_nsec;
 	uint32_t data;      /* ingest: 1 + index into pk_tree.data, or 0 */
 	/* A hard link: 1 + the index of the entry whose bytes it has (and
-	 * which read_file reads: its source, path, spool offset); 0 = its
-	 * own. Set by scan.c, which also copies that entry's size. */
+	 * which pipe_read.c reads: its source, path, spool offset); 0 = its
+	 * own. Set by scan_archive.c; scan.c copies that entry's size. */
 	uint32_t data_from;
 	uint32_t implicit;  /* a directory only implied by archive members */
 };
