@@ -1,17 +1,17 @@
 /*
- * The data pipeline of dlfs_pack (pipe.c, pipe_read.c, pipe_zstd.c): the
- * files of the containers this process writes, read into a window of
- * chunk buffers, hashed, optionally compressed, and written to the
- * containers' data regions in chunk order. Not installed; shared by the
- * pipeline's files, the container writer (container.c) and the steps
- * (pack.c).
+ * The data pipeline of dlfs_pack (pipe_write.c, pipe_read.c,
+ * pipe_zstd.c): the files of the containers this process writes, read
+ * into a window of chunk buffers, hashed, optionally compressed, and
+ * written to the containers' data regions in chunk order. Not installed;
+ * shared by the pipeline's files, the container writer (container.c) and
+ * the steps (pack.c).
  *
  * Reader threads (pipe_read.c) take files in layout order and read each
  * piece of a file straight into the buffer of the chunk it belongs to.
- * The calling thread writes chunks in order (pipe.c), each in one large
- * sequential write, once every piece in it has landed. A reader waits
- * only when its chunk is beyond the window; the window's first chunk
- * always belongs to files already taken, so it always completes.
+ * The calling thread writes chunks in order (pipe_write.c), each in one
+ * large sequential write, once every piece in it has landed. A reader
+ * waits only when its chunk is beyond the window; the window's first
+ * chunk always belongs to files already taken, so it always completes.
  *
  * With --compress, compressor threads (pipe_zstd.c; as many as --threads,
  * at most one per CPU and one per chunk of the window) take the landed
@@ -98,7 +98,6 @@ static inline void pk_pipe_place(const struct pk_pipe *p, uint64_t g,
 		*len = p->cs;
 }
 
-
 /* The mutex and condition variables; the rest zeroed by the caller. */
 void pk_pipe_init(struct pk_pipe *p);
 
@@ -121,7 +120,16 @@ void pk_pipe_free(struct pk_pipe *p);
 /* Inside the pipeline. */
 
 /* Stop the pipe: the first failure e is kept, every waiter woken. */
-void pk_pipe_fail(struct pk_pipe *p, const struct dlfs_err *e);
+static inline void pk_pipe_fail(struct pk_pipe *p, const struct dlfs_err *e)
+{
+	pthread_mutex_lock(&p->mu);
+	if (!p->err.code)
+		p->err = *e;
+	atomic_store(&p->stop, 1);
+	pthread_cond_broadcast(&p->cv_window);
+	pthread_cond_broadcast(&p->cv_chunk);
+	pthread_mutex_unlock(&p->mu);
+}
 
 /* A reader thread (arg: the pipe): files, claimed in runs, into their
  * chunks' buffers, each hashed into the layout's xxh3. */

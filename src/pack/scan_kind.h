@@ -1,6 +1,6 @@
 /*
  * The kinds of source the packer reads itself, one file each, and the
- * helpers they share (scan.c). pk_scan (scan.h) calls the kind a source
+ * helpers they share (scan_kind.c). pk_scan (scan.h) calls the kind a source
  * was classified as (ingest.h, enum pk_src_kind): a directory
  * (scan_dir.c) or an archive (scan_archive.c). A new kind of source is
  * one more file and one more function here. Not installed. Called from

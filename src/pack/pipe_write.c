@@ -1,7 +1,7 @@
 /*
- * The pipeline's state and its writer (pipe.h): the window of chunk
- * buffers, the threads started and joined, and the calling thread
- * writing each ready chunk, in chunk order, to its container.
+ * The pipeline's writer (pipe.h): the window of chunk buffers set up,
+ * the reader and compressor threads started and joined, and the calling
+ * thread writing each ready chunk, in chunk order, to its container.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -20,18 +20,6 @@ static double now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
-
-void pk_pipe_fail(struct pk_pipe *p, const struct dlfs_err *e)
-{
-	pthread_mutex_lock(&p->mu);
-	if (!p->err.code)
-		p->err = *e;
-	atomic_store(&p->stop, 1);
-	pthread_cond_broadcast(&p->cv_window);
-	pthread_cond_broadcast(&p->cv_chunk);
-	pthread_mutex_unlock(&p->mu);
-}
-
 
 static void report(struct pk_pipe *p, const char *phase)
 {
