@@ -48,6 +48,95 @@ static int meta_string(MDB_txn *t, MDB_dbi dbi, const char *key, char *out,
 	return 0;
 }
 
+/* The meta database and its superblock: a dlfs index of a major
+ * version this dlfs reads, whose features it knows, consistent. */
+static int read_super(struct dlfs_index *ix, MDB_txn *t, const char *ipath,
+		      struct dlfs_err *err)
+{
+	int rc = mdb_dbi_open(t, DLFS_DB_META, 0, &ix->dbi_meta);
+	if (rc)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s: not a dlfs index (database '%s': %s)",
+				    ipath, DLFS_DB_META, mdb_strerror(rc));
+	MDB_val k = {strlen(DLFS_META_SUPER), DLFS_META_SUPER}, v;
+	rc = mdb_get(t, ix->dbi_meta, &k, &v);
+	if (rc || v.mv_size < 8)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s: not a dlfs index (no superblock)",
+				    ipath);
+	uint32_t major = bytes_get_le32(v.mv_data);
+	uint32_t minor = bytes_get_le32((uint8_t *)v.mv_data + 4);
+	if (major != DLFS_FORMAT_MAJOR)
+		return dlfs_err_set(err, -EPROTONOSUPPORT,
+				    "%s: unsupported format version %u.%u "
+				    "(this dlfs reads version %u)",
+				    ipath, major, minor, DLFS_FORMAT_MAJOR);
+	struct dlfs_super_rec *s = &ix->info.super;
+	if (v.mv_size < DLFS_SUPER_REC_SIZE_10 ||
+	    dlfs_super_decode(v.mv_data, v.mv_size, s))
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s: superblock of format %u.%u is %zu "
+				    "bytes, too short",
+				    ipath, major, minor, v.mv_size);
+	/* Before anything else is read: an unknown feature may change what
+	 * any other record means. */
+	int ret = dlfs_super_features_check(s, ix->path, err);
+	if (ret)
+		return ret;
+	if (dlfs_super_check(s))
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s: superblock is inconsistent", ipath);
+	return 0;
+}
+
+/* The other databases, as the superblock's features name them. */
+static int open_tables(struct dlfs_index *ix, MDB_txn *t, const char *ipath,
+		       struct dlfs_err *err)
+{
+	struct {
+		const char *name;
+		MDB_dbi *dbi;
+	} dbs[] = {
+		{dlfs_inodes_db(ix->info.super.features), &ix->dbi_inodes},
+		{DLFS_DB_SYMLINKS, &ix->dbi_symlinks},
+		{DLFS_DB_DIRENTS, &ix->dbi_dirents},
+		{DLFS_DB_CHUNKS, &ix->dbi_chunks},
+		{DLFS_DB_CONTAINERS, &ix->dbi_containers},
+	};
+	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
+		int rc = mdb_dbi_open(t, dbs[i].name, 0, dbs[i].dbi);
+		if (rc)
+			return dlfs_err_set(err, -DLFS_ECORRUPT,
+					    "%s: not a dlfs index (database "
+					    "'%s': %s)",
+					    ipath, dbs[i].name,
+					    mdb_strerror(rc));
+	}
+	return 0;
+}
+
+/* The dataset id in hex, and the creator, order and codec strings. */
+static int read_meta(struct dlfs_index *ix, MDB_txn *t, const char *ipath,
+		     struct dlfs_err *err)
+{
+	dlfs_hex(ix->info.super.dataset_id, DLFS_ID_SIZE,
+		 ix->info.dataset_id_hex);
+	int ret = meta_string(t, ix->dbi_meta, DLFS_META_CREATOR,
+			      ix->info.creator, sizeof(ix->info.creator));
+	if (!ret)
+		ret = meta_string(t, ix->dbi_meta, DLFS_META_ORDER,
+				  ix->info.order, sizeof(ix->info.order));
+	if (!ret)
+		ret = meta_string(t, ix->dbi_meta, DLFS_META_COMPRESS,
+				  ix->info.compress, sizeof(ix->info.compress));
+	if (ret)
+		return dlfs_err_set(err, ret, "%s: cannot read metadata",
+				    ipath);
+	return 0;
+}
+
+/* In one read transaction: the superblock, the databases' handles and
+ * the metadata; committed, so that the handles stay open. */
 static int open_dbis(struct dlfs_index *ix, const char *ipath,
 		     struct dlfs_err *err)
 {
@@ -65,84 +154,13 @@ static int open_dbis(struct dlfs_index *ix, const char *ipath,
 		return dlfs_err_set(err, dlfs_mdb_errno(rc), "%s: %s", ipath,
 				    mdb_strerror(rc));
 	}
-	int ret = 0;
-	rc = mdb_dbi_open(t, DLFS_DB_META, 0, &ix->dbi_meta);
-	if (rc) {
-		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
-				   "%s: not a dlfs index (database '%s': %s)",
-				   ipath, DLFS_DB_META, mdb_strerror(rc));
-		goto out_txn;
-	}
-	MDB_val k = {strlen(DLFS_META_SUPER), DLFS_META_SUPER}, v;
-	rc = mdb_get(t, ix->dbi_meta, &k, &v);
-	if (rc || v.mv_size < 8) {
-		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
-				   "%s: not a dlfs index (no superblock)",
-				   ipath);
-		goto out_txn;
-	}
-	uint32_t major = bytes_get_le32(v.mv_data);
-	uint32_t minor = bytes_get_le32((uint8_t *)v.mv_data + 4);
-	if (major != DLFS_FORMAT_MAJOR) {
-		ret = dlfs_err_set(err, -EPROTONOSUPPORT,
-				   "%s: unsupported format version %u.%u "
-				   "(this dlfs reads version %u)",
-				   ipath, major, minor, DLFS_FORMAT_MAJOR);
-		goto out_txn;
-	}
-	struct dlfs_super_rec *s = &ix->info.super;
-	if (v.mv_size < DLFS_SUPER_REC_SIZE_10 ||
-	    dlfs_super_decode(v.mv_data, v.mv_size, s)) {
-		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
-				   "%s: superblock of format %u.%u is %zu "
-				   "bytes, too short",
-				   ipath, major, minor, v.mv_size);
-		goto out_txn;
-	}
-	/* Before anything else is read: an unknown feature may change what
-	 * any other record means. */
-	ret = dlfs_super_features_check(s, ix->path, err);
+	int ret = read_super(ix, t, ipath, err);
+	if (!ret)
+		ret = open_tables(ix, t, ipath, err);
+	if (!ret)
+		ret = read_meta(ix, t, ipath, err);
 	if (ret)
 		goto out_txn;
-	if (dlfs_super_check(s)) {
-		ret = dlfs_err_set(err, -DLFS_ECORRUPT,
-				   "%s: superblock is inconsistent", ipath);
-		goto out_txn;
-	}
-	struct {
-		const char *name;
-		MDB_dbi *dbi;
-	} dbs[] = {
-		{dlfs_inodes_db(s->features), &ix->dbi_inodes},
-		{DLFS_DB_SYMLINKS, &ix->dbi_symlinks},
-		{DLFS_DB_DIRENTS, &ix->dbi_dirents},
-		{DLFS_DB_CHUNKS, &ix->dbi_chunks},
-		{DLFS_DB_CONTAINERS, &ix->dbi_containers},
-	};
-	for (size_t i = 0; i < sizeof(dbs) / sizeof(dbs[0]); i++) {
-		rc = mdb_dbi_open(t, dbs[i].name, 0, dbs[i].dbi);
-		if (rc) {
-			ret = dlfs_err_set(err, -DLFS_ECORRUPT,
-					   "%s: not a dlfs index (database "
-					   "'%s': %s)",
-					   ipath, dbs[i].name,
-					   mdb_strerror(rc));
-			goto out_txn;
-		}
-	}
-	dlfs_hex(s->dataset_id, DLFS_ID_SIZE, ix->info.dataset_id_hex);
-	ret = meta_string(t, ix->dbi_meta, DLFS_META_CREATOR,
-			  ix->info.creator, sizeof(ix->info.creator));
-	if (!ret)
-		ret = meta_string(t, ix->dbi_meta, DLFS_META_ORDER,
-				  ix->info.order, sizeof(ix->info.order));
-	if (!ret)
-		ret = meta_string(t, ix->dbi_meta, DLFS_META_COMPRESS,
-				  ix->info.compress, sizeof(ix->info.compress));
-	if (ret) {
-		dlfs_err_set(err, ret, "%s: cannot read metadata", ipath);
-		goto out_txn;
-	}
 	/* Committing (not aborting) keeps the database handles open. */
 	rc = mdb_txn_commit(t);
 	if (rc)

@@ -12,7 +12,7 @@
  *
  * Thread-safety: Debian's libhdf5 is built thread-safe and serialises
  * every call on one lock; call these from one thread per process. Ingest
- * gets its parallelism from processes (ingest.c), not threads.
+ * gets its parallelism from processes (workers.c), not threads.
  */
 #ifndef DLFS_INGEST_H5LIB_H
 #define DLFS_INGEST_H5LIB_H

@@ -1,6 +1,6 @@
 /*
  * Where an ingest worker puts the files it makes (sink.c), and how the
- * coordinator reads them back (ingest.c). Not installed.
+ * coordinator reads them back (put.c). Not installed.
  *
  * A worker owns one spool file and one record list in the pack's
  * temporary directory. Bytes it generates (npy files, HDF5 images,

@@ -8,7 +8,7 @@
 
 #include "layout.h"
 
-/* Chunk records, per global chunk number, filled by pack.c: xxh3 of
+/* Chunk records, per global chunk number, filled by the pipeline: xxh3 of
  * the stored bytes, and where they are (stored_offset, stored_length,
  * flags) and xxh3 of the logical bytes (sum); all but xxh3 and length
  * used only with --compress. */
@@ -24,7 +24,8 @@ struct pk_chunks {
 /* The feature bits a pack with options o writes. */
 uint64_t pk_features(const struct dlfs_pack_opts *o);
 
-/* Footer checksums and file sizes, per container, filled by pack.c. */
+/* Footer checksums and file sizes, per container, filled by
+ * pk_container_finish (container.h). */
 struct pk_containers {
 	uint64_t *file_size;
 	uint64_t *footer_xxh3;

@@ -1,8 +1,8 @@
 /*
  * The layout (layout.c): the order of the entries, their inode numbers
  * and where each file's bytes go, containers and chunks. Not installed.
- * Thread-safety: immutable once laid out; pack.c's readers share it and
- * write disjoint slots of l->xxh3.
+ * Thread-safety: immutable once laid out; the pipeline's readers
+ * (pipe_read.c) share it and write disjoint slots of l->xxh3.
  */
 #ifndef DLFS_PACK_LAYOUT_H
 #define DLFS_PACK_LAYOUT_H

@@ -1,6 +1,7 @@
 /*
  * The sources into the tree (scan.c): directories and archives read
- * here, HDF5 and LMDB sources from the ingest's entries (ingest.h). Not
+ * here (each kind in its file: scan_kind.h), HDF5 and LMDB sources from
+ * the ingest's entries (ingest.h). Not
  * installed. Called from dlfs_pack's thread only.
  */
 #ifndef DLFS_PACK_SCAN_H

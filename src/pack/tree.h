@@ -1,7 +1,8 @@
 /*
  * The packer's tree: every entry of the dataset being packed, shared by
- * tree.c (entries, names, the attribute file), scan.c (sources ->
- * entries), layout.c, dist.c, index_write.c and pack.c. Not installed.
+ * tree.c (entries, names, the attribute file), scan*.c (sources ->
+ * entries), layout.c, dist.c, index_write.c, the pipeline (pipe*.c), the
+ * container writer (container.c) and pack.c. Not installed.
  *
  * Memory holds what sorting and numbering need (struct pk_entry and the
  * names); the rest of each entry (struct pk_attr) is on disk, in a file
@@ -10,8 +11,8 @@
  *
  * Ownership: a struct pk_tree owns every entry and every string in it;
  * pk_tree_free releases them. Nothing here is thread-safe but
- * pk_attr_read: only pack.c's reader threads run concurrently, and they
- * read entries and attributes.
+ * pk_attr_read: only the pipeline's reader threads (pipe_read.c) run
+ * concurrently, and they read entries and attributes.
  */
 #ifndef DLFS_PACK_TREE_H
 #define DLFS_PACK_TREE_H
@@ -54,8 +55,8 @@ struct pk_attr {
 	uint32_t mtime_nsec;
 	uint32_t data;      /* ingest: 1 + index into pk_tree.data, or 0 */
 	/* A hard link: 1 + the index of the entry whose bytes it has (and
-	 * which read_file reads: its source, path, spool offset); 0 = its
-	 * own. Set by scan.c, which also copies that entry's size. */
+	 * which pipe_read.c reads: its source, path, spool offset); 0 = its
+	 * own. Set by scan_archive.c; scan.c copies that entry's size. */
 	uint32_t data_from;
 	uint32_t implicit;  /* a directory only implied by archive members */
 };

@@ -701,7 +701,7 @@ static void check_verify_walk(const char *ds)
 
 /*
  * The packer gathers a container's trailer records in a 1 MiB buffer
- * (TRAILER_BUF in src/pack/pack.c) and flushes it only when the next
+ * (TRAILER_BUF in src/pack/container.c) and flushes it only when the next
  * record would not fit, so the last records can end right at its end;
  * the footer is then encoded after them in the same buffer. Before
  * 0c904df the buffer had no room for it, and the footer's 72 bytes went
@@ -712,7 +712,7 @@ static void check_verify_walk(const char *ds)
 #define PACK_TRAILER_BUF (1u << 20)
 #define FULL_NAME_LEN 200 /* well under NAME_MAX; 4,228 files suffice */
 
-/* A record is DLFS_TRAILER_REC_SIZE bytes and its path (pack.c's
+/* A record is DLFS_TRAILER_REC_SIZE bytes and its path (container.c's
  * trailer_add); container 0 holds the root's (path "") and then, with
  * every file empty and at the root, one per file with its name as path.
  * So n names of FULL_NAME_LEN and one shorter name fill the buffer:
