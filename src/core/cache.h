@@ -104,7 +104,7 @@ void dlfs_cache_free(struct dlfs_cache *c);
 
 /*
  * A cache whose table, slot buffers and published slot records live in
- * memory that readers in other processes map (src/node/shm.h says how they
+ * memory that readers in other processes map (src/node/shared/shm.h says how they
  * read it): bufs holds the slots at dlfs_cache_slot_bytes(slot_size)
  * apart, table dlfs_cache_table_size(n) zeroed entries, pub and use one
  * record per slot, n = dlfs_cache_n_slots(slot_size, capacity). The

@@ -93,7 +93,7 @@ int dlfs_fetch_init(struct dlfs_fetch *f, struct dlfs_ds *ds,
 void dlfs_fetch_destroy(struct dlfs_fetch *f);
 
 /* Keep the bitmap of checked files in bits (n_inodes bits, zeroed:
- * src/node/shm.h's file_ok), borrowed for f's life, instead of f's own;
+ * src/node/shared/shm.h's file_ok), borrowed for f's life, instead of f's own;
  * before any read. */
 void dlfs_fetch_place_files(struct dlfs_fetch *f, uint64_t *bits);
 

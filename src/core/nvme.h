@@ -64,7 +64,7 @@ struct dlfs_nvme_conf {
 	dlfs_log_fn log;        /* may be NULL */
 	void *log_arg;
 	/* Where to keep the chunks' states (n_chunks bytes, zeroed) and the
-	 * eviction counter, for readers in other processes (src/node/shm.h);
+	 * eviction counter, for readers in other processes (src/node/shared/shm.h);
 	 * NULL: the tier's own memory. Borrowed for the tier's life. */
 	uint8_t *shared_st;
 	uint64_t *shared_seq;
@@ -134,7 +134,7 @@ int dlfs_nvme_range_verified(struct dlfs_nvme *n, uint32_t c, uint64_t off,
 /*
  * A new read-only descriptor of container c's cache file (buffered, not
  * O_DIRECT as the tier's own), for a reader in another process that
- * follows src/node/shm.h. @return it, or -ENOENT (no chunk of c was ever
+ * follows src/node/shared/shm.h. @return it, or -ENOENT (no chunk of c was ever
  * kept), -errno.
  */
 int dlfs_nvme_reader_fd(struct dlfs_nvme *n, uint32_t c);

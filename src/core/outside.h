@@ -1,6 +1,6 @@
 /*
  * outside: follows the reads that readers in other processes serve
- * themselves from the shared tiers (conf.share, src/node/shm.h): a thread
+ * themselves from the shared tiers (conf.share, src/node/shared/shm.h): a thread
  * that takes each read they report in the seen ring and hands it to fn,
  * in order. The read core uses it to do for those reads what it does for
  * its own at a file's start (the epoch views' observer, the background

@@ -90,7 +90,7 @@ struct dlfs_reader_conf {
 	void *log_arg;
 	/* Keep the RAM tier, the NVMe tier's chunk states and the checked
 	 * files in shared memory that readers in other processes may read
-	 * without this one (src/node/shm.h; dlfs_reader_share_fds). */
+	 * without this one (src/node/shared/shm.h; dlfs_reader_share_fds). */
 	int share;
 };
 
@@ -135,7 +135,7 @@ void dlfs_reader_replan(struct dlfs_reader *r);
 
 /*
  * The shared memory of a reader opened with conf.share: the meta, data
- * and rw files of src/node/shm.h (the reader's; dup them to keep them);
+ * and rw files of src/node/shared/shm.h (the reader's; dup them to keep them);
  * meta and data are read-only and sealed against writes.
  * @return 0, -ENOENT without conf.share, or -EPERM where the kernel
  * cannot seal them (then nothing is to be passed on; logged at start).
@@ -143,19 +143,19 @@ void dlfs_reader_replan(struct dlfs_reader *r);
 int dlfs_reader_share_fds(struct dlfs_reader *r, int fds[3]);
 
 /* The server starts (on) or stops (off) serving the shared memory's
- * readers: the liveness of src/node/shm.h, held by the calling thread, so
+ * readers: the liveness of src/node/shared/shm.h, held by the calling thread, so
  * that readers see its end also when the process dies. Off from the same
  * thread, before dlfs_reader_close. No-op without conf.share.
  * @return 0 or -errno. */
 int dlfs_reader_share_alive(struct dlfs_reader *r, int on);
 
 /* File in was looked up: readers in other processes may now find its
- * bytes (the locations table of src/node/shm.h). No-op without conf.share
+ * bytes (the locations table of src/node/shared/shm.h). No-op without conf.share
  * or for anything but a regular file. */
 void dlfs_reader_share_file(struct dlfs_reader *r, const struct dlfs_inode *in);
 
 /* (parent, name) was looked up: ino, with attributes st that are the
- * usual ones (src/node/shm.h, the names table). No-op without
+ * usual ones (src/node/shared/shm.h, the names table). No-op without
  * conf.share. */
 struct stat;
 void dlfs_reader_share_name(struct dlfs_reader *r, uint64_t parent,
@@ -163,7 +163,7 @@ void dlfs_reader_share_name(struct dlfs_reader *r, uint64_t parent,
 			    const struct stat *st);
 
 /* A new read-only descriptor of container c's NVMe cache file, for a
- * reader in another process (src/node/shm.h). @return it, -ENOENT (no NVMe
+ * reader in another process (src/node/shared/shm.h). @return it, -ENOENT (no NVMe
  * tier, or nothing of c kept yet), or -errno. */
 int dlfs_reader_nvme_fd(struct dlfs_reader *r, uint32_t c);
 

@@ -1,4 +1,4 @@
-/* The tiers' shared memory: see share.h and src/node/shm.h. */
+/* The tiers' shared memory: see share.h and src/node/shared/shm.h. */
 #include "share.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
  * The memory a reader's tiers share with readers in other processes
  * (conf.share, reader.h): three memory files laid out as
- * src/node/shm.h says, made and mapped once, handed to the RAM
+ * src/node/shared/shm.h says, made and mapped once, handed to the RAM
  * tier, the NVMe tier and the fetch path to keep their state in, and
  * passed to clients as file descriptors. This module only places things;
  * the tiers write them.

@@ -10,9 +10,7 @@
 #include <xxhash.h>
 
 #include "dlfs/format.h"
-#include "metrics.h"
 #include "mountpoint.h"
-#include "stats_json.h"
 
 void dlfs_fs_log(void *arg, int prio, const char *msg)
 {

@@ -23,9 +23,11 @@
 
 #include "ctl.h"
 #include "ixsrc.h"
+#include "metrics.h"    /* the core's renderings of the counters, */
 #include "opts.h"
 #include "peer.h"
 #include "read.h"
+#include "stats_json.h" /* which the control files show */
 #include "views.h"
 
 struct dlfs_fs {

@@ -1,7 +1,7 @@
 /*
  * The daemon's second front end: instead of a FUSE session, a Unix
  * socket that the processes of dlfs-run read through
- * (libdlfs-preload.so), speaking the wire of src/node/wire.h.
+ * (libdlfs-preload.so), speaking the wire of src/node/shared/wire.h.
  * Each answer comes from ops.h, as the FUSE ops' do.
  *
  * One thread per connection (a client thread has one connection), each

@@ -3,7 +3,7 @@
  * SOCKET --users KEY), and that ends when none of them uses it any more.
  *
  * The files, in dlfs-run's per-user directory, and who holds which: the
- * node's contract, src/node/run_files.h (KEY.lock, .users, .alive, .pid).
+ * node's contract, src/node/shared/run_files.h (KEY.lock, .users, .alive, .pid).
  * The server looks once a second: when it gets KEY.lock and KEY.users
  * exclusively (no dlfs-run attaching, none attached: they all ended,
  * or were killed), it removes its socket and ends, still holding

@@ -3,7 +3,7 @@
  * answer for the daemon (peer_mpi.c, peer_none.c, daemon/main.c) and for
  * dlfs-pack (pack_comm_*.c), from the environment a launcher sets, so
  * that a process started alone never initialises MPI (and may fork). The
- * variables are listed once, in src/node/launch_vars.h.
+ * variables are listed once, in src/node/shared/launch_vars.h.
  *
  * What each launcher sets, as seen by running it on Debian 12 (Open MPI
  * 4.1.4, MPICH 4.0.2, Slurm 22.05.8 with PMIx 4.2.2), and what it means

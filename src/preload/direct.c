@@ -1,6 +1,6 @@
 /*
  * direct: reads from the server's tiers in shared memory (see direct.h
- * and src/node/shm.h, whose rules this follows).
+ * and src/node/shared/shm.h, whose rules this follows).
  *
  * Process state: the mappings (made once, under map_lock, by a process
  * in its own memory; a vfork child never maps) and the NVMe cache fds,

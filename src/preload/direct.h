@@ -1,6 +1,6 @@
 /*
  * direct: reads served from the server's tiers without a request, by the
- * rules of src/node/shm.h. The first read of a process maps the
+ * rules of src/node/shared/shm.h. The first read of a process maps the
  * three memory files the server offers (MAP, once; a forked child keeps
  * the mappings); the NVMe tier's cache files are asked for once per
  * container (NVFD) and kept, each checked with fstat before a read (an

@@ -6,7 +6,7 @@
  * A dataset never changes, so nothing is ever invalidated; what must not
  * be cached (the control directory's names) is never put. An entry keeps
  * only what varies between a dataset's files (ino, and struct
- * dlfs_shm_attr of src/node/shm.h: about 64 bytes and the name); the rest
+ * dlfs_shm_attr of src/node/shared/shm.h: about 64 bytes and the name); the rest
  * of struct stat is the usual attributes of shm.h, from a template, the
  * dataset root's attributes, as the dlfs server fills them.
  * An answer that differs from that (another server: fakeserve serves a

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """direct.py: the programs of direct.sh (dlfs-run's reads served from the
-server's shared memory, src/node/shm.h), one per subcommand:
+server's shared memory, src/node/shared/shm.h), one per subcommand:
 
   stat ROOT OUT.json
       lstat of every entry under ROOT (walked without following symlinks,
@@ -46,7 +46,7 @@ import time
 FIELDS = ("st_ino", "st_dev", "st_mode", "st_nlink", "st_uid", "st_gid",
           "st_rdev", "st_size", "st_blksize", "st_blocks", "st_atime_ns",
           "st_mtime_ns", "st_ctime_ns")
-# src/node/shm.h
+# src/node/shared/shm.h
 NAME_MAX_SHM = 64
 NAME_WAYS = 4
 M64 = (1 << 64) - 1

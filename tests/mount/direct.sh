@@ -1,7 +1,7 @@
 #!/bin/bash
 # direct: under dlfs-run, libdlfs-preload.so serves reads from the
 # server's tiers in shared memory without a request (src/preload/direct.c,
-# the rules of src/node/shm.h), and never gives a wrong byte. A
+# the rules of src/node/shared/shm.h), and never gives a wrong byte. A
 # tree of 240 files up to 160K and a few at the 64K chunk's edges, packed
 # in 64K chunks (so files span chunks); each command runs under dlfs-run
 # and its processes read PREFIX/.dlfs/stats (tiers.direct, ops) between

@@ -4,7 +4,7 @@
 #    PREFIX byte for byte, and PREFIX/.dlfs/info names the dataset; the -o
 #    options reach the server (ram_cache shows in .dlfs/stats);
 #  - under an MPI launcher (each launch variable of
-#    src/node/launch_vars.h set), COMMAND is the rank: it keeps
+#    src/node/shared/launch_vars.h set), COMMAND is the rank: it keeps
 #    them and reads, and the server, which refuses a launch, never sees
 #    them;
 #  - COMMAND's exit status is dlfs-run's (0, 3, 128 + a signal), and when

@@ -1,4 +1,4 @@
-"""wirecheck.py SOCKET SRC: a client of the wire of src/node/wire.h
+"""wirecheck.py SOCKET SRC: a client of the wire of src/node/shared/wire.h
 (dlfs DATASET --serve SOCKET) that checks every answer against the source
 tree SRC, from which the dataset was packed:
   - HELLO: version 3, the root's attributes, the control directory's name;
@@ -25,7 +25,7 @@ wirecheck.py --shm SOCKET [--nvme DATASET]: the shared memory alone, for
 a server of dlfs-run (tests/mount/direct.sh):
   - MAP passes 3 descriptors (SCM_RIGHTS) whose sizes (fstat) are the
     reply's; the first, mapped, starts with the magic of
-    src/node/shm.h (0x314d4853534c4644, little-endian u64) and
+    src/node/shared/shm.h (0x314d4853534c4644, little-endian u64) and
     version 2, and its head gives the same three sizes; its liveness
     word holds a thread id (the server serves);
   - NVFD of container 2**40 is EINVAL; without --nvme (no cache_dir),
@@ -53,7 +53,7 @@ STAT = struct.Struct("=QQQIIIiQqqqqqqqqq24x")
 DIRENT = struct.Struct("=QQII")
 HELLO, LOOKUP, GETATTR, READLINK, READDIR, READ, STATFS, GETXATTR, \
     LISTXATTR, MAP, NVFD = range(1, 12)
-# struct dlfs_shm_head of src/node/shm.h.
+# struct dlfs_shm_head of src/node/shared/shm.h.
 SHM_HEAD = struct.Struct("<QIIQQQQQIIII" + "Q" * 17)
 SHM_FIELDS = ("magic version n_slots slot_size chunk_size data_off n_chunks "
               "n_inodes table_mask n_containers nvme pad table_off slots_off "
@@ -64,7 +64,7 @@ SHM_MAGIC = 0x314D4853534C4644
 SHM_VERSION = 2
 assert SHM_HEAD.size == 208 and len(SHM_FIELDS) == 29
 MAX_IO = 1 << 20
-# struct dlfs_wire_entry's flags (src/node/wire.h)
+# struct dlfs_wire_entry's flags (src/node/shared/wire.h)
 VOLATILE = 1
 WIRE_VERSION = 3
 assert STAT.size == 144

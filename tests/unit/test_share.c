@@ -1,7 +1,7 @@
 /*
  * The tiers' shared memory as readers in other processes see it
  * (share.c, the placed RAM tier of cache.c, outside.c), read only
- * through src/node/shm.h and mappings of the three files made from their
+ * through src/node/shared/shm.h and mappings of the three files made from their
  * fds, as libdlfs-preload.so maps them:
  *   - dlfs_share_new's layout: the head's magic, version and sizes, every
  *     array 64-aligned, inside its file and overlapping no other; three

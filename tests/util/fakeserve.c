@@ -1,7 +1,7 @@
 /*
  * fakeserve DIR SOCKET: a stand-in for `dlfs DATASET --serve SOCKET` that
  * serves the plain directory DIR over the preload wire
- * (src/node/wire.h), for testing libdlfs-preload.so without
+ * (src/node/shared/wire.h), for testing libdlfs-preload.so without
  * the real server. Inode numbers are DIR's own (the root is 1); a control
  * directory ".dlfs" at the root holds "stats", whose size grows with every
  * READ the server answers, as the real one's does. No xattrs; statfs is

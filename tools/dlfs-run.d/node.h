@@ -3,7 +3,7 @@
  * for one dataset with the same options (and, under Slurm, in the same
  * job step): the first starts it, each holds it while its command runs,
  * and the last one stops it and waits until it has let go of everything.
- * The files are those of src/node/run_files.h, in a private directory of
+ * The files are those of src/node/shared/run_files.h, in a private directory of
  * the user's (DIR/KEY.lock, .users, .alive, .pid) with the socket
  * DIR/KEY.sock; dlfs-run(1) documents them.
  */

@@ -42,7 +42,7 @@
  *                                    GETXATTR's value
  *   MAP      -                    -> payload struct dlfs_wire_map, and
  *                                    the tiers' three memory files
- *                                    (meta, data, rw of src/node/shm.h)
+ *                                    (meta, data, rw of src/node/shared/shm.h)
  *                                    as SCM_RIGHTS; -ENOENT when
  *                                    the server shares none (hello.shm 0)
  *   NVFD     container in ino     -> no payload; a read-only descriptor
