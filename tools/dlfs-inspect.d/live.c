@@ -326,62 +326,88 @@ static int attach(int argc, char **argv, int i)
 	return 1;
 }
 
-int dlfs_live_top(int argc, char **argv)
+/* What top was asked for. */
+struct top_args {
+	const char *mnt;
+	double interval;
+	long count; /* -1: until interrupted */
+};
+
+#define TOP_GO_ON -1
+
+/* -i SECONDS or -n COUNT, whose value is v. @return TOP_GO_ON or the
+ * status to exit with, after the usage. */
+static int top_value(const char *a, const char *v, struct top_args *t)
 {
-	const char *mnt = NULL;
-	double interval = 1;
-	long count = -1;
+	char why[256], *end;
+	errno = 0;
+	if (a[1] == 'i') {
+		t->interval = strtod(v, &end);
+		if (errno || end == v || *end ||
+		    !(t->interval >= 0.01 && t->interval <= 86400)) {
+			snprintf(why, sizeof(why),
+				 "-i '%s': the interval must be seconds from "
+				 "0.01 to 86400",
+				 v);
+			return top_usage(why);
+		}
+		return TOP_GO_ON;
+	}
+	t->count = strtol(v, &end, 10);
+	if (errno || end == v || *end || t->count < 1) {
+		snprintf(why, sizeof(why),
+			 "-n '%s': the count must be a whole number of rows, "
+			 "1 or more",
+			 v);
+		return top_usage(why);
+	}
+	return TOP_GO_ON;
+}
+
+/* top's arguments into t; --socket runs top again (attach). @return
+ * TOP_GO_ON, or the status to exit with. */
+static int top_parse(int argc, char **argv, struct top_args *t)
+{
 	char why[256];
+	*t = (struct top_args){.interval = 1, .count = -1};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
+		int st = TOP_GO_ON;
 		if (!strcmp(a, "-i") || !strcmp(a, "-n")) {
 			if (i + 1 == argc) {
 				snprintf(why, sizeof(why), "%s needs a value",
 					 a);
 				return top_usage(why);
 			}
-			const char *v = argv[++i];
-			char *end;
-			errno = 0;
-			if (a[1] == 'i') {
-				interval = strtod(v, &end);
-				if (errno || end == v || *end ||
-				    !(interval >= 0.01 && interval <= 86400)) {
-					snprintf(why, sizeof(why),
-						 "-i '%s': the interval must be "
-						 "seconds from 0.01 to 86400",
-						 v);
-					return top_usage(why);
-				}
-			} else {
-				count = strtol(v, &end, 10);
-				if (errno || end == v || *end || count < 1) {
-					snprintf(why, sizeof(why),
-						 "-n '%s': the count must be a "
-						 "whole number of rows, 1 or "
-						 "more",
-						 v);
-					return top_usage(why);
-				}
-			}
+			st = top_value(a, argv[++i], t);
 		} else if (!strcmp(a, "--socket")) {
 			if (i + 1 == argc)
 				return top_usage("--socket needs a value");
-			if (mnt)
+			if (t->mnt)
 				return top_usage("a MOUNTPOINT or --socket, "
 						 "not both");
 			return attach(argc, argv, i);
 		} else if (a[0] == '-' && a[1]) {
 			snprintf(why, sizeof(why), "unknown option '%s'", a);
 			return top_usage(why);
-		} else if (!mnt) {
-			mnt = a;
+		} else if (!t->mnt) {
+			t->mnt = a;
 		} else {
 			return top_usage("one MOUNTPOINT only");
 		}
+		if (st != TOP_GO_ON)
+			return st;
 	}
-	if (!mnt)
-		return top_usage("no MOUNTPOINT given");
+	return t->mnt ? TOP_GO_ON : top_usage("no MOUNTPOINT given");
+}
+
+int dlfs_live_top(int argc, char **argv)
+{
+	struct top_args t;
+	int st = top_parse(argc, argv, &t);
+	if (st != TOP_GO_ON)
+		return st;
+	const char *mnt = t.mnt;
 
 	/* Signals are taken in the waits, so that ^C ends it cleanly. */
 	sigset_t set;
@@ -397,8 +423,8 @@ int dlfs_live_top(int argc, char **argv)
 		fprintf(stderr, "(reads the kernel serves from its page cache "
 				"never reach dlfs, and are not counted here)\n");
 	double next = prev.t;
-	for (long n = 0; count < 0 || n < count; n++) {
-		next += interval;
+	for (long n = 0; t.count < 0 || n < t.count; n++) {
+		next += t.interval;
 		if (wait_until(next, &set))
 			break;
 		if (take(mnt, &cur))
