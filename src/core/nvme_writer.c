@@ -19,31 +19,36 @@
 
 #include <xxhash.h>
 
-static void write_one(struct dlfs_nvme *n, struct wbuf *w)
+/* Writing into a removed directory would fill the disk with files
+ * nobody can reach: notice it, say so once, stop writing. @return 1 if
+ * the directory is gone (the write dropped). */
+static int dir_gone(struct dlfs_nvme *n, const struct wbuf *w)
 {
-	uint64_t g = gid(n, w->c, w->k), alloc = alloc_of(w->len);
+	struct stat dst;
+	if (fstat(n->dirfd, &dst) != 0 || dst.st_nlink != 0)
+		return 0;
+	pthread_mutex_lock(&n->mu);
+	int first = !n->gone;
+	n->gone = 1;
+	pthread_mutex_unlock(&n->mu);
+	add(&n->write_dropped, 1);
+	if (first)
+		nv_fault(n, LOG_GONE, -ENOENT, "cache directory removed", w->c);
+	return 1;
+}
+
+/* Room for alloc bytes for chunk g: reserved in n->used, evicting under
+ * LRU. @return 1 if reserved, 0 if g is there already or there is no
+ * room (then the write is dropped). */
+static int reserve(struct dlfs_nvme *n, uint64_t g, uint64_t alloc)
+{
 	uint64_t vict[64];
 	int nv;
-
-	/* Writing into a removed directory would fill the disk with files
-	 * nobody can reach: notice it, say so once, stop writing. */
-	struct stat dst;
-	if (fstat(n->dirfd, &dst) == 0 && dst.st_nlink == 0) {
-		pthread_mutex_lock(&n->mu);
-		int first = !n->gone;
-		n->gone = 1;
-		pthread_mutex_unlock(&n->mu);
-		add(&n->write_dropped, 1);
-		if (first)
-			nv_fault(n, LOG_GONE, -ENOENT, "cache directory removed",
-			      w->c);
-		return;
-	}
 	pthread_mutex_lock(&n->mu);
 	uint8_t s = atomic_load_explicit(&n->st[g], memory_order_relaxed);
 	if (s & ST_PRESENT) {
 		pthread_mutex_unlock(&n->mu);
-		return;
+		return 0;
 	}
 	if (n->policy == DLFS_NVME_KEEP)
 		nv = n->used + alloc > n->capacity ? -1 : 0;
@@ -54,47 +59,65 @@ static void write_one(struct dlfs_nvme *n, struct wbuf *w)
 	pthread_mutex_unlock(&n->mu);
 	for (int i = 0; i < nv; i++)
 		nv_unmap(n, vict[i], nv_container_of(n, vict[i]));
-	if (nv < 0) {
+	if (nv < 0)
 		add(&n->write_dropped, 1);
-		return;
-	}
+	return nv >= 0;
+}
 
+/* The chunk's bytes into its container's cache file, written back and
+ * out of the page cache. @return 0 or -errno (its range then punched). */
+static int put_bytes(struct dlfs_nvme *n, struct wbuf *w, uint64_t alloc)
+{
 	int fd = nv_cfd(n, w->c, 1);
-	int ret = fd < 0 ? fd : 0;
-	if (!ret) {
-		memset(w->buf + w->len, 0, alloc - w->len);
-		ret = dlfs_pwrite_full(fd, w->buf, alloc, coff(n, w->k));
-		if (ret)
-			fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-				  (off_t)coff(n, w->k), (off_t)alloc);
-		else if (!n->direct[w->c])
-			/* Write back now and drop the pages: the chunk
-			 * must not sit in the page cache a second time. */
-			if (!sync_file_range(fd, (off_t)coff(n, w->k),
-					     (off_t)alloc,
-					     SYNC_FILE_RANGE_WAIT_BEFORE |
-						     SYNC_FILE_RANGE_WRITE |
-						     SYNC_FILE_RANGE_WAIT_AFTER))
-				posix_fadvise(fd, (off_t)coff(n, w->k),
-					      (off_t)alloc,
-					      POSIX_FADV_DONTNEED);
-	}
+	if (fd < 0)
+		return fd;
+	off_t at = (off_t)coff(n, w->k);
+	memset(w->buf + w->len, 0, alloc - w->len);
+	int ret = dlfs_pwrite_full(fd, w->buf, alloc, (uint64_t)at);
+	if (ret)
+		fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at,
+			  (off_t)alloc);
+	else if (!n->direct[w->c])
+		/* Write back now and drop the pages: the chunk must not
+		 * sit in the page cache a second time. */
+		if (!sync_file_range(fd, at, (off_t)alloc,
+				     SYNC_FILE_RANGE_WAIT_BEFORE |
+					     SYNC_FILE_RANGE_WRITE |
+					     SYNC_FILE_RANGE_WAIT_AFTER))
+			posix_fadvise(fd, at, (off_t)alloc,
+				      POSIX_FADV_DONTNEED);
+	return ret;
+}
+
+/* A failed write: the reservation back, and why said once. */
+static void write_failed(struct dlfs_nvme *n, const struct wbuf *w,
+			 uint64_t alloc, int ret)
+{
+	pthread_mutex_lock(&n->mu);
+	n->used -= alloc;
+	/* The disk holds less than cache_size: what it holds now is the
+	 * capacity from here on, so KEEP stops writing and LRU evicts
+	 * instead of failing each write. */
+	if ((ret == -ENOSPC || ret == -EDQUOT) && n->used < n->capacity)
+		n->capacity = n->used;
+	pthread_mutex_unlock(&n->mu);
+	add(&n->write_dropped, 1);
+	if (ret == -ENOSPC || ret == -EDQUOT)
+		nv_fault(n, LOG_ENOSPC, ret, "cache disk full", w->c);
+	else if (ret == -ENOENT)
+		nv_fault(n, LOG_GONE, ret, "cache directory gone", w->c);
+	else
+		nv_fault(n, LOG_WRITE, ret, "write failed", w->c);
+}
+
+static void write_one(struct dlfs_nvme *n, struct wbuf *w)
+{
+	uint64_t g = gid(n, w->c, w->k), alloc = alloc_of(w->len);
+	if (dir_gone(n, w) || !reserve(n, g, alloc))
+		return;
+	int ret = put_bytes(n, w, alloc);
 	if (ret) {
-		pthread_mutex_lock(&n->mu);
-		n->used -= alloc;
-		/* The disk holds less than cache_size: what it holds now is
-		 * the capacity from here on, so KEEP stops writing and LRU
-		 * evicts instead of failing each write. */
-		if ((ret == -ENOSPC || ret == -EDQUOT) && n->used < n->capacity)
-			n->capacity = n->used;
-		pthread_mutex_unlock(&n->mu);
-		add(&n->write_dropped, 1);
-		if (ret == -ENOSPC || ret == -EDQUOT)
-			nv_fault(n, LOG_ENOSPC, ret, "cache disk full", w->c);
-		else if (ret == -ENOENT)
-			nv_fault(n, LOG_GONE, ret, "cache directory gone", w->c);
-		else
-			nv_fault(n, LOG_WRITE, ret, "write failed", w->c);
+		write_failed(n, w, alloc, ret);
 		return;
 	}
 	nv_map_set(n, g, 1, w->c);
