@@ -24,8 +24,7 @@ static struct dlfs_txn *txn;
 static int renders; /* calls of the stats callback */
 
 /* The counters, as the daemon's callback would render them. */
-static int stats_fn(void *arg, enum dlfs_ctl_fmt fmt, char **out,
-		    size_t *len)
+static int stats_fn(void *arg, enum dlfs_ctl_fmt fmt, char **out, size_t *len)
 {
 	(void)arg;
 	renders++;
@@ -103,8 +102,8 @@ static void test_names(struct dlfs_ctl *c, struct dlfs_ctl *bare)
 	CHECK(lookup(c, DLFS_CTL_EPOCHS, "0") != 0);
 	CHECK(lookup(c, DLFS_CTL_EPOCHS, "65535") !=
 	      lookup(c, DLFS_CTL_EPOCHS, "7"));
-	static const char *const bad[] = {"", "00", "07", "1x", "x", "-1",
-					  "65536", "1000000"};
+	static const char *const bad[] = {"",  "00", "07",    "1x",
+					  "x", "-1", "65536", "1000000"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
 		CHECK_EQ(lookup_err(c, DLFS_CTL_EPOCHS, bad[i]), -ENOENT);
 	uint64_t e3 = lookup(c, DLFS_CTL_EPOCHS, "3");
@@ -160,15 +159,17 @@ static void test_live(struct dlfs_ctl *c)
 		char *buf = malloc((size_t)st.st_size + 10);
 		size_t got = 0;
 		uint64_t fino = 1;
-		CHECK_EQ(dlfs_ctl_read(c, txn, inos[k], 0, (size_t)st.st_size + 10,
-				       buf, &got, &fino),
+		CHECK_EQ(dlfs_ctl_read(c, txn, inos[k], 0,
+				       (size_t)st.st_size + 10, buf, &got,
+				       &fino),
 			 0);
 		CHECK_EQ(renders, seen); /* the getattr's snapshot */
 		CHECK_EQ(fino, 0);
 		CHECK_EQ(got, st.st_size);
 		char want[64];
 		int n = snprintf(want, sizeof(want),
-				 k ? "dlfs_renders %d\n#" : "{\"renders\": %d}\n ",
+				 k ? "dlfs_renders %d\n#"
+				   : "{\"renders\": %d}\n ",
 				 seen);
 		CHECK(!memcmp(buf, want, (size_t)n));
 		CHECK_EQ(buf[got - 1], '\n');
@@ -242,15 +243,18 @@ int main(void)
 		fprintf(stderr, "setup: %s\n", err.msg);
 		return 1;
 	}
-	struct dlfs_views_conf conf = {.ds = ds, .mode = DLFS_SHUFFLE_GLOBAL,
-				       .seed = 9, .rank = 0, .size = 1,
+	struct dlfs_views_conf conf = {.ds = ds,
+				       .mode = DLFS_SHUFFLE_GLOBAL,
+				       .seed = 9,
+				       .rank = 0,
+				       .size = 1,
 				       .window = 4};
 	CHECK_EQ(dlfs_views_new(&conf, &v, &err), 0);
 	CHECK_EQ(dlfs_ctl_init(&c, ds, v, "/mnt", 0, 0, TIMEOUT, stats_fn,
 			       NULL),
 		 0);
-	CHECK_EQ(dlfs_ctl_init(&bare, ds, NULL, "/mnt", 0, 0, TIMEOUT,
-			       stats_fn, NULL),
+	CHECK_EQ(dlfs_ctl_init(&bare, ds, NULL, "/mnt", 0, 0, TIMEOUT, stats_fn,
+			       NULL),
 		 0);
 	test_names(&c, &bare);
 	test_listings(&c, &bare);

@@ -61,16 +61,19 @@ static int recv_n(int fd, void *buf, size_t n)
 
 /* One request and its reply into rep. @return rep.h.status, or 1 when
  * the server closed the connection instead. */
-static int rpc(int fd, uint32_t op, uint64_t ino, uint64_t off,
-	       uint64_t size, const char *name)
+static int rpc(int fd, uint32_t op, uint64_t ino, uint64_t off, uint64_t size,
+	       const char *name)
 {
-	struct dlfs_wire_req q = {.op = op, .ino = ino, .off = off,
+	struct dlfs_wire_req q = {.op = op,
+				  .ino = ino,
+				  .off = off,
 				  .size = size,
-				  .name_len = name ? (uint32_t)strlen(name) : 0};
+				  .name_len = name ? (uint32_t)strlen(name)
+						   : 0};
 	memset(&rep.h, 0, sizeof(rep.h));
 	if (send(fd, &q, sizeof(q), MSG_NOSIGNAL) != sizeof(q) ||
-	    (name && send(fd, name, q.name_len, MSG_NOSIGNAL) !=
-				     (ssize_t)q.name_len))
+	    (name &&
+	     send(fd, name, q.name_len, MSG_NOSIGNAL) != (ssize_t)q.name_len))
 		return 1;
 	if (recv_n(fd, &rep.h, sizeof(rep.h)))
 		return 1;
