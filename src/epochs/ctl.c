@@ -265,6 +265,66 @@ static int logged(struct dlfs_ctl *c, int ret, const struct dlfs_err *err)
 	return -EIO;
 }
 
+/* A tree view's directory: dataset directory d's own mode and mtime,
+ * never writable: whoever may not search it there may not here. */
+static int tree_attr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		     uint64_t d, struct stat *st)
+{
+	struct dlfs_inode in;
+	int ret = dlfs_stat(txn, d, &in, NULL);
+	if (ret)
+		return ret;
+	if (!S_ISDIR(in.mode))
+		return -ENOENT;
+	dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
+	st->st_ino = ino;
+	st->st_mode = S_IFDIR | (in.mode & 0555);
+	st->st_nlink = 2;
+	st->st_size = 0;
+	st->st_blocks = 0;
+	return 0;
+}
+
+/* Epoch e's files list: its size, readable as the dataset allows. */
+static int files_attr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		      uint64_t e, struct stat *st)
+{
+	uint64_t size;
+	uint32_t rd;
+	struct dlfs_err err = {0};
+	int ret = dlfs_views_files_size(c->views, txn, e, &size, &err);
+	if (ret)
+		return logged(c, ret, &err);
+	ret = dlfs_views_read_mode(c->views, txn, 0, 0444, &rd, NULL);
+	base_attr(c, ino, st, 0);
+	st->st_size = (off_t)size;
+	if (ret)
+		return ret;
+	st->st_mode = S_IFREG | rd;
+	return 0;
+}
+
+/* Sample j of epoch e: the attributes of the file it stands for. */
+static int sample_attr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		       uint64_t e, uint64_t j, struct stat *st)
+{
+	uint64_t fino;
+	uint32_t rd;
+	struct dlfs_inode in;
+	int ret = dlfs_views_sample(c->views, txn, e, j, 0, &fino, NULL);
+	if (!ret)
+		ret = dlfs_stat(txn, fino, &in, NULL);
+	if (!ret)
+		ret = dlfs_views_read_mode(c->views, txn, fino, in.mode, &rd,
+					   NULL);
+	if (ret)
+		return ret;
+	dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
+	st->st_ino = ino;
+	st->st_mode = S_IFREG | rd;
+	return 0;
+}
+
 int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		     struct stat *st, double *attr_timeout)
 {
@@ -306,53 +366,12 @@ int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 	case V_SAMPLES:
 		base_attr(c, ino, st, 1);
 		return 0;
-	case V_TREE: {
-		/* The dataset directory's own mode and mtime, never
-		 * writable: whoever may not search it there may not here. */
-		struct dlfs_inode in;
-		if ((ret = dlfs_stat(txn, j, &in, NULL)))
-			return ret;
-		if (!S_ISDIR(in.mode))
-			return -ENOENT;
-		dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
-		st->st_ino = ino;
-		st->st_mode = S_IFDIR | (in.mode & 0555);
-		st->st_nlink = 2;
-		st->st_size = 0;
-		st->st_blocks = 0;
-		return 0;
-	}
-	case V_FILES: {
-		uint64_t size;
-		struct dlfs_err err = {0};
-		if ((ret = dlfs_views_files_size(c->views, txn, e, &size, &err)))
-			return logged(c, ret, &err);
-		uint32_t rd;
-		ret = dlfs_views_read_mode(c->views, txn, 0, 0444, &rd, NULL);
-		base_attr(c, ino, st, 0);
-		st->st_size = (off_t)size;
-		if (ret)
-			return ret;
-		st->st_mode = S_IFREG | rd;
-		return 0;
-	}
-	case V_SAMPLE: {
-		uint64_t fino;
-		struct dlfs_inode in;
-		ret = dlfs_views_sample(c->views, txn, e, j, 0, &fino, NULL);
-		if (!ret)
-			ret = dlfs_stat(txn, fino, &in, NULL);
-		if (ret)
-			return ret;
-		uint32_t rd;
-		if ((ret = dlfs_views_read_mode(c->views, txn, fino, in.mode,
-						&rd, NULL)))
-			return ret;
-		dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
-		st->st_ino = ino;
-		st->st_mode = S_IFREG | rd;
-		return 0;
-	}
+	case V_TREE:
+		return tree_attr(c, txn, ino, j, st);
+	case V_FILES:
+		return files_attr(c, txn, ino, e, st);
+	case V_SAMPLE:
+		return sample_attr(c, txn, ino, e, j, st);
 	}
 	return -ENOENT;
 }
