@@ -127,6 +127,26 @@ static int open_nvme(struct dlfs_reader *r, struct dlfs_err *err)
 	return ret;
 }
 
+/* The NVMe tier under the cache directory, or none when another
+ * process holds it (-EBUSY: said, and not an error). @return 0 or -errno
+ * with err. */
+static int nvme_tier(struct dlfs_reader *r, struct dlfs_err *err)
+{
+	int ret = open_nvme(r, err);
+	if (ret == -EBUSY) {
+		dlfs_logf(r->conf.log, r->conf.log_arg, LOG_WARNING,
+			  "%s: running without the NVMe tier", err->msg);
+		dlfs_err_clear(err);
+		ret = 0;
+	}
+	if (ret)
+		return ret;
+	r->fetch.nvme = r->nvme;
+	if (r->share && r->nvme)
+		dlfs_share_set_nvme(r->share, 1);
+	return 0;
+}
+
 int dlfs_reader_open(struct dlfs_ds *ds, const struct dlfs_reader_conf *conf,
 		     struct dlfs_reader **out, struct dlfs_err *err)
 {
@@ -172,20 +192,8 @@ int dlfs_reader_open(struct dlfs_ds *ds, const struct dlfs_reader_conf *conf,
 		goto fail;
 	if ((ret = open_cache(r, err)))
 		goto fail;
-	if (r->cache_dir) {
-		ret = open_nvme(r, err);
-		if (ret == -EBUSY) {
-			dlfs_logf(conf->log, conf->log_arg, LOG_WARNING,
-				  "%s: running without the NVMe tier", err->msg);
-			dlfs_err_clear(err);
-			ret = 0;
-		}
-		if (ret)
-			goto fail;
-		r->fetch.nvme = r->nvme;
-		if (r->share && r->nvme)
-			dlfs_share_set_nvme(r->share, 1);
-	}
+	if (r->cache_dir && (ret = nvme_tier(r, err)))
+		goto fail;
 	struct dlfs_prefetch_conf pc = {
 		.cache = r->cache,
 		.ds = ds,
