@@ -607,8 +607,142 @@ static int cmd_stats(const char *mnt, int json, struct dlfs_err *err)
 	return ret;
 }
 
+/* A command line past its command word. */
+struct invocation {
+	const char *cmd, *dspath;
+	const char **args; /* operands after DATASET */
+	int na, json, lng, quiet;
+};
+
+/*
+ * Options and operands after the command word into inv. Operands after
+ * DATASET (cat takes any number) are gathered in place at the front of
+ * argv + 2: never past the argument being read. @return -1 to go on, or
+ * the exit status after saying what is wrong.
+ */
+static int parse_operands(int argc, char **argv, struct invocation *inv)
+{
+	int dashdash = 0;
+	inv->cmd = argv[1];
+	inv->args = (const char **)argv + 2;
+	for (int i = 2; i < argc; i++) {
+		if (!dashdash && !strcmp(argv[i], "--"))
+			dashdash = 1;
+		else if (!dashdash && !strcmp(argv[i], "--json"))
+			inv->json = 1;
+		else if (!dashdash && !strcmp(argv[i], "-l"))
+			inv->lng = 1;
+		else if (!dashdash && (!strcmp(argv[i], "-q") ||
+				       !strcmp(argv[i], "--quiet")))
+			inv->quiet = 1;
+		else if (!dashdash && argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, PROG ": %s: unknown option '%s'\n",
+				inv->cmd, argv[i]);
+			return 2;
+		} else if (!inv->dspath)
+			inv->dspath = argv[i];
+		else
+			inv->args[inv->na++] = argv[i];
+	}
+	if (!inv->dspath) {
+		fprintf(stderr, PROG ": %s: no DATASET given\n", inv->cmd);
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
+/* stats of a live mount. @return the exit status. */
+static int main_stats(const struct invocation *inv)
+{
+	struct dlfs_err e = {0};
+	if (inv->na || inv->lng || inv->quiet) {
+		fprintf(stderr, PROG ": stats: wrong arguments\n");
+		return 2;
+	}
+	if (cmd_stats(inv->dspath, inv->json, &e)) {
+		fprintf(stderr, PROG ": stats: %s\n", e.msg);
+		return 1;
+	}
+	return 0;
+}
+
+enum { C_INFO, C_LS, C_STAT, C_CAT, C_VERIFY, C_EXTRACT };
+
+/* The command on a dataset that inv names, with what it allows checked.
+ * @return its C_* number, or -1 after saying what is wrong. */
+static int command_of(const struct invocation *inv)
+{
+	static const struct {
+		const char *name;
+		int min, max, json, lng, quiet;
+	} cmds[] = {
+		[C_INFO] = {"info", 0, 0, 1, 0, 0},
+		[C_LS] = {"ls", 0, 1, 0, 1, 0},
+		[C_STAT] = {"stat", 1, 1, 1, 0, 0},
+		[C_CAT] = {"cat", 1, INT_MAX, 0, 0, 0},
+		[C_VERIFY] = {"verify", 0, 0, 0, 0, 0},
+		[C_EXTRACT] = {"extract", 1, 1, 0, 0, 1},
+	};
+	int ci = -1;
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(inv->cmd, cmds[i].name))
+			ci = (int)i;
+	if (ci < 0) {
+		fprintf(stderr, PROG ": unknown command '%s'\n", inv->cmd);
+		usage(stderr);
+		return -1;
+	}
+	if (inv->na < cmds[ci].min || inv->na > cmds[ci].max ||
+	    (inv->json && !cmds[ci].json) || (inv->lng && !cmds[ci].lng) ||
+	    (inv->quiet && !cmds[ci].quiet)) {
+		fprintf(stderr, PROG ": %s: wrong arguments\n", inv->cmd);
+		usage(stderr);
+		return -1;
+	}
+	return ci;
+}
+
+/* Run command ci on the dataset. @return the exit status. */
+static int run_command(int ci, const struct invocation *inv)
+{
+	struct dlfs_err err = {0};
+	struct dlfs_ds *ds = NULL;
+	struct dlfs_txn *txn = NULL;
+	const char **args = inv->args;
+	int rc = 0, ret = dlfs_ds_open(inv->dspath, &ds, &err);
+	if (!ret)
+		ret = dlfs_txn_begin(ds, &txn, &err);
+	if (ret) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		dlfs_ds_close(ds);
+		return 1;
+	}
+	switch (ci) {
+	case C_INFO: ret = cmd_info(ds, txn, inv->json, &err); break;
+	case C_LS: ret = cmd_ls(txn, inv->na ? args[0] : "", inv->lng, &err); break;
+	case C_STAT: ret = cmd_stat(txn, args[0], inv->json, &err); break;
+	case C_CAT: ret = cmd_cat(ds, txn, args, inv->na, &err); break;
+	case C_VERIFY: ret = cmd_verify(ds, &err); break;
+	case C_EXTRACT: ret = cmd_extract(ds, args[0], inv->quiet, &err); break;
+	}
+	if (ret == 1) { /* cat or verify: what failed is named already */
+		rc = 1;
+		ret = 0;
+	}
+	if (ret) {
+		fprintf(stderr, PROG ": %s: %s\n", inv->cmd, err.msg);
+		rc = 1;
+	}
+	dlfs_txn_end(txn);
+	dlfs_ds_close(ds);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	struct invocation inv = {0};
+	int ret;
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		usage(stdout);
 		return 0;
@@ -621,106 +755,14 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	const char *cmd = argv[1], *dspath = NULL;
-	if (!strcmp(cmd, "top"))
+	if (!strcmp(argv[1], "top"))
 		return dlfs_live_top(argc - 1, argv + 1);
-	if (!strcmp(cmd, "holders"))
+	if (!strcmp(argv[1], "holders"))
 		return dlfs_live_holders(argc - 1, argv + 1);
-	int json = 0, lng = 0, quiet = 0, dashdash = 0;
-	/* Operands after DATASET (cat takes any number), gathered in place
-	 * at the front of argv + 2: never past the argument being read. */
-	const char **args = (const char **)argv + 2;
-	int na = 0;
-	for (int i = 2; i < argc; i++) {
-		if (!dashdash && !strcmp(argv[i], "--"))
-			dashdash = 1;
-		else if (!dashdash && !strcmp(argv[i], "--json"))
-			json = 1;
-		else if (!dashdash && !strcmp(argv[i], "-l"))
-			lng = 1;
-		else if (!dashdash && (!strcmp(argv[i], "-q") ||
-				       !strcmp(argv[i], "--quiet")))
-			quiet = 1;
-		else if (!dashdash && argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, PROG ": %s: unknown option '%s'\n",
-				cmd, argv[i]);
-			return 2;
-		} else if (!dspath)
-			dspath = argv[i];
-		else
-			args[na++] = argv[i];
-	}
-	if (!dspath) {
-		fprintf(stderr, PROG ": %s: no DATASET given\n", cmd);
-		usage(stderr);
-		return 2;
-	}
-	if (!strcmp(cmd, "stats")) {
-		struct dlfs_err e = {0};
-		if (na || lng || quiet) {
-			fprintf(stderr, PROG ": stats: wrong arguments\n");
-			return 2;
-		}
-		if (cmd_stats(dspath, json, &e)) {
-			fprintf(stderr, PROG ": stats: %s\n", e.msg);
-			return 1;
-		}
-		return 0;
-	}
-	struct {
-		const char *name;
-		int min, max, json, lng, quiet;
-	} cmds[] = {
-		{"info", 0, 0, 1, 0, 0},   {"ls", 0, 1, 0, 1, 0},
-		{"stat", 1, 1, 1, 0, 0},   {"cat", 1, INT_MAX, 0, 0, 0},
-		{"verify", 0, 0, 0, 0, 0}, {"extract", 1, 1, 0, 0, 1},
-	};
-	int ci = -1;
-	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(cmd, cmds[i].name))
-			ci = (int)i;
-	if (ci < 0) {
-		fprintf(stderr, PROG ": unknown command '%s'\n", cmd);
-		usage(stderr);
-		return 2;
-	}
-	if (na < cmds[ci].min || na > cmds[ci].max ||
-	    (json && !cmds[ci].json) || (lng && !cmds[ci].lng) ||
-	    (quiet && !cmds[ci].quiet)) {
-		fprintf(stderr, PROG ": %s: wrong arguments\n", cmd);
-		usage(stderr);
-		return 2;
-	}
-
-	struct dlfs_err err = {0};
-	struct dlfs_ds *ds = NULL;
-	struct dlfs_txn *txn = NULL;
-	int ret = dlfs_ds_open(dspath, &ds, &err);
-	if (!ret)
-		ret = dlfs_txn_begin(ds, &txn, &err);
-	if (ret) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		dlfs_ds_close(ds);
-		return 1;
-	}
-	int rc = 0;
-	switch (ci) {
-	case 0: ret = cmd_info(ds, txn, json, &err); break;
-	case 1: ret = cmd_ls(txn, na ? args[0] : "", lng, &err); break;
-	case 2: ret = cmd_stat(txn, args[0], json, &err); break;
-	case 3: ret = cmd_cat(ds, txn, args, na, &err); break;
-	case 4: ret = cmd_verify(ds, &err); break;
-	case 5: ret = cmd_extract(ds, args[0], quiet, &err); break;
-	}
-	if (ret == 1) { /* cat or verify: what failed is named already */
-		rc = 1;
-		ret = 0;
-	}
-	if (ret) {
-		fprintf(stderr, PROG ": %s: %s\n", cmd, err.msg);
-		rc = 1;
-	}
-	dlfs_txn_end(txn);
-	dlfs_ds_close(ds);
-	return rc;
+	if ((ret = parse_operands(argc, argv, &inv)) >= 0)
+		return ret;
+	if (!strcmp(inv.cmd, "stats"))
+		return main_stats(&inv);
+	int ci = command_of(&inv);
+	return ci < 0 ? 2 : run_command(ci, &inv);
 }

@@ -1,5 +1,5 @@
-/* The index's node-local copy: see include/dlfs/ixcopy.h. */
-#include "dlfs/ixcopy.h"
+/* The index's node-local copy: see ixcopy.h. */
+#include "ixcopy.h"
 
 #include <dirent.h>
 #include <errno.h>

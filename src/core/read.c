@@ -127,6 +127,26 @@ static int open_nvme(struct dlfs_reader *r, struct dlfs_err *err)
 	return ret;
 }
 
+/* The NVMe tier under the cache directory, or none when another
+ * process holds it (-EBUSY: said, and not an error). @return 0 or -errno
+ * with err. */
+static int nvme_tier(struct dlfs_reader *r, struct dlfs_err *err)
+{
+	int ret = open_nvme(r, err);
+	if (ret == -EBUSY) {
+		dlfs_logf(r->conf.log, r->conf.log_arg, LOG_WARNING,
+			  "%s: running without the NVMe tier", err->msg);
+		dlfs_err_clear(err);
+		ret = 0;
+	}
+	if (ret)
+		return ret;
+	r->fetch.nvme = r->nvme;
+	if (r->share && r->nvme)
+		dlfs_share_set_nvme(r->share, 1);
+	return 0;
+}
+
 int dlfs_reader_open(struct dlfs_ds *ds, const struct dlfs_reader_conf *conf,
 		     struct dlfs_reader **out, struct dlfs_err *err)
 {
@@ -172,20 +192,8 @@ int dlfs_reader_open(struct dlfs_ds *ds, const struct dlfs_reader_conf *conf,
 		goto fail;
 	if ((ret = open_cache(r, err)))
 		goto fail;
-	if (r->cache_dir) {
-		ret = open_nvme(r, err);
-		if (ret == -EBUSY) {
-			dlfs_logf(conf->log, conf->log_arg, LOG_WARNING,
-				  "%s: running without the NVMe tier", err->msg);
-			dlfs_err_clear(err);
-			ret = 0;
-		}
-		if (ret)
-			goto fail;
-		r->fetch.nvme = r->nvme;
-		if (r->share && r->nvme)
-			dlfs_share_set_nvme(r->share, 1);
-	}
+	if (r->cache_dir && (ret = nvme_tier(r, err)))
+		goto fail;
 	struct dlfs_prefetch_conf pc = {
 		.cache = r->cache,
 		.ds = ds,
@@ -728,6 +736,97 @@ static int salvage(struct dlfs_reader_ctx *x, const struct dlfs_inode *in,
 	return 0;
 }
 
+/* out gives nothing (its pieces, if any, were let go). */
+static void unpinned(struct dlfs_read_out *out)
+{
+	out->iovcnt = 0;
+	out->len = 0;
+}
+
+/* The first piece of file ino, whose chunks are global g0..g1: counted,
+ * told to the observer (the epoch views), and its chunks marked used. */
+static void first_read(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t g0,
+		       uint64_t g1)
+{
+	struct dlfs_reader *r = x->r;
+	dlfs_stats_add(&r->stats.files_read, 1);
+	if (r->observer)
+		r->observer(r->observer_arg, x->txn, ino);
+	for (uint64_t g = g0; r->fill && g <= g1; g++)
+		dlfs_fill_used(r->fill, g);
+}
+
+/* The NVMe tier, for a file read alone from it (not in a stream of its
+ * container's chunks). @return 0 with out set, or -ENOENT. */
+static int nvme_alone(struct dlfs_reader_ctx *x, const struct dlfs_inode *in,
+		      uint64_t off, uint64_t len, uint64_t k0,
+		      struct dlfs_read_out *out)
+{
+	struct dlfs_reader *r = x->r;
+	const uint8_t *data;
+	if (!r->nvme || dlfs_prefetch_in_stream(r->prefetch, in->container, k0))
+		return -ENOENT;
+	if (dlfs_fetch_file_nvme(&r->fetch, in, off, (size_t)len, x->buf,
+				 &data))
+		return -ENOENT;
+	dlfs_prefetch_note(r->prefetch, in->container, k0, 0);
+	piece(x, out, data, (size_t)len);
+	return 0;
+}
+
+/* A miss read as the file alone, into the RAM tier under its own key.
+ * @return 0 with out set, or -errno with err. */
+static int file_alone(struct dlfs_reader_ctx *x, const struct dlfs_inode *in,
+		      uint64_t off, uint64_t len, uint64_t k0,
+		      struct dlfs_read_out *out, struct dlfs_err *err)
+{
+	struct dlfs_reader *r = x->r;
+	struct dlfs_chunk_ref *fref = &x->refs[0];
+	int ret = dlfs_cache_get(r->cache, dlfs_cache_file_key(in->ino), in,
+				 x->txn, fref, err);
+	if (ret)
+		return ret;
+	x->served[x->n_refs++] = (size_t)len;
+	dlfs_prefetch_note(r->prefetch, in->container, k0, 0);
+	dlfs_grain_note_file(r->grain, in, k0, chunk_len(r, in->container, k0));
+	piece(x, out, fref->data + off, (size_t)len);
+	return 0;
+}
+
+/* The RAM tier's entry of file ino alone (a file in one chunk).
+ * @return 0 with out set, or -ENOENT. */
+static int file_cached(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
+		       uint64_t len, struct dlfs_read_out *out)
+{
+	struct dlfs_chunk_ref *fref = &x->refs[0];
+	if (dlfs_cache_get_cached(x->r->cache, dlfs_cache_file_key(ino), fref))
+		return -ENOENT;
+	x->served[x->n_refs++] = (size_t)len;
+	piece(x, out, fref->data + off, (size_t)len);
+	return 0;
+}
+
+/* The RAM tier did not hold it all: let go of what it held. */
+static void ram_missed(struct dlfs_reader_ctx *x, struct dlfs_read_out *out)
+{
+	for (unsigned i = 0; i < x->n_refs; i++)
+		x->served[i] = 0; /* served below, not from these */
+	dlfs_read_done(x);
+	unpinned(out);
+}
+
+/* A read served: its bytes, and from the RAM tier its time since t0. */
+static void count_served(struct dlfs_reader *r,
+			 const struct dlfs_read_out *out, int from_ram,
+			 uint64_t t0)
+{
+	dlfs_stats_add(&r->stats.bytes_served, out->len);
+	if (from_ram) {
+		dlfs_stats_add(&r->stats.ram_bytes, out->len);
+		dlfs_stats_time(&r->stats, DLFS_TIER_RAM, t0);
+	}
+}
+
 int dlfs_read(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 	      size_t size, struct dlfs_read_out *out)
 {
@@ -742,8 +841,7 @@ int dlfs_read(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 
 	x->n_refs = 0;
 	out->iov = x->iov;
-	out->iovcnt = 0;
-	out->len = 0;
+	unpinned(out);
 	dlfs_stats_add(&r->stats.ops[DLFS_OP_READ], 1);
 	ret = dlfs_stat(x->txn, ino, &in, &err);
 	if (ret)
@@ -758,23 +856,13 @@ int dlfs_read(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 	dlfs_file_chunks(r->chunk_size, &in, off, len, &k0, &k1);
 	dlfs_file_chunks(r->chunk_size, &in, 0, in.size, &kf, &kl);
 	const int one_chunk = kf == kl; /* all its bytes in one chunk */
-	if (off == 0) {
-		dlfs_stats_add(&r->stats.files_read, 1);
-		if (r->observer)
-			r->observer(r->observer_arg, x->txn, ino);
-		for (uint64_t k = kf; r->fill && k <= kl; k++)
-			dlfs_fill_used(r->fill, g0 + k);
-	}
+	if (off == 0)
+		first_read(x, ino, g0 + kf, g0 + kl);
 	if (r->fill)
 		dlfs_fill_demand(r->fill);
 
 	/* 1. The RAM tier: the file's own entry, or all its chunks. */
-	struct dlfs_chunk_ref *fref = &x->refs[0];
-	if (one_chunk && dlfs_cache_get_cached(r->cache,
-					       dlfs_cache_file_key(ino),
-					       fref) == 0) {
-		x->served[x->n_refs++] = (size_t)len;
-		piece(x, out, fref->data + off, (size_t)len);
+	if (one_chunk && !file_cached(x, ino, off, len, out)) {
 		from_ram = 1;
 		goto served;
 	}
@@ -783,45 +871,25 @@ int dlfs_read(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 		from_ram = 1;
 		goto check;
 	}
-	for (unsigned i = 0; i < x->n_refs; i++)
-		x->served[i] = 0; /* served below, not from these */
-	dlfs_read_done(x);
-	out->iovcnt = 0;
-	out->len = 0;
+	ram_missed(x, out);
 	if (ret != -ENOENT)
 		goto fail;
 
 	/* 2. The NVMe tier, for a file read alone from it. */
-	if (r->nvme &&
-	    !dlfs_prefetch_in_stream(r->prefetch, in.container, k0)) {
-		const uint8_t *data;
-		if (dlfs_fetch_file_nvme(&r->fetch, &in, off, (size_t)len,
-					 x->buf, &data) == 0) {
-			dlfs_prefetch_note(r->prefetch, in.container, k0, 0);
-			piece(x, out, data, (size_t)len);
-			goto served;
-		}
-	}
+	if (!nvme_alone(x, &in, off, len, k0, out))
+		goto served;
 
 	/* 3. A miss: the file alone when whole chunks would be wasted. */
 	if (one_chunk && read_alone(r, &in, k0)) {
-		ret = dlfs_cache_get(r->cache, dlfs_cache_file_key(ino), &in,
-				     x->txn, fref, &err);
-		if (ret)
+		if ((ret = file_alone(x, &in, off, len, k0, out, &err)))
 			goto fail;
-		x->served[x->n_refs++] = (size_t)len;
-		dlfs_prefetch_note(r->prefetch, in.container, k0, 0);
-		dlfs_grain_note_file(r->grain, &in, k0,
-				     chunk_len(r, in.container, k0));
-		piece(x, out, fref->data + off, (size_t)len);
 		goto served;
 	}
 
 	/* 4. Whole chunks, through the RAM tier. */
 	ret = from_chunks(x, &in, off, len, k0, k1, 1, out, &err);
 	if (ret == -DLFS_ECHECKSUM) {
-		ret = salvage(x, &in, off, len, out, &err);
-		if (ret)
+		if ((ret = salvage(x, &in, off, len, out, &err)))
 			goto fail;
 		goto served;
 	}
@@ -832,16 +900,11 @@ check:
 		      : (ret = check_span(x, &in, off, out, kf, kl, &err)))
 		goto fail;
 served:
-	dlfs_stats_add(&r->stats.bytes_served, out->len);
-	if (from_ram) {
-		dlfs_stats_add(&r->stats.ram_bytes, out->len);
-		dlfs_stats_time(&r->stats, DLFS_TIER_RAM, t0);
-	}
+	count_served(r, out, from_ram, t0);
 	return 0;
 fail:
 	dlfs_read_done(x);
-	out->iovcnt = 0;
-	out->len = 0;
+	unpinned(out);
 	return read_failed(x, ino, ret, &err);
 }
 

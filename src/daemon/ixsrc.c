@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "dlfs/ixcopy.h"
+#include "ixcopy.h"
 #include "outlock.h"
 
 struct dlfs_ixsrc_share {

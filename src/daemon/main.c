@@ -357,12 +357,150 @@ out:
 	return ret;
 }
 
+/*
+ * The command line: dlfs's options, then libfuse's, each refused with one
+ * line; --help and --version answered. @return -1 to go on and mount, or
+ * the exit status (0: help or version given, 1, 2: a usage error).
+ */
+static int parse_cmdline(struct fuse_args *args, struct dlfs_opts *o,
+			 struct fuse_cmdline_opts *cmd, const char *argv0)
+{
+	struct dlfs_err err = {0};
+	struct stat st;
+	int ret = dlfs_opts_parse(args, o);
+	if (ret == 2)
+		return 2;
+	if (!ret && o->mountpoint &&
+	    dlfs_mountpoint_prepare(o->mountpoint, o->nonempty, stderr, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		return 1;
+	}
+	/* libfuse would call a missing mountpoint a usage error. */
+	if (!ret && o->mountpoint && stat(o->mountpoint, &st) < 0) {
+		fprintf(stderr, "dlfs: mountpoint %s: %s\n", o->mountpoint,
+			strerror(errno));
+		return 1;
+	}
+	if (fuse_parse_cmdline(args, cmd) != 0)
+		return 2;
+	if (ret == 1 || cmd->show_help) {
+		usage(argv0);
+		return 0;
+	}
+	if (cmd->show_version) {
+		char mpi[256];
+		dlfs_peer_mpi_library(mpi, sizeof(mpi));
+		printf("dlfs %s\nMPI library: %s\n", DLFS_VERSION, mpi);
+		fuse_lowlevel_version();
+		return 0;
+	}
+	if (!o->dataset || !cmd->mountpoint) {
+		fprintf(stderr, "dlfs: usage: dlfs DATASET MOUNTPOINT [-f] "
+				"[-o opt,...] (see dlfs --help)\n");
+		return 2;
+	}
+	return -1;
+}
+
+/* The fs as far as it is made before mounting: whole, or, when the index
+ * comes while joining (share), only what the FUSE session needs. The fs
+ * takes ix's path. @return 0, or 1 after saying why. */
+static int fs_before_mount(struct dlfs_fs *fs, const struct dlfs_opts *o,
+			   int share, struct dlfs_ds *ds,
+			   struct dlfs_ixsrc *ix,
+			   const struct fuse_cmdline_opts *cmd, int *fs_ready)
+{
+	struct dlfs_err err = {0};
+	if (share) {
+		memset(fs, 0, sizeof(*fs));
+		fs->opts = o;
+		fs->foreground = 1;
+		return 0;
+	}
+	if (dlfs_fs_init(fs, ds, o, cmd->mountpoint, cmd->foreground, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		return 1;
+	}
+	*fs_ready = 1;
+	fs->ix = *ix;
+	ix->path = NULL;
+	return 0;
+}
+
+/* Why the mount failed: what of what a mount needs is missing. */
+static void say_why_not_mounted(const char *mountpoint,
+				const char *allow_other)
+{
+	struct dlfs_mount_env env;
+	fprintf(stderr, "dlfs: cannot mount on %s\n", mountpoint);
+	dlfs_mount_env_default(&env);
+	dlfs_mount_hints(&env, mountpoint, allow_other, stderr);
+}
+
+/*
+ * Join the job's other ranks (alone: none). With seal (a sealed dataset
+ * under MPI), the index comes while joining: *ds is opened and the fs
+ * made now. @return 0, or the exit status after saying why.
+ */
+static int join_job(struct dlfs_fs *fs, const struct dlfs_opts *o,
+		    const struct dlfs_seal *seal, struct dlfs_ixsrc *ix,
+		    struct dlfs_ds **ds, const char *mountpoint, int *fs_ready)
+{
+	struct dlfs_err err = {0};
+	struct dlfs_peer *peer;
+	if (!seal) {
+		if (!dlfs_fs_join(fs, &err))
+			return 0;
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		return 1;
+	}
+	if (dlfs_fs_join_index(fs, seal, &peer, ix, ds, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		return 1;
+	}
+	int bad = check_ds(o, *ds);
+	if (!bad && dlfs_fs_init(fs, *ds, o, mountpoint, 1, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		bad = 1;
+	}
+	if (bad) {
+		dlfs_peer_close(peer);
+		return bad;
+	}
+	*fs_ready = 1;
+	fs->ix = *ix;
+	ix->path = NULL;
+	dlfs_fs_attach_peer(fs, peer);
+	return 0;
+}
+
+/* Mounted and joined: go to the background (unless -f), start the fs's
+ * threads and answer FUSE until the end. @return the exit status. */
+static int run_mounted(struct fuse_session *se, struct fuse_cmdline_opts *cmd,
+		       const struct dlfs_opts *o, struct dlfs_fs *fs)
+{
+	struct dlfs_err err = {0};
+	if (!cmd->foreground)
+		openlog("dlfs", LOG_PID, LOG_DAEMON);
+	fuse_daemonize(cmd->foreground);
+	dlfs_fatal_install(o->dataset, cmd->mountpoint, cmd->foreground);
+	/* Threads only now: they would not survive the fork above. */
+	if (dlfs_fs_start(fs, &err)) {
+		dlfs_fs_log(fs, LOG_ERR, err.msg);
+		return 1;
+	}
+	int ret = serve(se, cmd, o);
+	/* libfuse returns the signal that ended the loop: a clean exit. */
+	return (ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP)
+		       ? 0
+		       : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
 	struct fuse_cmdline_opts cmd = {0};
 	struct dlfs_opts o;
-	struct dlfs_err err = {0};
 	struct dlfs_ds *ds = NULL;
 	struct fuse_session *se = NULL;
 	struct dlfs_fs fs;
@@ -377,45 +515,8 @@ int main(int argc, char **argv)
 	if (ret)
 		return serve_main(argc, argv, &sa);
 	args = (struct fuse_args)FUSE_ARGS_INIT(argc, argv);
-	ret = dlfs_opts_parse(&args, &o);
-	if (ret == 2)
+	if ((ret = parse_cmdline(&args, &o, &cmd, argv[0])) >= 0)
 		goto out;
-	if (!ret && o.mountpoint &&
-	    dlfs_mountpoint_prepare(o.mountpoint, o.nonempty, stderr, &err)) {
-		fprintf(stderr, "dlfs: %s\n", err.msg);
-		ret = 1;
-		goto out;
-	}
-	/* libfuse would call a missing mountpoint a usage error. */
-	struct stat st;
-	if (!ret && o.mountpoint && stat(o.mountpoint, &st) < 0) {
-		fprintf(stderr, "dlfs: mountpoint %s: %s\n", o.mountpoint,
-			strerror(errno));
-		ret = 1;
-		goto out;
-	}
-	if (fuse_parse_cmdline(&args, &cmd) != 0) {
-		ret = 2;
-		goto out;
-	}
-	if (ret == 1 || cmd.show_help) {
-		usage(argv[0]);
-		ret = 0;
-		goto out;
-	}
-	if (cmd.show_version) {
-		char mpi[256];
-		dlfs_peer_mpi_library(mpi, sizeof(mpi));
-		printf("dlfs %s\nMPI library: %s\n", DLFS_VERSION, mpi);
-		fuse_lowlevel_version();
-		goto out;
-	}
-	if (!o.dataset || !cmd.mountpoint) {
-		fprintf(stderr, "dlfs: usage: dlfs DATASET MOUNTPOINT [-f] "
-				"[-o opt,...] (see dlfs --help)\n");
-		ret = 2;
-		goto out;
-	}
 	/* Under MPI a sealed dataset's index comes while joining, after
 	 * the mount (ixsrc.h): only the mountpoint is checked before. */
 	int mpi = o.mpi || dlfs_launch_size() > 1;
@@ -425,20 +526,8 @@ int main(int argc, char **argv)
 			 : check_before(&o, cmd.mountpoint, &ds, &ix)))
 		goto out;
 	ret = 1;
-	if (share) {
-		memset(&fs, 0, sizeof(fs));
-		fs.opts = &o;
-		fs.foreground = 1;
-	} else {
-		if (dlfs_fs_init(&fs, ds, &o, cmd.mountpoint, cmd.foreground,
-				 &err)) {
-			fprintf(stderr, "dlfs: %s\n", err.msg);
-			goto out;
-		}
-		fs_ready = 1;
-		fs.ix = ix;
-		ix.path = NULL;
-	}
+	if (fs_before_mount(&fs, &o, share, ds, &ix, &cmd, &fs_ready))
+		goto out;
 	if (mount_args(&args, o.dataset)) {
 		fprintf(stderr, "dlfs: out of memory\n");
 		goto out;
@@ -451,54 +540,18 @@ int main(int argc, char **argv)
 	if (unignore_signals() || fuse_set_signal_handlers(se) != 0)
 		goto out;
 	if (fuse_session_mount(se, cmd.mountpoint) != 0) {
-		fprintf(stderr, "dlfs: cannot mount on %s\n", cmd.mountpoint);
-		struct dlfs_mount_env env;
-		dlfs_mount_env_default(&env);
-		dlfs_mount_hints(&env, cmd.mountpoint, o.allow_other, stderr);
+		say_why_not_mounted(cmd.mountpoint, o.allow_other);
 		goto out_signals;
 	}
 	/* Under an MPI launcher the launcher owns this process: stay in the
 	 * foreground, and never fork once MPI is initialised. */
 	if (mpi)
 		cmd.foreground = fs.foreground = 1;
-	if (share) {
-		struct dlfs_peer *peer;
-		if (dlfs_fs_join_index(&fs, &seal, &peer, &ix, &ds, &err)) {
-			fprintf(stderr, "dlfs: %s\n", err.msg);
-			goto out_unmount;
-		}
-		int bad = check_ds(&o, ds);
-		if (!bad && dlfs_fs_init(&fs, ds, &o, cmd.mountpoint, 1, &err)) {
-			fprintf(stderr, "dlfs: %s\n", err.msg);
-			bad = 1;
-		}
-		if (bad) {
-			dlfs_peer_close(peer);
-			ret = bad;
-			goto out_unmount;
-		}
-		fs_ready = 1;
-		fs.ix = ix;
-		ix.path = NULL;
-		dlfs_fs_attach_peer(&fs, peer);
-	} else if (dlfs_fs_join(&fs, &err)) {
-		fprintf(stderr, "dlfs: %s\n", err.msg);
+	if ((ret = join_job(&fs, &o, share ? &seal : NULL, &ix, &ds,
+			    cmd.mountpoint, &fs_ready)))
 		goto out_unmount;
-	}
-	if (!cmd.foreground)
-		openlog("dlfs", LOG_PID, LOG_DAEMON);
-	fuse_daemonize(cmd.foreground);
-	dlfs_fatal_install(o.dataset, cmd.mountpoint, cmd.foreground);
-	/* Threads only now: they would not survive the fork above. */
-	if (dlfs_fs_start(&fs, &err)) {
-		dlfs_fs_log(&fs, LOG_ERR, err.msg);
-		goto out_unmount;
-	}
-	ret = serve(se, &cmd, &o);
-	/* libfuse returns the signal that ended the loop: a clean exit. */
-	ret = (ret == 0 || ret == SIGTERM || ret == SIGINT || ret == SIGHUP)
-		      ? 0
-		      : 1;
+	ret = 1;
+	ret = run_mounted(se, &cmd, &o, &fs);
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:

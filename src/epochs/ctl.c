@@ -265,6 +265,66 @@ static int logged(struct dlfs_ctl *c, int ret, const struct dlfs_err *err)
 	return -EIO;
 }
 
+/* A tree view's directory: dataset directory d's own mode and mtime,
+ * never writable: whoever may not search it there may not here. */
+static int tree_attr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		     uint64_t d, struct stat *st)
+{
+	struct dlfs_inode in;
+	int ret = dlfs_stat(txn, d, &in, NULL);
+	if (ret)
+		return ret;
+	if (!S_ISDIR(in.mode))
+		return -ENOENT;
+	dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
+	st->st_ino = ino;
+	st->st_mode = S_IFDIR | (in.mode & 0555);
+	st->st_nlink = 2;
+	st->st_size = 0;
+	st->st_blocks = 0;
+	return 0;
+}
+
+/* Epoch e's files list: its size, readable as the dataset allows. */
+static int files_attr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		      uint64_t e, struct stat *st)
+{
+	uint64_t size;
+	uint32_t rd;
+	struct dlfs_err err = {0};
+	int ret = dlfs_views_files_size(c->views, txn, e, &size, &err);
+	if (ret)
+		return logged(c, ret, &err);
+	ret = dlfs_views_read_mode(c->views, txn, 0, 0444, &rd, NULL);
+	base_attr(c, ino, st, 0);
+	st->st_size = (off_t)size;
+	if (ret)
+		return ret;
+	st->st_mode = S_IFREG | rd;
+	return 0;
+}
+
+/* Sample j of epoch e: the attributes of the file it stands for. */
+static int sample_attr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		       uint64_t e, uint64_t j, struct stat *st)
+{
+	uint64_t fino;
+	uint32_t rd;
+	struct dlfs_inode in;
+	int ret = dlfs_views_sample(c->views, txn, e, j, 0, &fino, NULL);
+	if (!ret)
+		ret = dlfs_stat(txn, fino, &in, NULL);
+	if (!ret)
+		ret = dlfs_views_read_mode(c->views, txn, fino, in.mode, &rd,
+					   NULL);
+	if (ret)
+		return ret;
+	dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
+	st->st_ino = ino;
+	st->st_mode = S_IFREG | rd;
+	return 0;
+}
+
 int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		     struct stat *st, double *attr_timeout)
 {
@@ -306,53 +366,12 @@ int dlfs_ctl_getattr(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 	case V_SAMPLES:
 		base_attr(c, ino, st, 1);
 		return 0;
-	case V_TREE: {
-		/* The dataset directory's own mode and mtime, never
-		 * writable: whoever may not search it there may not here. */
-		struct dlfs_inode in;
-		if ((ret = dlfs_stat(txn, j, &in, NULL)))
-			return ret;
-		if (!S_ISDIR(in.mode))
-			return -ENOENT;
-		dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
-		st->st_ino = ino;
-		st->st_mode = S_IFDIR | (in.mode & 0555);
-		st->st_nlink = 2;
-		st->st_size = 0;
-		st->st_blocks = 0;
-		return 0;
-	}
-	case V_FILES: {
-		uint64_t size;
-		struct dlfs_err err = {0};
-		if ((ret = dlfs_views_files_size(c->views, txn, e, &size, &err)))
-			return logged(c, ret, &err);
-		uint32_t rd;
-		ret = dlfs_views_read_mode(c->views, txn, 0, 0444, &rd, NULL);
-		base_attr(c, ino, st, 0);
-		st->st_size = (off_t)size;
-		if (ret)
-			return ret;
-		st->st_mode = S_IFREG | rd;
-		return 0;
-	}
-	case V_SAMPLE: {
-		uint64_t fino;
-		struct dlfs_inode in;
-		ret = dlfs_views_sample(c->views, txn, e, j, 0, &fino, NULL);
-		if (!ret)
-			ret = dlfs_stat(txn, fino, &in, NULL);
-		if (ret)
-			return ret;
-		uint32_t rd;
-		if ((ret = dlfs_views_read_mode(c->views, txn, fino, in.mode,
-						&rd, NULL)))
-			return ret;
-		dlfs_ctl_fill_attr(c->uid, c->gid, &in, st);
-		st->st_ino = ino;
-		st->st_mode = S_IFREG | rd;
-		return 0;
-	}
+	case V_TREE:
+		return tree_attr(c, txn, ino, j, st);
+	case V_FILES:
+		return files_attr(c, txn, ino, e, st);
+	case V_SAMPLE:
+		return sample_attr(c, txn, ino, e, j, st);
 	}
 	return -ENOENT;
 }
@@ -446,107 +465,167 @@ int dlfs_ctl_lookup(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t parent,
 	return dlfs_ctl_getattr(c, txn, *ino, st, attr_timeout);
 }
 
+/* The ".." of control directory ino (its epoch is e, its dataset
+ * directory d for a tree view). @return 0 or a negative errno. */
+static int parent_of(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		     uint64_t e, uint64_t d, uint64_t *parent)
+{
+	struct dlfs_err err = {0};
+	*parent = ino == DLFS_CTL_DIR ? DLFS_ROOT_INO
+		  : ino == DLFS_CTL_EPOCHS ? DLFS_CTL_DIR
+		  : vkind(ino) == V_EPOCH ? DLFS_CTL_EPOCHS
+					  : vino(V_EPOCH, e, 0);
+	if (vkind(ino) != V_TREE || d == DLFS_ROOT_INO)
+		return 0;
+	int ret = dlfs_tree_parent(c->tree, txn, d, parent, &err);
+	if (ret)
+		return logged(c, ret, &err);
+	*parent = vino(V_TREE, e, *parent);
+	return 0;
+}
+
+/* Entry i of a fixed directory: /.dlfs, /.dlfs/epochs or an epoch's.
+ * @return 0 with *n and *child, or 1 past the end. */
+static int fixed_child(struct dlfs_ctl *c, uint64_t ino, uint64_t i,
+		       char *name, size_t cap, const char **n, uint64_t *child)
+{
+	uint64_t e = vepoch(ino);
+	if (ino == DLFS_CTL_DIR) {
+		static const char *const names[] = {"info", "stats", "metrics",
+						    "epochs"};
+		static const uint64_t inos[] = {DLFS_CTL_INFO, DLFS_CTL_STATS,
+						DLFS_CTL_METRICS,
+						DLFS_CTL_EPOCHS};
+		if (i >= (c->views ? 4u : 3u))
+			return 1;
+		*n = names[i];
+		*child = inos[i];
+	} else if (ino == DLFS_CTL_EPOCHS) {
+		/* Every epoch is reachable; the current one and the next
+		 * are listed (0 and 1 before any is read). */
+		uint64_t cur = dlfs_views_current(c->views);
+		uint64_t first = cur == UINT64_MAX ? 0 : cur;
+		if (i >= 2 || first + i > DLFS_VIEWS_MAX_EPOCH)
+			return 1;
+		snprintf(name, cap, "%llu", (unsigned long long)(first + i));
+		*child = vino(V_EPOCH, first + i, 0);
+	} else {
+		static const char *const names[] = {"files", "samples",
+						    "tree"};
+		if (i >= 3)
+			return 1;
+		*n = names[i];
+		*child = i == 2	  ? vino(V_TREE, e, DLFS_ROOT_INO)
+			 : i == 1 ? vino(V_SAMPLES, e, 0)
+				  : vino(V_FILES, e, 0);
+	}
+	return 0;
+}
+
+/* Entry i of a tree view's directory: a subdirectory, or a sample of the
+ * share that lies in it. @return 0 with name and *child, 1 past the end,
+ * 2 for an entry to skip, or a negative errno. */
+static int tree_child(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
+		      uint64_t i, char *name, size_t cap, uint64_t *child)
+{
+	uint64_t e = vepoch(ino), d = ino & V_POS_MASK;
+	struct dlfs_err err = {0};
+	struct dlfs_tree_ent ent;
+	int ret = dlfs_tree_entry(c->tree, txn, e, d, i, &ent, &err);
+	if (ret == 1)
+		return 1;
+	if (ret)
+		return logged(c, ret, &err);
+	if (ent.dir) {
+		if (ent.ino > V_POS_MASK)
+			return 2;
+		memcpy(name, ent.name, cap);
+		*child = vino(V_TREE, e, ent.ino);
+		return 0;
+	}
+	ret = dlfs_views_sample_name(c->views, txn, e, ent.j, name, cap, NULL);
+	if (ret < 0)
+		return ret;
+	*child = vino(V_SAMPLE, e, ent.j);
+	return 0;
+}
+
+/* Entry i of an epoch's samples/: share position i. @return 0 with name
+ * and *child, 1 past the end, or a negative errno. */
+static int sample_child(struct dlfs_ctl *c, struct dlfs_txn *txn,
+			uint64_t ino, uint64_t i, char *name, size_t cap,
+			uint64_t *child)
+{
+	uint64_t e = vepoch(ino), len;
+	int ret = dlfs_views_share_len(c->views, txn, e, &len, NULL);
+	if (ret)
+		return ret;
+	if (i >= len || i > V_POS_MASK)
+		return 1;
+	ret = dlfs_views_sample_name(c->views, txn, e, i, name, cap, NULL);
+	if (ret < 0)
+		return ret;
+	*child = vino(V_SAMPLE, e, i);
+	return 0;
+}
+
+/* "." and ".." from *off (self: ino's attributes). @return 1 when cb
+ * had no room. */
+static int ctl_dots(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t parent,
+		    struct stat *st, uint64_t *off, dlfs_ctl_dir_cb cb,
+		    void *arg)
+{
+	double tmo;
+	if (*off < 1) {
+		if (cb(arg, ".", st, 1))
+			return 1;
+		*off = 1;
+	}
+	if (*off < 2) {
+		if (vkind(parent) != V_TREE ||
+		    dlfs_ctl_getattr(c, txn, parent, st, &tmo))
+			base_attr(c, parent, st, 1);
+		if (cb(arg, "..", st, 2))
+			return 1;
+		*off = 2;
+	}
+	return 0;
+}
+
 int dlfs_ctl_readdir(struct dlfs_ctl *c, struct dlfs_txn *txn, uint64_t ino,
 		     uint64_t off, dlfs_ctl_dir_cb cb, void *arg)
 {
 	struct stat st;
 	double tmo;
 	char name[DLFS_NAME_MAX + 1];
+	uint64_t parent;
 	int ret = dlfs_ctl_getattr(c, txn, ino, &st, &tmo);
 	if (ret)
 		return ret;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	uint64_t e = vepoch(ino), d = ino & V_POS_MASK;
-	uint64_t parent = ino == DLFS_CTL_DIR ? DLFS_ROOT_INO
-			  : ino == DLFS_CTL_EPOCHS ? DLFS_CTL_DIR
-			  : vkind(ino) == V_EPOCH ? DLFS_CTL_EPOCHS
-						  : vino(V_EPOCH, e, 0);
-	struct dlfs_err err = {0};
-	if (vkind(ino) == V_TREE && d != DLFS_ROOT_INO) {
-		if ((ret = dlfs_tree_parent(c->tree, txn, d, &parent, &err)))
-			return logged(c, ret, &err);
-		parent = vino(V_TREE, e, parent);
-	}
+	ret = parent_of(c, txn, ino, vepoch(ino), ino & V_POS_MASK, &parent);
+	if (ret)
+		return ret;
 	/* Offsets: 1 after ".", 2 after "..", then 3 + i after entry i. */
-	if (off < 1) {
-		if (cb(arg, ".", &st, 1))
-			return 0;
-		off = 1;
-	}
-	if (off < 2) {
-		if (vkind(parent) != V_TREE ||
-		    dlfs_ctl_getattr(c, txn, parent, &st, &tmo))
-			base_attr(c, parent, &st, 1);
-		if (cb(arg, "..", &st, 2))
-			return 0;
-		off = 2;
-	}
+	if (ctl_dots(c, txn, parent, &st, &off, cb, arg))
+		return 0;
 	for (uint64_t i = off - 2;; i++) {
 		uint64_t child;
 		const char *n = name;
-		if (ino == DLFS_CTL_DIR) {
-			static const char *const names[] = {
-				"info", "stats", "metrics", "epochs"};
-			static const uint64_t inos[] = {
-				DLFS_CTL_INFO, DLFS_CTL_STATS, DLFS_CTL_METRICS,
-				DLFS_CTL_EPOCHS};
-			if (i >= (c->views ? 4u : 3u))
-				return 0;
-			n = names[i];
-			child = inos[i];
-		} else if (ino == DLFS_CTL_EPOCHS) {
-			/* Every epoch is reachable; the current one and the
-			 * next are listed (0 and 1 before any is read). */
-			uint64_t cur = dlfs_views_current(c->views);
-			uint64_t first = cur == UINT64_MAX ? 0 : cur;
-			if (i >= 2 || first + i > DLFS_VIEWS_MAX_EPOCH)
-				return 0;
-			snprintf(name, sizeof(name), "%llu",
-				 (unsigned long long)(first + i));
-			child = vino(V_EPOCH, first + i, 0);
-		} else if (vkind(ino) == V_EPOCH) {
-			static const char *const names[] = {"files", "samples",
-							    "tree"};
-			if (i >= 3)
-				return 0;
-			n = names[i];
-			child = i == 2	 ? vino(V_TREE, e, DLFS_ROOT_INO)
-				: i == 1 ? vino(V_SAMPLES, e, 0)
-					 : vino(V_FILES, e, 0);
-		} else if (vkind(ino) == V_TREE) {
-			struct dlfs_tree_ent ent;
-			ret = dlfs_tree_entry(c->tree, txn, e, d, i, &ent, &err);
-			if (ret == 1)
-				return 0;
-			if (ret)
-				return logged(c, ret, &err);
-			if (ent.dir) {
-				if (ent.ino > V_POS_MASK)
-					continue;
-				memcpy(name, ent.name, sizeof(name));
-				child = vino(V_TREE, e, ent.ino);
-			} else {
-				ret = dlfs_views_sample_name(c->views, txn, e,
-							     ent.j, name,
-							     sizeof(name), NULL);
-				if (ret < 0)
-					return ret;
-				child = vino(V_SAMPLE, e, ent.j);
-			}
-		} else {
-			uint64_t len;
-			ret = dlfs_views_share_len(c->views, txn, e, &len, NULL);
-			if (ret)
-				return ret;
-			if (i >= len || i > V_POS_MASK)
-				return 0;
-			ret = dlfs_views_sample_name(c->views, txn, e, i, name,
-						     sizeof(name), NULL);
-			if (ret < 0)
-				return ret;
-			child = vino(V_SAMPLE, e, i);
-		}
+		if (vkind(ino) == V_TREE)
+			ret = tree_child(c, txn, ino, i, name, sizeof(name),
+					 &child);
+		else if (vkind(ino) == V_SAMPLES)
+			ret = sample_child(c, txn, ino, i, name, sizeof(name),
+					   &child);
+		else
+			ret = fixed_child(c, ino, i, name, sizeof(name), &n,
+					  &child);
+		if (ret == 2)
+			continue;
+		if (ret)
+			return ret < 0 ? ret : 0;
 		ret = dlfs_ctl_getattr(c, txn, child, &st, &tmo);
 		if (ret)
 			return ret;

@@ -6,6 +6,9 @@
     gentree.py many DEST [--seed N] [--count N] [--per-dir N] [--max-size N]
     gentree.py big  DEST [--seed N] --size BYTES [--count N] [--sparse]
     gentree.py images DEST [--seed N] [--count N]
+    gentree.py classes DEST [--seed N] --dirs K --files N [--dir FMT]
+                            [--name FMT] [--ext E,E...] [--min-size N]
+                            [--max-size N] [--text]
 
 "odd": every kind of entry dlfs must keep: empty files and dirs, nested empty
 dirs, symlinks (relative, absolute, dangling, to dirs, loops, long and
@@ -21,6 +24,12 @@ by the tests (64K-1, 64K, 64K+1, 128K, 200K, 1M+3), special permission bits
 
 "images": an ImageFolder tree of COUNT small JPEG and PNG images in 10
 class directories, for the PyTorch tests (needs PIL).
+
+"classes": K directories (named by FMT from 0, "c%d") of N files each
+("s%03d" plus the extensions in turn, none by default) of random bytes,
+MIN-SIZE to MAX-SIZE (500 to 40000); with --text, every fourth file
+(s003.bin, ...) only: the others are text (.txt) of 200 to 6000 words of
+300, which compresses. The MPI tests' trees (tests/lib/mpilib.sh).
 
 Everything (names, contents, modes, mtimes) is a function of the seed alone;
 running twice with the same arguments gives identical trees. DEST must not
@@ -303,6 +312,24 @@ def gen_images(a):
             im.save(name + ".png")
 
 
+def gen_classes(a):
+    r = random.Random(a.seed)
+    exts = a.ext.split(",")
+    for k in range(a.dirs):
+        os.makedirs(os.path.join(a.dest, a.dir % k))
+        for i in range(a.files):
+            p = os.path.join(a.dest, a.dir % k, a.name % i)
+            if a.text and i % 4 != 3:
+                words = ["w%d" % r.randrange(300)
+                         for _ in range(r.randrange(200, 6000))]
+                with open(p + ".txt", "w") as f:
+                    f.write(" ".join(words))
+                continue
+            ext = ".bin" if a.text else exts[i % len(exts)]
+            with open(p + ext, "wb") as f:
+                f.write(r.randbytes(r.randrange(a.min_size, a.max_size)))
+
+
 def parse_size(s):
     mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
     s = s.strip()
@@ -339,10 +366,21 @@ def main():
     im.add_argument("dest")
     im.add_argument("--seed", type=int, default=2024)
     im.add_argument("--count", type=int, default=1000)
+    c = sub.add_parser("classes")
+    c.add_argument("dest")
+    c.add_argument("--seed", type=int, default=1)
+    c.add_argument("--dirs", type=int, required=True)
+    c.add_argument("--files", type=int, required=True)
+    c.add_argument("--dir", default="c%d")
+    c.add_argument("--name", default="s%03d")
+    c.add_argument("--ext", default="")
+    c.add_argument("--min-size", type=int, default=500)
+    c.add_argument("--max-size", type=int, default=40000)
+    c.add_argument("--text", action="store_true")
     a = ap.parse_args()
     os.umask(0o022)
     {"odd": gen_odd, "many": gen_many, "big": gen_big,
-     "images": gen_images}[a.kind](a)
+     "images": gen_images, "classes": gen_classes}[a.kind](a)
 
 
 if __name__ == "__main__":

@@ -66,24 +66,29 @@ mpi_require_survival() {
 	esac
 }
 
+# mpi_tree GENTREE_ARGS... -- PACK_ARGS...: $SRC ($T/src), the tree that
+# `gentree.py classes` makes with GENTREE_ARGS (K directories of N random
+# files, lib/gentree.py), packed into $DS ($T/ds.dlfs) with PACK_ARGS.
+mpi_tree() {
+	local gen=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		gen+=("$1")
+		shift
+	done
+	[ $# -eq 0 ] || shift
+	SRC="$T/src"
+	DS="$T/ds.dlfs"
+	gentree classes "$SRC" "${gen[@]}"
+	pack "$SRC" -o "$DS" "$@" -q
+	expect_ok "pack $*"
+}
+
 # sixteen_dirs: $SRC, 16 directories of 40 random files (500 B to 40 KB),
 # packed into $DS (chunks of 64K, containers of 1M): for jobs of up to
 # sixteen ranks (mpi16.sh, mpi_fault.sh).
 sixteen_dirs() {
-	SRC="$T/src"
-	DS="$T/ds.dlfs"
-	"$PYTHON" - "$SRC" <<'PY'
-import os, random, sys
-r = random.Random(16)
-d = sys.argv[1]
-for k in range(16):
-    os.makedirs(os.path.join(d, "c%02d" % k))
-    for i in range(40):
-        open(os.path.join(d, "c%02d/s%03d.bin" % (k, i)), "wb").write(
-            r.randbytes(r.randrange(500, 40000)))
-PY
-	pack "$SRC" -o "$DS" --chunk-size 64K --container-size 1M -q
-	expect_ok "pack"
+	mpi_tree --seed 16 --dirs 16 --files 40 --dir c%02d --ext .bin \
+		-- --chunk-size 64K --container-size 1M
 }
 
 # read_shares TAG EPOCH PART RANKS...: each rank reads its share of EPOCH

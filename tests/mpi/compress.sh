@@ -20,24 +20,10 @@ mount_setup
 mpi_require
 NP=4
 
-SRC="$T/src"
-"$PYTHON" - "$SRC" <<'PY'
-import os, random, sys
-r = random.Random(29)
-d = sys.argv[1]
-for k in range(4):
-    os.makedirs(os.path.join(d, "c%d" % k))
-    for i in range(40):
-        p = os.path.join(d, "c%d/s%03d" % (k, i))
-        if i % 4 == 3:  # incompressible: raw chunks among the zstd ones
-            open(p + ".bin", "wb").write(r.randbytes(r.randrange(70000, 150000)))
-        else:
-            words = ["w%d" % r.randrange(300) for _ in range(r.randrange(200, 6000))]
-            open(p + ".txt", "w").write(" ".join(words))
-PY
-DS="$T/ds.dlfs"
-pack "$SRC" -o "$DS" --chunk-size 64K --container-size 512K --compress zstd -q
-expect_ok "pack --compress zstd"
+# 160 files in 4 directories: text, and every fourth one incompressible
+# (70 to 150 KB): raw chunks among the zstd ones.
+mpi_tree --seed 29 --dirs 4 --files 40 --text --min-size 70000 \
+	--max-size 150000 -- --chunk-size 64K --container-size 512K --compress zstd
 inspect info "$DS"
 expect_ok "info"
 CS=65536

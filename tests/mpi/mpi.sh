@@ -33,21 +33,9 @@ mount_setup
 mpi_require
 NP=4
 
-SRC="$T/src"
-"$PYTHON" - "$SRC" <<'PY'
-import os, random, sys
-r = random.Random(5)
-d = sys.argv[1]
-for k in range(4):
-    os.makedirs(os.path.join(d, "c%d" % k))
-    for i in range(40):
-        ext = (".jpg", ".h5", ".bin")[i % 3]
-        open(os.path.join(d, "c%d/s%03d%s" % (k, i, ext)), "wb").write(
-            r.randbytes(r.randrange(500, 40000)))
-PY
-DS="$T/ds.dlfs"
-pack "$SRC" -o "$DS" --chunk-size 64K --container-size 512K -q
-expect_ok "pack"
+# 160 files of 500 B to 40 KB in 4 directories, .jpg, .h5 and .bin.
+mpi_tree --seed 5 --dirs 4 --files 40 --ext .jpg,.h5,.bin \
+	-- --chunk-size 64K --container-size 512K
 NFILES=160
 read -r DATA NCONT <<<"$("$PYTHON" - "$DS" <<'PY'
 import os, struct, sys

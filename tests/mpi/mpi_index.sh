@@ -19,19 +19,9 @@ mount_setup
 mpi_require
 NP=4
 
-SRC="$T/src"
-"$PYTHON" - "$SRC" <<'PY'
-import os, random, sys
-r = random.Random(24)
-d = sys.argv[1]
-for k in range(30):
-    os.makedirs(os.path.join(d, "d%02d" % k))
-    for i in range(60):
-        open(os.path.join(d, "d%02d/f%03d" % (k, i)), "wb").write(r.randbytes(r.randrange(10, 3000)))
-PY
-DS="$T/ds.dlfs"
-pack "$SRC" -o "$DS" --chunk-size 64K -q
-expect_ok "pack"
+# 1,800 small files (10 B to 3 KB) in 30 directories: an index of some size.
+mpi_tree --seed 24 --dirs 30 --files 60 --dir d%02d --name f%03d \
+	--min-size 10 --max-size 3000 -- --chunk-size 64K
 [ -f "$DS/index.sum" ] || fail "dlfs-pack wrote no index.sum"
 IXB=$(stat -c %s "$DS/index")
 # sources TAG: the ranks' index sources, sorted, one line.

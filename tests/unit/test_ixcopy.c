@@ -1,4 +1,4 @@
-/* The index seal (format) and the index's local copy (dlfs/ixcopy.h). */
+/* The index seal (format) and the index's local copy (core/ixcopy.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "dlfs/dataset.h"
-#include "dlfs/ixcopy.h"
+#include "ixcopy.h"
 #include "tutil.h"
 
 static char *dir, *ds, *nv;

@@ -27,8 +27,9 @@
  * symlink), as the NVMe tier requires; one that is not is not used here
  * (the tier decides what to do with it).
  *
- * Built into the dlfs daemon and tools (src/core), like reader.h; not
- * part of the installed libdlfs.
+ * A module of the read core (src/core), like reader.h: the daemon, which
+ * makes the copy while mounting, includes it from the core's folder; it
+ * is not part of the installed libdlfs.
  *
  * Ownership: a struct dlfs_ixcopy owns its file until dlfs_ixcopy_end or
  * dlfs_ixcopy_abort. Paths handed out are malloc'd, the caller's.
