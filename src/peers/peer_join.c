@@ -20,6 +20,44 @@ struct hello {
 	uint64_t index_sum, seed, n_chunks;
 };
 
+/* The index in pieces of SHARE_PIECE bytes from the root (rank 0 of
+ * sub) to every rank of sub, each with the root's read status first;
+ * buf holds HDR + SHARE_PIECE bytes. @return 0 or -EIO (MPI failed). */
+static int send_pieces(struct dlfs_peer *p, MPI_Comm sub, uint8_t *buf,
+		       int need)
+{
+	struct dlfs_peer_share_result *r = &p->share;
+	uint64_t size = p->conf.share_size;
+	for (uint64_t off = 0; off < size;) {
+		size_t len = size - off < SHARE_PIECE ? (size_t)(size - off)
+						      : SHARE_PIECE;
+		int st = 0;
+		if (r->root)
+			st = p->conf.share_read(p->conf.share_arg, off,
+						buf + HDR, len);
+		dlfs_put_le32(buf, (uint32_t)-st);
+		if (MPI_Bcast(buf, (int)(HDR + len), MPI_BYTE, 0, sub) !=
+		    MPI_SUCCESS) {
+			snprintf(p->init_msg, sizeof(p->init_msg),
+				 "MPI_Bcast of the index at offset %llu failed",
+				 (unsigned long long)off);
+			return -EIO;
+		}
+		st = -(int)dlfs_get_le32(buf);
+		if (st) {
+			if (!r->result)
+				r->result = st;
+			break;
+		}
+		if (need && !r->result)
+			r->result = p->conf.share_write(p->conf.share_arg,
+							buf + HDR, len);
+		off += len;
+		r->bytes += len;
+	}
+	return 0;
+}
+
 /*
  * Share the index (peer.h, share_*): one rank reads it, in pieces, and
  * broadcasts each to the ranks that need it, over a communicator of just
@@ -73,42 +111,14 @@ static int share(struct dlfs_peer *p)
 	}
 	if (!in)
 		goto out;
-	size_t piece = SHARE_PIECE;
-	if (!(buf = malloc(HDR + piece))) {
+	if (!(buf = malloc(HDR + SHARE_PIECE))) {
 		/* Every rank must take part: a rank without memory still
 		 * needs a buffer, so this is fatal for the join. */
 		snprintf(p->init_msg, sizeof(p->init_msg), "out of memory");
 		ret = -ENOMEM;
 		goto out;
 	}
-	uint64_t size = p->conf.share_size;
-	for (uint64_t off = 0; off < size;) {
-		size_t len = size - off < piece ? (size_t)(size - off) : piece;
-		int st = 0;
-		if (r->root)
-			st = p->conf.share_read(p->conf.share_arg, off,
-						buf + HDR, len);
-		dlfs_put_le32(buf, (uint32_t)-st);
-		if (MPI_Bcast(buf, (int)(HDR + len), MPI_BYTE, 0, sub) !=
-		    MPI_SUCCESS) {
-			snprintf(p->init_msg, sizeof(p->init_msg),
-				 "MPI_Bcast of the index at offset %llu failed",
-				 (unsigned long long)off);
-			ret = -EIO;
-			goto out;
-		}
-		st = -(int)dlfs_get_le32(buf);
-		if (st) {
-			if (!r->result)
-				r->result = st;
-			break;
-		}
-		if (need && !r->result)
-			r->result = p->conf.share_write(p->conf.share_arg,
-							buf + HDR, len);
-		off += len;
-		r->bytes += len;
-	}
+	ret = send_pieces(p, sub, buf, need);
 out:
 	if (sub != MPI_COMM_NULL)
 		MPI_Comm_free(&sub);

@@ -121,6 +121,98 @@ static void lag(struct dlfs_peer *p, double lag)
 
 /* ---- the MPI thread's work ---- */
 
+/* The slot's end: result r, its caller woken. Caller holds mu. */
+static void slot_done(struct slot *s, int r)
+{
+	s->result = r;
+	s->state = S_DONE;
+	pthread_cond_signal(&s->cv);
+}
+
+/* A queued request of slot i out: its reply's receive posted first, then
+ * the request. Caller holds mu. */
+static void send_request(struct dlfs_peer *p, struct slot *s, unsigned i)
+{
+	dlfs_put_le64(s->out, s->g);
+	dlfs_put_le32(s->out + 8, i);
+	dlfs_put_le32(s->out + 12, 0);
+	int bad = MPI_Irecv(s->rbuf, (int)(HDR + p->conf.chunk_size), MPI_BYTE,
+			    (int)s->home, TAG_REPLY + (int)i, MPI_COMM_WORLD,
+			    &s->rreq) != MPI_SUCCESS;
+	if (!bad)
+		bad = MPI_Isend(s->out, HDR, MPI_BYTE, (int)s->home, TAG_REQ,
+				MPI_COMM_WORLD, &s->sreq) != MPI_SUCCESS;
+	if (bad)
+		slot_done(s, -ECONNRESET);
+	else
+		s->state = S_SENT;
+}
+
+/* The reply in s->rbuf to the caller's buffer, copied without the lock
+ * (the caller waits through COPYING). Caller holds mu. */
+static void take_reply(struct dlfs_peer *p, struct slot *s)
+{
+	/* The home has our request, so its send is over locally. */
+	if (s->sreq != MPI_REQUEST_NULL)
+		MPI_Wait(&s->sreq, MPI_STATUS_IGNORE);
+	uint32_t st = dlfs_get_le32(s->rbuf + 8);
+	uint32_t len = dlfs_get_le32(s->rbuf + 12);
+	if (dlfs_get_le64(s->rbuf) != s->g || st || len > s->cap) {
+		slot_done(s, st ? -(int)st : -EPROTO);
+		return;
+	}
+	s->state = S_COPYING;
+	pthread_mutex_unlock(&p->mu);
+	memcpy(s->buf, s->rbuf + HDR, len);
+	pthread_mutex_lock(&p->mu);
+	s->len = len;
+	slot_done(s, 0);
+}
+
+/* A sent or abandoned slot: its receive tested (an abandoned one
+ * cancelled first), and what completed handled. Caller holds mu.
+ * @return 1 if something completed. */
+static int poll_slot(struct dlfs_peer *p, struct slot *s)
+{
+	int flag = 0;
+	if (s->sreq != MPI_REQUEST_NULL)
+		MPI_Test(&s->sreq, &flag, MPI_STATUS_IGNORE);
+	if (s->state == S_ABANDONED && !s->cancelled) {
+		MPI_Cancel(&s->rreq);
+		s->cancelled = 1;
+	}
+	flag = 0;
+	MPI_Status status;
+	int gone = MPI_Test(&s->rreq, &flag, &status) != MPI_SUCCESS;
+	if (!flag && !gone)
+		return 0;
+	/* An answer, late or not, says its home is alive; a receive that
+	 * completes because it was cancelled says nothing. */
+	int cancelled = 0;
+	if (!gone &&
+	    MPI_Test_cancelled(&status, &cancelled) == MPI_SUCCESS &&
+	    !cancelled)
+		dlfs_peer_heard(p, s->home, dlfs_peer_now());
+	if (gone) {
+		/* MPI says the peer is gone: nothing more will come for this
+		 * slot, and its buffer holds no answer. */
+		s->rreq = MPI_REQUEST_NULL;
+		if (s->sreq != MPI_REQUEST_NULL)
+			MPI_Request_free(&s->sreq);
+	}
+	if (s->state == S_ABANDONED) {
+		if (s->sreq == MPI_REQUEST_NULL) { /* else wait for the send */
+			s->state = S_FREE;
+			pthread_cond_broadcast(&p->cv);
+		}
+	} else if (gone) {
+		slot_done(s, -ECONNRESET);
+	} else {
+		take_reply(p, s);
+	}
+	return 1;
+}
+
 /* Send queued requests, collect replies, cancel abandoned receives.
  * Caller holds mu. @return work done. */
 static int requests(struct dlfs_peer *p)
@@ -129,90 +221,11 @@ static int requests(struct dlfs_peer *p)
 	for (unsigned i = 0; i < SLOTS; i++) {
 		struct slot *s = &p->slots[i];
 		if (s->state == S_QUEUED) {
-			dlfs_put_le64(s->out, s->g);
-			dlfs_put_le32(s->out + 8, i);
-			dlfs_put_le32(s->out + 12, 0);
-			int bad = MPI_Irecv(s->rbuf, (int)(HDR + p->conf.chunk_size),
-					    MPI_BYTE, (int)s->home,
-					    TAG_REPLY + (int)i, MPI_COMM_WORLD,
-					    &s->rreq) != MPI_SUCCESS;
-			if (!bad)
-				bad = MPI_Isend(s->out, HDR, MPI_BYTE,
-						(int)s->home, TAG_REQ,
-						MPI_COMM_WORLD,
-						&s->sreq) != MPI_SUCCESS;
-			if (bad) {
-				s->result = -ECONNRESET;
-				s->state = S_DONE;
-				pthread_cond_signal(&s->cv);
-			} else {
-				s->state = S_SENT;
-			}
+			send_request(p, s, i);
 			work++;
-			continue;
+		} else if (s->state == S_SENT || s->state == S_ABANDONED) {
+			work += poll_slot(p, s);
 		}
-		if (s->state != S_SENT && s->state != S_ABANDONED)
-			continue;
-		int flag = 0;
-		if (s->sreq != MPI_REQUEST_NULL)
-			MPI_Test(&s->sreq, &flag, MPI_STATUS_IGNORE);
-		if (s->state == S_ABANDONED && !s->cancelled) {
-			MPI_Cancel(&s->rreq);
-			s->cancelled = 1;
-		}
-		flag = 0;
-		MPI_Status status;
-		int gone = MPI_Test(&s->rreq, &flag, &status) != MPI_SUCCESS;
-		if (!flag && !gone)
-			continue;
-		work++;
-		/* An answer, late or not, says its home is alive; a receive
-		 * that completes because it was cancelled says nothing. */
-		int cancelled = 0;
-		if (!gone && MPI_Test_cancelled(&status, &cancelled) ==
-				     MPI_SUCCESS &&
-		    !cancelled)
-			dlfs_peer_heard(p, s->home, dlfs_peer_now());
-		if (gone) {
-			/* MPI says the peer is gone: nothing more will come
-			 * for this slot, and its buffer holds no answer. */
-			s->rreq = MPI_REQUEST_NULL;
-			if (s->sreq != MPI_REQUEST_NULL)
-				MPI_Request_free(&s->sreq);
-		}
-		if (s->state == S_ABANDONED) {
-			if (s->sreq != MPI_REQUEST_NULL)
-				continue; /* wait for the send to finish too */
-			s->state = S_FREE;
-			pthread_cond_broadcast(&p->cv);
-			continue;
-		}
-		if (gone) {
-			s->result = -ECONNRESET;
-			s->state = S_DONE;
-			pthread_cond_signal(&s->cv);
-			continue;
-		}
-		/* The home has our request, so its send is over locally. */
-		if (s->sreq != MPI_REQUEST_NULL)
-			MPI_Wait(&s->sreq, MPI_STATUS_IGNORE);
-		uint32_t st = dlfs_get_le32(s->rbuf + 8);
-		uint32_t len = dlfs_get_le32(s->rbuf + 12);
-		if (dlfs_get_le64(s->rbuf) != s->g || st || len > s->cap) {
-			s->result = st ? -(int)st : -EPROTO;
-			s->state = S_DONE;
-			pthread_cond_signal(&s->cv);
-			continue;
-		}
-		/* Copy without the lock; the caller waits through COPYING. */
-		s->state = S_COPYING;
-		pthread_mutex_unlock(&p->mu);
-		memcpy(s->buf, s->rbuf + HDR, len);
-		pthread_mutex_lock(&p->mu);
-		s->len = len;
-		s->result = 0;
-		s->state = S_DONE;
-		pthread_cond_signal(&s->cv);
 	}
 	return work;
 }
