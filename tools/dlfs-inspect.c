@@ -13,6 +13,7 @@
 #include "dlfs/dataset.h"
 #include "holders.h"
 #include "live.h"
+#include "progress.h"
 #include "reader.h"
 
 #define PROG "dlfs-inspect"
@@ -457,29 +458,11 @@ struct xprog {
 	int drew;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void human(double v, char *buf, size_t len)
-{
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-	int i = 0;
-	while (v >= 1024 && i < 5) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-}
-
 static void on_extract_progress(void *arg,
 				const struct dlfs_extract_progress *p)
 {
 	struct xprog *u = arg;
-	double t = now();
+	double t = dlfs_progress_now();
 	if (u->drew && t - u->last < 0.25)
 		return;
 	u->last = t;
@@ -493,9 +476,9 @@ static void on_extract_progress(void *arg,
 	char done[32], total[32], rate[32], eta[32] = "?";
 	double el = t - u->start;
 	double r = el > 0 ? (double)p->bytes / el : 0;
-	human((double)p->bytes, done, sizeof(done));
-	human((double)p->bytes_total, total, sizeof(total));
-	human(r, rate, sizeof(rate));
+	dlfs_progress_size((double)p->bytes, done, sizeof(done));
+	dlfs_progress_size((double)p->bytes_total, total, sizeof(total));
+	dlfs_progress_size(r, rate, sizeof(rate));
 	if (r > 0 && p->bytes_total >= p->bytes) {
 		double left = (double)(p->bytes_total - p->bytes) / r;
 		snprintf(eta, sizeof(eta), "%d:%02d", (int)left / 60,
@@ -513,7 +496,8 @@ static void on_extract_progress(void *arg,
 static int cmd_extract(struct dlfs_ds *ds, const char *dir, int quiet,
 		       struct dlfs_err *err)
 {
-	struct xprog u = {.tty = !quiet && isatty(2), .start = now()};
+	struct xprog u = {.tty = !quiet && isatty(2),
+			  .start = dlfs_progress_now()};
 	int ret = dlfs_extract_watch(ds, dir,
 				     u.tty ? on_extract_progress : NULL, &u,
 				     err);

@@ -10,6 +10,7 @@
 #include "dlfs/dataset.h"
 #include "dlfs/pack.h"
 #include "pack_comm.h"
+#include "progress.h"
 
 #define PROG "dlfs-pack"
 
@@ -69,24 +70,6 @@ struct ui {
 	int drew;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void human(double v, char *buf, size_t len)
-{
-	const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-	int i = 0;
-	while (v >= 1024 && i < 5) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-}
-
 static void on_warn(void *arg, const char *msg)
 {
 	struct ui *ui = arg;
@@ -102,12 +85,12 @@ static void on_progress(void *arg, const struct dlfs_pack_progress *p)
 	struct ui *ui = arg;
 	if (!ui->tty || ui->quiet)
 		return;
-	double el = now() - ui->start;
+	double el = dlfs_progress_now() - ui->start;
 	char done[32], total[32], rate[32], eta[32] = "?";
-	human((double)p->bytes_done, done, sizeof(done));
-	human((double)p->bytes_total, total, sizeof(total));
+	dlfs_progress_size((double)p->bytes_done, done, sizeof(done));
+	dlfs_progress_size((double)p->bytes_total, total, sizeof(total));
 	double r = el > 0 ? (double)p->bytes_done / el : 0;
-	human(r, rate, sizeof(rate));
+	dlfs_progress_size(r, rate, sizeof(rate));
 	if (r > 0 && p->bytes_total >= p->bytes_done) {
 		double s = (double)(p->bytes_total - p->bytes_done) / r;
 		snprintf(eta, sizeof(eta), "%d:%02d", (int)s / 60, (int)s % 60);
@@ -156,8 +139,8 @@ static void padding_note(const struct dlfs_ds *ds)
 	    pad * 100 <= s->total_file_bytes * PAD_NOTE_SHARE)
 		return;
 	char b[32], cs[32];
-	human((double)pad, b, sizeof(b));
-	human((double)s->chunk_size, cs, sizeof(cs));
+	dlfs_progress_size((double)pad, b, sizeof(b));
+	dlfs_progress_size((double)s->chunk_size, cs, sizeof(cs));
 	fprintf(stderr,
 		PROG ": note: %s of the containers (%.0f%% of the file bytes) "
 		"is padding: a file never straddles a chunk, and these files "
@@ -179,8 +162,8 @@ static void summary(const char *out, double secs)
 	const struct dlfs_info *in = dlfs_ds_info(ds);
 	const struct dlfs_super_rec *s = &in->super;
 	char bytes[32], rate[32];
-	human((double)s->total_file_bytes, bytes, sizeof(bytes));
-	human(secs > 0 ? (double)s->total_file_bytes / secs : 0, rate,
+	dlfs_progress_size((double)s->total_file_bytes, bytes, sizeof(bytes));
+	dlfs_progress_size(secs > 0 ? (double)s->total_file_bytes / secs : 0, rate,
 	      sizeof(rate));
 	fprintf(stderr,
 		PROG ": wrote %s: %llu files (%s), %llu directories, %llu "
@@ -525,7 +508,7 @@ static void hook_ui(struct dlfs_pack_opts *o, struct ui *ui)
 	o->progress = on_progress;
 	o->cb_arg = ui;
 	o->creator = PROG " " DLFS_VERSION;
-	ui->start = now();
+	ui->start = dlfs_progress_now();
 }
 
 /* Pack, and on failure say why (rank 0 only). @return the exit status. */
@@ -576,6 +559,6 @@ int main(int argc, char **argv)
 	if (joined)
 		pack_comm_fini(&comm);
 	if (!st && !cl.dry && !ui.quiet)
-		summary(cl.out, now() - ui.start);
+		summary(cl.out, dlfs_progress_now() - ui.start);
 	return st;
 }

@@ -2,7 +2,7 @@
  * Where a mount's index comes from (dlfs(1), THE INDEX ON EACH NODE).
  *
  * A sealed dataset (one with index.sum) is mapped from a node-local copy
- * checked against its seal (core/ixcopy.h):
+ * checked against its seal (core/shared/ixcopy.h):
  *   - alone, with cache_dir: a copy already there, else one made from the
  *     PFS in large sequential reads while mounting; without cache_dir,
  *     the PFS's index, mapped as before;

@@ -1,4 +1,4 @@
-/* The index seal (format) and the index's local copy (core/ixcopy.h). */
+/* The index seal (format) and the index's local copy (core/shared/ixcopy.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
