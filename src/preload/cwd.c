@@ -27,6 +27,7 @@ static char vcwd_path[PATH_MAX];
 static char vcwd_real[PATH_MAX]; /* the kernel's cwd when it was set */
 static uint64_t vcwd_ino;
 static struct stat vcwd_st;
+static int vcwd_vol;
 
 /* The kernel's cwd, through the real getcwd; errno as it was.
  * @return 0 or -1. */
@@ -115,6 +116,7 @@ static void adopt(void)
 			strcpy(vcwd_path, res->path);
 			vcwd_ino = res->ino;
 			vcwd_st = res->st;
+			vcwd_vol = res->vol;
 		}
 		atomic_store(&vcwd_state, ok ? ON : OFF);
 	}
@@ -128,7 +130,8 @@ static void inherit(void)
 		pthread_once(&adopt_once, adopt);
 }
 
-int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st)
+int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st,
+		  int vol)
 {
 	char here[PATH_MAX];
 	inherit();
@@ -141,6 +144,7 @@ int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st)
 	strcpy(vcwd_real, here);
 	vcwd_ino = ino;
 	vcwd_st = *st;
+	vcwd_vol = vol;
 	atomic_store(&vcwd_state, ON);
 	pthread_mutex_unlock(&vcwd_lock);
 	env_update();
@@ -158,7 +162,8 @@ void dlfs_vcwd_clear(void)
 	env_update();
 }
 
-int dlfs_vcwd_get(char *buf, size_t size, uint64_t *ino, struct stat *st)
+int dlfs_vcwd_get(char *buf, size_t size, uint64_t *ino, struct stat *st,
+		  int *vol)
 {
 	inherit();
 	if (atomic_load(&vcwd_state) != ON)
@@ -172,6 +177,8 @@ int dlfs_vcwd_get(char *buf, size_t size, uint64_t *ino, struct stat *st)
 			*ino = vcwd_ino;
 		if (st)
 			*st = vcwd_st;
+		if (vol)
+			*vol = vcwd_vol;
 	}
 	pthread_mutex_unlock(&vcwd_lock);
 	return on;

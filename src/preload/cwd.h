@@ -41,15 +41,18 @@
  * from environ. */
 void dlfs_cwd_init(void);
 
-/* The program chdir()ed into the prefix, to vpath (ino, st).
+/* The program chdir()ed into the prefix, to vpath (ino, st; vol, what the
+ * lookup that found it said: struct dlfs_vp_res's).
  * @return 0 or -ENAMETOOLONG. */
-int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st);
+int dlfs_vcwd_set(const char *vpath, uint64_t ino, const struct stat *st,
+		  int vol);
 /* The program chdir()ed to a real directory. */
 void dlfs_vcwd_clear(void);
-/* Copy the virtual cwd into buf (ino, st may be NULL); an inherited one is
- * resolved (from the server) on the first call. @return 1 if there is
- * one, else 0. */
-int dlfs_vcwd_get(char *buf, size_t size, uint64_t *ino, struct stat *st);
+/* Copy the virtual cwd into buf (ino, st, vol may be NULL); an inherited
+ * one is resolved (from the server, which says whether it is volatile)
+ * on the first call. @return 1 if there is one, else 0. */
+int dlfs_vcwd_get(char *buf, size_t size, uint64_t *ino, struct stat *st,
+		  int *vol);
 
 /* The "DLFS_PRELOAD_CWD=..." entry for the environment of a program this
  * one execs, into buf, or "" when there is no virtual cwd. No server

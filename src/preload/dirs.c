@@ -140,7 +140,7 @@ static uint64_t parent_ino(struct dlfs_dir *d)
 		return d->f->ino;
 	}
 	struct dlfs_vp_base base = {.path = d->f->vpath, .ino = d->f->ino,
-				    .st = d->f->st};
+				    .st = d->f->st, .vol = d->f->vol};
 	struct dlfs_vp_res *res = malloc(sizeof(*res));
 	uint64_t ino = d->f->ino;
 	if (res && !dlfs_ns_resolve(&base, "..", 0, res) &&

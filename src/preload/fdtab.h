@@ -36,7 +36,7 @@ struct dlfs_file {
 	uint64_t ino;
 	struct stat st; /* at open; GETATTR again if vol */
 	int flags;      /* open flags, as F_GETFL answers */
-	int vol;        /* under the control directory: attributes change */
+	int vol;        /* the server said volatile: attributes change */
 	pthread_mutex_t pos_lock;
 	uint64_t pos;
 	char *vpath; /* its canonical virtual path */

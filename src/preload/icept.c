@@ -68,8 +68,8 @@ int dlfs_classify(int dirfd, const char *path, int nofollow,
 
 	char bpath[PATH_MAX];
 	struct dlfs_vp_base base = {.path = bpath};
-	if (dirfd == AT_FDCWD &&
-	    dlfs_vcwd_get(bpath, sizeof(bpath), &base.ino, &base.st))
+	if (dirfd == AT_FDCWD && dlfs_vcwd_get(bpath, sizeof(bpath), &base.ino,
+					       &base.st, &base.vol))
 		return dlfs_ns_resolve(&base, path, flags, res);
 	struct dlfs_file *f = dirfd == AT_FDCWD ? NULL : dlfs_fd_get(dirfd);
 	if (f) {
@@ -82,6 +82,7 @@ int dlfs_classify(int dirfd, const char *path, int nofollow,
 			strcpy(bpath, f->vpath);
 			base.ino = f->ino;
 			base.st = f->st;
+			base.vol = f->vol;
 		}
 		dlfs_file_put(f);
 		return ret ? ret : dlfs_ns_resolve(&base, path, flags, res);
@@ -138,7 +139,7 @@ int dlfs_open_node(const struct dlfs_vp_res *res, int flags)
 	int fl = (flags & O_PATH) ? flags & (O_PATH | O_DIRECTORY | O_NOFOLLOW)
 				  : (flags & keep) | KERNEL_O_LARGEFILE;
 	struct dlfs_file *f = dlfs_file_new(res->ino, &res->st, fl, res->path,
-					    dlfs_ns_volatile(res->path));
+					    res->vol);
 	if (!f) {
 		errno = ENOMEM;
 		return -1;

@@ -37,7 +37,7 @@ DLFS_EXPORT int chdir(const char *path)
 		 * with it (subprocess's cwd=). */
 		if (!own)
 			return dlfs_fail(ENOTSUP);
-		ret = dlfs_vcwd_set(res.path, res.ino, &res.st);
+		ret = dlfs_vcwd_set(res.path, res.ino, &res.st, res.vol);
 		return ret ? dlfs_fail(-ret) : 0;
 	}
 	ret = dlfs_real()->chdir(res.kind == DLFS_VP_REAL ? res.path : path);
@@ -65,7 +65,7 @@ DLFS_EXPORT int fchdir(int fd)
 	else if (!dlfs_own_memory())
 		ret = -ENOTSUP; /* as chdir's */
 	else
-		ret = dlfs_vcwd_set(f->vpath, f->ino, &f->st);
+		ret = dlfs_vcwd_set(f->vpath, f->ino, &f->st, f->vol);
 	dlfs_file_put(f);
 	return ret ? dlfs_fail(-ret) : 0;
 }
@@ -73,7 +73,7 @@ DLFS_EXPORT int fchdir(int fd)
 DLFS_EXPORT char *getcwd(char *buf, size_t size)
 {
 	char v[PATH_MAX];
-	if (!dlfs_vcwd_get(v, sizeof(v), NULL, NULL))
+	if (!dlfs_vcwd_get(v, sizeof(v), NULL, NULL, NULL))
 		return dlfs_real()->getcwd(buf, size);
 	size_t n = strlen(v) + 1;
 	if (!buf) {

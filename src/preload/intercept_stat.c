@@ -28,7 +28,7 @@ static int empty_path_stat(int dirfd, struct stat *st)
 {
 	char v[PATH_MAX];
 	if (dirfd == AT_FDCWD)
-		return dlfs_vcwd_get(v, sizeof(v), NULL, st);
+		return dlfs_vcwd_get(v, sizeof(v), NULL, st, NULL);
 	struct dlfs_file *f = dlfs_fd_get(dirfd);
 	if (!f)
 		return 0;

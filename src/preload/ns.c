@@ -1,15 +1,15 @@
 /*
  * ns: wire calls and the LOOKUP cache (see ns.h; the cache is nscache.c).
- * Directories the server calls volatile (DLFS_WIRE_VOLATILE: the control
- * directory and those under it) are remembered in a small set (vol_dirs)
- * so that lookups in them bypass the cache.
+ * Whether a name is volatile is the server's word alone
+ * (DLFS_WIRE_VOLATILE on its LOOKUP answer): the walk carries it from
+ * the lookup that found a directory to the lookups in it, so those
+ * bypass the cache, and to what the walk resolved.
  */
 #include "ns.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,11 +27,6 @@
  * the server again for names it had seen (one round trip each).
  */
 #define NS_MAX_BYTES ((size_t)64 << 20)
-#define NS_VOL_DIRS 256
-
-static pthread_mutex_t vol_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t vol_dirs[NS_VOL_DIRS];
-static int n_vol;
 
 void dlfs_ns_init(void)
 {
@@ -40,45 +35,22 @@ void dlfs_ns_init(void)
 
 void dlfs_ns_fork_prepare(void)
 {
-	pthread_mutex_lock(&vol_lock);
 	dlfs_nscache_fork_prepare();
 }
 
 void dlfs_ns_fork_parent(void)
 {
 	dlfs_nscache_fork_parent();
-	pthread_mutex_unlock(&vol_lock);
 }
 
-static int is_vol_dir(uint64_t ino)
-{
-	int v = 0;
-	pthread_mutex_lock(&vol_lock);
-	for (int i = 0; i < n_vol && !v; i++)
-		v = vol_dirs[i] == ino;
-	pthread_mutex_unlock(&vol_lock);
-	return v;
-}
-
-static void add_vol_dir(uint64_t ino)
-{
-	int i;
-	pthread_mutex_lock(&vol_lock);
-	for (i = 0; i < n_vol && vol_dirs[i] != ino; i++)
-		;
-	if (i == n_vol && n_vol < NS_VOL_DIRS)
-		vol_dirs[n_vol++] = ino;
-	pthread_mutex_unlock(&vol_lock);
-}
-
-int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
-		   uint64_t *ino, struct stat *st)
+int dlfs_ns_lookup(uint64_t parent, int vol, const char *name, size_t len,
+		   uint64_t *ino, struct stat *st, int *ent_vol)
 {
 	/* The dataset's names are at most NAME_MAX bytes (the mount's
 	 * f_namemax): no need to ask. */
 	if (len > NAME_MAX)
 		return -ENAMETOOLONG;
-	int vol = is_vol_dir(parent);
+	*ent_vol = 0;
 	int ret;
 	if (!vol && (ret = dlfs_nscache_get(parent, name, len, &dlfs_pl.root_st,
 					     ino, st)) <= 0)
@@ -102,10 +74,8 @@ int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
 		*st = ent.st;
 	}
 	/* The server's rule: what answers differently as the run goes on. */
-	int ent_vol = !ret && (ent.flags & DLFS_WIRE_VOLATILE);
-	if (ent_vol && S_ISDIR(ent.st.st_mode))
-		add_vol_dir(ent.ino);
-	if (!vol && !ent_vol)
+	*ent_vol = !ret && (ent.flags & DLFS_WIRE_VOLATILE);
+	if (!vol && !*ent_vol)
 		dlfs_nscache_put(parent, name, len, &dlfs_pl.root_st, ent.ino,
 				 ret ? NULL : &ent.st);
 	return ret;
@@ -127,14 +97,6 @@ long dlfs_ns_readlink(uint64_t ino, char *buf, size_t size)
 	uint64_t got = 0;
 	int ret = dlfs_conn_call(&req, NULL, buf, size, &got, NULL);
 	return ret ? ret : (long)got;
-}
-
-int dlfs_ns_volatile(const char *vpath)
-{
-	size_t pl = dlfs_pl.root.prefix_len, cl = strlen(dlfs_pl.ctl_name);
-	return !strncmp(vpath, dlfs_pl.prefix, pl) && vpath[pl] == '/' &&
-	       !strncmp(vpath + pl + 1, dlfs_pl.ctl_name, cl) &&
-	       (vpath[pl + 1 + cl] == '/' || !vpath[pl + 1 + cl]);
 }
 
 ssize_t dlfs_ns_read(uint64_t ino, void *buf, size_t size, uint64_t off)
@@ -209,11 +171,12 @@ long dlfs_ns_listxattr(uint64_t ino, char *buf, size_t size)
 	return ret ? ret : (long)count;
 }
 
-static int ops_lookup(void *ctx, uint64_t parent, const char *name,
-		      size_t len, uint64_t *ino, struct stat *st)
+static int ops_lookup(void *ctx, uint64_t parent, int parent_vol,
+		      const char *name, size_t len, uint64_t *ino,
+		      struct stat *st, int *vol)
 {
 	(void)ctx;
-	return dlfs_ns_lookup(parent, name, len, ino, st);
+	return dlfs_ns_lookup(parent, parent_vol, name, len, ino, st, vol);
 }
 
 static long ops_readlink(void *ctx, uint64_t ino, char *buf, size_t size)
@@ -267,9 +230,9 @@ int dlfs_ns_resolve(const struct dlfs_vp_base *base, const char *path,
 	 * server (the walk asks for the root when it gets there). */
 	int ret = dlfs_vp_resolve(&dlfs_pl.root, &dlfs_ns_ops, base, path,
 				  flags, res);
-	/* The volatile ones' attributes are asked again. */
-	if (!ret && res->kind == DLFS_VP_OURS && dlfs_ns_volatile(res->path) &&
-	    res->ino != dlfs_pl.root_ino)
+	/* The volatile ones' attributes are asked again (the walk may have
+	 * stopped at its base, whose attributes are old). */
+	if (!ret && res->kind == DLFS_VP_OURS && res->vol)
 		ret = dlfs_ns_getattr(res->ino, &res->st);
 	dlfs_conn_report(base ? base->path : NULL, path, ret);
 	return ret;

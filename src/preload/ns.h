@@ -5,8 +5,11 @@
  * A dataset never changes, so the cache is never invalidated; the control
  * directory's files do (/.dlfs/stats grows), so nothing the server flags
  * volatile (DLFS_WIRE_VOLATILE: the control directory and what is in it)
- * is cached, and their attributes are asked again each time
- * (dlfs_ns_volatile).
+ * is cached, nor any answer about a name in a volatile directory, and
+ * the attributes of what a path walk resolved to are asked again each
+ * time when it is volatile. The flag is the server's alone: the library
+ * carries it (struct dlfs_vp_res, dlfs_vp_base, struct dlfs_file's vol)
+ * and never decides it by name.
  *
  * The cache (nscache.h) is sharded, one mutex per shard, taken only by
  * path calls; reads take no lock here. It holds at most NS_MAX_BYTES
@@ -31,8 +34,8 @@
 void dlfs_ns_init(void);
 
 /* The fork handlers (preload.c calls them in the lock order): prepare
- * takes vol_lock, then the cache's shard locks; parent releases them, and
- * so does the child (the cache stays true in it). */
+ * takes the cache's shard locks; parent releases them, and so does the
+ * child (the cache stays true in it). */
 void dlfs_ns_fork_prepare(void);
 void dlfs_ns_fork_parent(void);
 
@@ -45,15 +48,15 @@ extern const struct dlfs_vp_ops dlfs_ns_ops;
 int dlfs_ns_resolve(const struct dlfs_vp_base *base, const char *path,
 		    int flags, struct dlfs_vp_res *res);
 
-int dlfs_ns_lookup(uint64_t parent, const char *name, size_t len,
-		   uint64_t *ino, struct stat *st);
+/* LOOKUP name in parent. vol: the server said parent is volatile (then
+ * neither the cache nor the shared names table is asked, and the answer
+ * is not cached). *ent_vol: the server's flag on the answer (0 for an
+ * error). */
+int dlfs_ns_lookup(uint64_t parent, int vol, const char *name, size_t len,
+		   uint64_t *ino, struct stat *st, int *ent_vol);
 int dlfs_ns_getattr(uint64_t ino, struct stat *st);
 /* @return the target's length (not NUL-ended, at most size) or -errno. */
 long dlfs_ns_readlink(uint64_t ino, char *buf, size_t size);
-
-/* Is the canonical virtual path under the control directory, whose
- * attributes change? */
-int dlfs_ns_volatile(const char *vpath);
 
 /* Up to size bytes of ino at off, asking again after a short reply
  * until size or the end. @return bytes read or -errno. */

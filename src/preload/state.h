@@ -13,8 +13,7 @@
  *   1. a DIR stream's lock (dirs.c) or a description's pos_lock (fdtab.h)
  *   2. vcwd_lock, rcwd_lock (cwd.c)
  *   3. pool_lock (dirs.c)
- *   4. vol_lock (ns.c), then the LOOKUP cache's shard locks in index
- *      order (nscache.c)
+ *   4. the LOOKUP cache's shard locks in index order (nscache.c)
  *   5. list_lock, hello_lock (conn.c)
  *   6. an fd slot's spin lock (fdtab.c), a leaf held for a few stores
  * The fork handlers (preload.c) take 2 to 5 in this order before fork and

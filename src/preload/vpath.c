@@ -32,8 +32,9 @@ struct walk {
 	int have_root;
 	uint64_t root_ino;
 	struct stat root_st;
-	uint64_t ino; /* inside: the node at out, and its attributes */
+	uint64_t ino; /* inside: the node at out, its attributes, and */
 	struct stat st;
+	int vol;      /* what its lookup said: volatile (vpath.h) */
 	char target[PATH_MAX]; /* a symlink's */
 };
 
@@ -137,6 +138,7 @@ static int enter_root(struct walk *w)
 	w->entered = 1;
 	w->ino = w->root_ino;
 	w->st = w->root_st;
+	w->vol = 0;
 	return 0;
 }
 
@@ -178,24 +180,25 @@ static int hand_over(struct walk *w, struct dlfs_vp_res *res)
 	return STOP;
 }
 
-/* A canonical virtual path (no symlinks in it) to its node. */
-static int walk_canonical(struct walk *w, const char *path, uint64_t *ino,
-			  struct stat *st)
+/* A canonical virtual path (no symlinks in it) to its node, into the
+ * walk's node. */
+static int walk_canonical(struct walk *w, const char *path)
 {
 	int ret = get_root(w);
 	if (ret)
 		return ret;
 	const char *p = path + w->root->prefix_len;
-	*ino = w->root_ino;
-	*st = w->root_st;
+	w->ino = w->root_ino;
+	w->st = w->root_st;
+	w->vol = 0;
 	while (*p) {
 		while (*p == '/')
 			p++;
 		const char *e = strchrnul(p, '/');
 		if (e == p)
 			break;
-		ret = w->ops->lookup(w->ops->ctx, *ino, p, (size_t)(e - p), ino,
-				     st);
+		ret = w->ops->lookup(w->ops->ctx, w->ino, w->vol, p,
+				     (size_t)(e - p), &w->ino, &w->st, &w->vol);
 		if (ret)
 			return ret;
 		p = e;
@@ -213,7 +216,7 @@ static int up_inside(struct walk *w)
 		w->in_ds = 0;
 		return 0;
 	}
-	return walk_canonical(w, w->out, &w->ino, &w->st);
+	return walk_canonical(w, w->out);
 }
 
 /* ".." outside the dataset. Before the walk has entered it, lexical (the
@@ -261,7 +264,9 @@ static int down_inside(struct walk *w, const char *c, size_t n, int follow)
 {
 	uint64_t ino;
 	struct stat st;
-	int ret = w->ops->lookup(w->ops->ctx, w->ino, c, n, &ino, &st);
+	int vol = 0;
+	int ret = w->ops->lookup(w->ops->ctx, w->ino, w->vol, c, n, &ino, &st,
+				 &vol);
 	if (ret)
 		return ret;
 	if (S_ISLNK(st.st_mode) && follow) {
@@ -280,6 +285,7 @@ static int down_inside(struct walk *w, const char *c, size_t n, int follow)
 		return ret;
 	w->ino = ino;
 	w->st = st;
+	w->vol = vol;
 	w->p = (char *)c + n;
 	return 0;
 }
@@ -339,6 +345,7 @@ static int start(struct walk *w, const struct dlfs_vp_base *base,
 		w->in_ds = w->entered = 1;
 		w->ino = base->ino;
 		w->st = base->st;
+		w->vol = base->vol;
 	}
 	return 0;
 }
@@ -355,6 +362,7 @@ static int finish(struct walk *w, const char *path, struct dlfs_vp_res *res)
 		res->kind = DLFS_VP_OURS;
 		res->ino = w->ino;
 		res->st = w->st;
+		res->vol = w->vol;
 		return 0;
 	}
 	if (w->entered) {
@@ -377,6 +385,7 @@ int dlfs_vp_resolve(const struct dlfs_vp_root *root,
 	struct walk w = {.root = root, .ops = ops, .flags = flags,
 			 .out = res->path, .rest = rest};
 	res->kind = DLFS_VP_PASS;
+	res->vol = 0;
 	int ret = start(&w, base, path);
 	while (!ret) {
 		while (*w.p == '/')

@@ -36,10 +36,15 @@ struct dlfs_vp_ops {
 	 * reaches PREFIX (the library connects to the server then).
 	 * @return 0 or -errno (-EIO: the server is gone). */
 	int (*root)(void *ctx, uint64_t *ino, struct stat *st);
-	/* The entry name (len bytes, not NUL-ended) in directory parent.
+	/* The entry name (len bytes, not NUL-ended) in directory parent;
+	 * parent_vol is what the lookup that found parent said of it (0
+	 * for the root). *vol: whether the dataset's answers about the
+	 * entry change as the run goes on (the server's flag, which the
+	 * walk only carries: it never decides it).
 	 * @return 0, -ENOENT, -ENOTDIR or another -errno. */
-	int (*lookup)(void *ctx, uint64_t parent, const char *name, size_t len,
-		      uint64_t *ino, struct stat *st);
+	int (*lookup)(void *ctx, uint64_t parent, int parent_vol,
+		      const char *name, size_t len, uint64_t *ino,
+		      struct stat *st, int *vol);
 	/* A symlink's target into buf (not NUL-ended).
 	 * @return its length (<= size) or -errno. */
 	long (*readlink)(void *ctx, uint64_t ino, char *buf, size_t size);
@@ -57,6 +62,7 @@ struct dlfs_vp_base {
 	const char *path;
 	uint64_t ino; /* 0: path is not ours */
 	struct stat st;
+	int vol; /* ours: the lookup that found it said volatile */
 };
 
 /* Where the dataset is. prefix is absolute, with no trailing slash and no
@@ -82,6 +88,8 @@ struct dlfs_vp_res {
 	enum dlfs_vp_kind kind;
 	uint64_t ino;
 	struct stat st;
+	int vol; /* OURS: the lookup that found it said volatile (the
+		  * base's flag when the walk stayed at the base) */
 	char path[PATH_MAX];
 };
 

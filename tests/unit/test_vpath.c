@@ -8,11 +8,23 @@
  *     in -> "/ds/a" (12)  m -> "/home/u/cur/../w.bin" (13)
  *     r -> "/home/u/rel/../z" (14)  pf -> "/etc/passwd/../x" (15)
  *     pd -> "/etc/passwd/." (16)  gone -> "/nope/../etc" (17)
+ *     v/ (18)  v/w/ (19)  v/w/s (20, file)  v/up -> "../a" (21)
+ *     v/w/top -> "/ds" (22): the server calls these volatile (its flag
+ *     on their lookups)
  *
  * and a fake real file system for what is outside it:
  *
  *   /home/u/cur -> "/x/y"  /home/u/rel -> "sub/y"  /etc/passwd (a file)
  *   /nope (missing); every other path is a directory
+ *
+ * The volatile flag's way through the walk: each lookup must be told the
+ * flag of the lookup that found its directory (the fake counts the walks
+ * that tell it wrong), and the answer carries the flag of the node it
+ * ends at, or of the base it stayed at. Mutations of vpath.c this
+ * catches: down_inside telling the lookup 0 instead of w->vol (a wrong
+ * parent flag), start() not taking base->vol ("." from a volatile base),
+ * walk_canonical not carrying the flag (".." back into a volatile
+ * directory), enter_root keeping the flag of where the walk was.
  */
 #include <errno.h>
 #include <string.h>
@@ -27,24 +39,37 @@ struct node {
 	const char *name;
 	mode_t type;
 	const char *target;
+	int vol;
 };
 
 static const struct node tree[] = {
-	{2, 1, "a", S_IFDIR, NULL},	    {3, 2, "f", S_IFREG, NULL},
-	{4, 2, "up", S_IFLNK, ".."},	    {5, 2, "abs", S_IFLNK, "/etc"},
-	{6, 2, "self", S_IFLNK, "f"},	    {7, 1, "loop", S_IFLNK, "loop"},
-	{8, 1, "b", S_IFDIR, NULL},	    {9, 8, "c", S_IFDIR, NULL},
-	{10, 9, "back", S_IFLNK, "../../a/f"},
-	{11, 1, "out", S_IFLNK, "../x/y"}, {12, 1, "in", S_IFLNK, "/ds/a"},
-	{13, 1, "m", S_IFLNK, "/home/u/cur/../w.bin"},
-	{14, 1, "r", S_IFLNK, "/home/u/rel/../z"},
-	{15, 1, "pf", S_IFLNK, "/etc/passwd/../x"},
-	{16, 1, "pd", S_IFLNK, "/etc/passwd/."},
-	{17, 1, "gone", S_IFLNK, "/nope/../etc"},
+	{2, 1, "a", S_IFDIR, NULL, 0},	    {3, 2, "f", S_IFREG, NULL, 0},
+	{4, 2, "up", S_IFLNK, "..", 0},	    {5, 2, "abs", S_IFLNK, "/etc", 0},
+	{6, 2, "self", S_IFLNK, "f", 0},	    {7, 1, "loop", S_IFLNK, "loop", 0},
+	{8, 1, "b", S_IFDIR, NULL, 0},	    {9, 8, "c", S_IFDIR, NULL, 0},
+	{10, 9, "back", S_IFLNK, "../../a/f", 0},
+	{11, 1, "out", S_IFLNK, "../x/y", 0}, {12, 1, "in", S_IFLNK, "/ds/a", 0},
+	{13, 1, "m", S_IFLNK, "/home/u/cur/../w.bin", 0},
+	{14, 1, "r", S_IFLNK, "/home/u/rel/../z", 0},
+	{15, 1, "pf", S_IFLNK, "/etc/passwd/../x", 0},
+	{16, 1, "pd", S_IFLNK, "/etc/passwd/.", 0},
+	{17, 1, "gone", S_IFLNK, "/nope/../etc", 0},
+	{18, 1, "v", S_IFDIR, NULL, 1},	    {19, 18, "w", S_IFDIR, NULL, 1},
+	{20, 19, "s", S_IFREG, NULL, 1},   {21, 18, "up", S_IFLNK, "../a", 1},
+	{22, 19, "top", S_IFLNK, "/ds", 1},
 };
 #define N_NODES (sizeof(tree) / sizeof(tree[0]))
 
-static int lookups;
+static int lookups, wrong_vol;
+
+/* The server's flag of a directory (the root's is 0). */
+static int vol_of(uint64_t ino)
+{
+	for (size_t i = 0; i < N_NODES; i++)
+		if (tree[i].ino == ino)
+			return tree[i].vol;
+	return 0;
+}
 
 static void fill(const struct node *n, struct stat *st)
 {
@@ -53,15 +78,24 @@ static void fill(const struct node *n, struct stat *st)
 	st->st_mode = n->type | 0755;
 }
 
-static int f_lookup(void *ctx, uint64_t parent, const char *name, size_t len,
-		    uint64_t *ino, struct stat *st)
+static int f_lookup(void *ctx, uint64_t parent, int parent_vol,
+		    const char *name, size_t len, uint64_t *ino,
+		    struct stat *st, int *vol)
 {
 	(void)ctx;
 	lookups++;
+	if (parent_vol != vol_of(parent)) {
+		fprintf(stderr, "lookup of %.*s in %llu told vol %d\n",
+			(int)len, name, (unsigned long long)parent,
+			parent_vol);
+		wrong_vol++;
+	}
+	*vol = 0;
 	for (size_t i = 0; i < N_NODES; i++)
 		if (tree[i].parent == parent && strlen(tree[i].name) == len &&
 		    !memcmp(tree[i].name, name, len)) {
 			*ino = tree[i].ino;
+			*vol = tree[i].vol;
 			fill(&tree[i], st);
 			return 0;
 		}
@@ -158,6 +192,45 @@ static void real(const char *path, int flags, const char *rpath)
 			res.kind, res.path);
 		t_failures++;
 	}
+}
+
+/* The server's flag goes from each lookup to the next one's directory,
+ * and to the answer; the walk never makes one up. */
+static void volatile_flag(void)
+{
+	ours("/ds/v/w/s", 0, 20, "/ds/v/w/s");
+	CHECK(res.vol);
+	ours("/ds/a/f", 0, 3, "/ds/a/f");
+	CHECK(!res.vol);
+	ours("/ds/v/w/..", 0, 18, "/ds/v");
+	CHECK(res.vol);
+	ours("/ds/v/..", 0, 1, "/ds");
+	CHECK(!res.vol);
+	ours("/ds/v/up/f", 0, 3, "/ds/a/f");
+	CHECK(!res.vol);
+	ours("/ds/v/w/../../v/w/../../a/../v/w/../up", DLFS_VP_NOFOLLOW,
+	     21, "/ds/v/up");
+	CHECK(res.vol);
+	/* ".." out of the dataset from a volatile directory and back in:
+	 * the root again, which is not. */
+	ours("/ds/v/../../ds", 0, 1, "/ds");
+	CHECK(!res.vol);
+	ours("/ds/v/w/top", 0, 1, "/ds");
+	CHECK(!res.vol);
+	ours("/ds/v/w/top/v/w/top/a", 0, 2, "/ds/a");
+	CHECK(!res.vol);
+	/* Relative to a volatile directory (an fd, the cwd). */
+	struct dlfs_vp_base vb = {.path = "/ds/v/w", .ino = 19, .vol = 1};
+	vb.st.st_mode = S_IFDIR | 0755;
+	int r = dlfs_vp_resolve(&root, &ops, &vb, ".", 0, &res);
+	CHECK(!r && res.kind == DLFS_VP_OURS && res.ino == 19 && res.vol);
+	r = dlfs_vp_resolve(&root, &ops, &vb, "s", 0, &res);
+	CHECK(!r && res.kind == DLFS_VP_OURS && res.ino == 20 && res.vol);
+	r = dlfs_vp_resolve(&root, &ops, &vb, "../../a", 0, &res);
+	CHECK(!r && res.kind == DLFS_VP_OURS && res.ino == 2 && !res.vol);
+	CHECK_EQ(resolve("/ds/v/nope", 0), -ENOENT);
+	CHECK(!res.vol);
+	CHECK_EQ(wrong_vol, 0);
 }
 
 int main(void)
@@ -268,5 +341,8 @@ int main(void)
 	real("/home/u/cur/../w.bin", 0, NULL);
 	ours("/home/u/cur/../../../ds/a", 0, 2, "/ds/a");
 	CHECK_EQ(real_calls, 0);
+
+	volatile_flag();
+	CHECK_EQ(wrong_vol, 0); /* nor in any walk above */
 	return t_failures ? 1 : 0;
 }
