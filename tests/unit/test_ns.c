@@ -23,7 +23,14 @@
  * - a "no such name" in a volatile directory is never cached, however
  *   many volatile directories the process has seen: caught by the old
  *   set of NS_VOL_DIRS (256) volatile directories, past which the 300th
- *   directory's names were cached as stable.
+ *   directory's names were cached as stable; and dlfs_ns_lookup told
+ *   its parent is volatile neither puts nor gets: caught by dropping
+ *   `!vol &&` from the cache's put, or from its get;
+ * - the read loop asks again after a short reply, stops at the end, cuts
+ *   requests at the server's max_io, and returns what it has when a
+ *   later request fails: caught by `if (!got)` made `if (got < n)`, by
+ *   dropping the max_io cut, and by returning the error alone
+ *   (`return ret;`).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -247,6 +254,47 @@ static void many_volatile(void)
 	CHECK_EQ(atomic_load(&n_x_last), 2);
 }
 
+/* dlfs_ns_lookup's own word: told the parent is volatile, it neither
+ * takes an answer from the cache nor puts one there. */
+static void lookup_contract(void)
+{
+	uint64_t ino;
+	struct stat st;
+	int vol = -1;
+	CHECK_EQ(dlfs_ns_lookup(VDIR + 7, 1, "late", 4, &ino, &st, &vol),
+		 -ENOENT);
+	CHECK_EQ(vol, 0);
+	atomic_store(&late, 1);
+	/* Nothing was put: a caller that (wrongly) calls it stable asks. */
+	CHECK_EQ(dlfs_ns_lookup(VDIR + 7, 0, "late", 4, &ino, &st, &vol), 0);
+	CHECK(ino == 9000 && vol == 1);
+	atomic_store(&late, 0);
+	/* A stable answer in the cache is not taken for a volatile parent. */
+	CHECK_EQ(dlfs_ns_lookup(1, 0, "f", 1, &ino, &st, &vol), 0);
+	int asked = atomic_load(&n_f);
+	CHECK_EQ(dlfs_ns_lookup(1, 1, "f", 1, &ino, &st, &vol), 0);
+	CHECK_EQ(atomic_load(&n_f), asked + 1);
+}
+
+static void read_loop(void)
+{
+	uint8_t *buf = malloc(FSIZE + 100);
+	CHECK_EQ(dlfs_ns_read(2, buf, FSIZE + 100, 0), FSIZE);
+	int same = 1;
+	for (uint64_t i = 0; i < FSIZE && same; i++)
+		same = buf[i] == byte_at(i);
+	CHECK(same);
+	CHECK(atomic_load(&n_reads) >= (int)(FSIZE / SHORT));
+	CHECK(!atomic_load(&big_read));
+	CHECK_EQ(dlfs_ns_read(2, buf, 100, FSIZE - 10), 10);
+	CHECK(buf[0] == byte_at(FSIZE - 10) && buf[9] == byte_at(FSIZE - 1));
+	CHECK_EQ(dlfs_ns_read(2, buf, 100, FSIZE), 0);
+	/* An error after some bytes: those bytes; before any: the error. */
+	CHECK_EQ(dlfs_ns_read(5, buf, 10000, 0), BAD_AT);
+	CHECK_EQ(dlfs_ns_read(5, buf, 100, BAD_AT + 10), -EIO);
+	free(buf);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test_ns.XXXXXX", sock[64];
@@ -266,6 +314,8 @@ int main(void)
 	cache_use();
 	volatile_bypass();
 	many_volatile();
+	lookup_contract();
+	read_loop();
 
 	ws_stop();
 	rmdir(dir);
