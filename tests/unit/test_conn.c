@@ -55,6 +55,9 @@ enum mode {
 };
 
 static atomic_int mode, hello_err, hellos;
+/* What the server passes (opened once, before any probe of the lowest
+ * free descriptor: the server's thread opens none meanwhile). */
+static int srv_fds[2];
 static uint32_t hello_max_io = 4u << 20;
 
 static int pieces(int fd, const struct dlfs_wire_req *q)
@@ -91,7 +94,6 @@ static int handle(void *ctx, int fd, const struct dlfs_wire_req *q,
 			return ws_reply(fd, e, 0, NULL, 0);
 		return ws_hello(fd, hello_max_io, 0);
 	}
-	int fds[2];
 	switch (atomic_load(&mode)) {
 	case GOOD:
 		if (q->op == DLFS_WIRE_LOOKUP)
@@ -110,15 +112,10 @@ static int handle(void *ctx, int fd, const struct dlfs_wire_req *q,
 		return -1;
 	case FDS:
 	case FDS_ERR: {
-		fds[0] = open("/dev/null", O_RDONLY);
-		fds[1] = open("/dev/zero", O_RDONLY);
 		struct dlfs_wire_map wm = {{1, 2, 3}};
 		int err = atomic_load(&mode) == FDS_ERR;
-		int ret = ws_reply_fds(fd, err ? -ENOENT : 0, err ? NULL : &wm,
-				       err ? 0 : sizeof(wm), fds, 2);
-		close(fds[0]);
-		close(fds[1]);
-		return ret;
+		return ws_reply_fds(fd, err ? -ENOENT : 0, err ? NULL : &wm,
+				    err ? 0 : sizeof(wm), srv_fds, 2);
 	}
 	}
 	return -1;
@@ -303,6 +300,8 @@ int main(void)
 	dlfs_pl.on = 1;
 	atomic_store(&dlfs_pl.pid, (int)getpid());
 	dlfs_conn_init();
+	srv_fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	srv_fds[1] = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 	ws_start(sock, handle, NULL);
 
 	hello_and_framing();
