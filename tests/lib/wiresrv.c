@@ -2,6 +2,7 @@
 #include "wiresrv.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -11,10 +12,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "state.h"
+
 #define MAX_CONNS 256
 
 static struct {
 	int lfd;
+	char dir[64];
 	char path[108];
 	ws_handler h;
 	void *ctx;
@@ -170,14 +174,20 @@ static void *accept_loop(void *arg)
 	return NULL;
 }
 
-void ws_start(const char *path, ws_handler h, void *ctx)
+void ws_start_preload(const char *prefix, ws_handler h, void *ctx)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof(sa.sun_path))
+	strcpy(ws.dir, "/tmp/wiresrv.XXXXXX");
+	if (!mkdtemp(ws.dir) || strlen(prefix) >= sizeof(dlfs_pl.prefix))
 		abort();
-	strcpy(sa.sun_path, path);
-	strcpy(ws.path, path);
-	unlink(path);
+	snprintf(ws.path, sizeof(ws.path), "%s/s", ws.dir);
+	strcpy(sa.sun_path, ws.path);
+	strcpy(dlfs_pl.prefix, prefix);
+	strcpy(dlfs_pl.sock, ws.path);
+	dlfs_pl.root.prefix = dlfs_pl.prefix;
+	dlfs_pl.root.prefix_len = strlen(prefix);
+	dlfs_pl.on = 1;
+	atomic_store(&dlfs_pl.pid, (int)getpid());
 	ws.h = h;
 	ws.ctx = ctx;
 	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -196,6 +206,7 @@ void ws_start(const char *path, ws_handler h, void *ctx)
 void ws_stop(void)
 {
 	unlink(ws.path);
+	rmdir(ws.dir);
 	if (ws.lfd >= 0)
 		shutdown(ws.lfd, SHUT_RDWR);
 	pthread_mutex_lock(&ws.lock);

@@ -20,11 +20,14 @@
 typedef int (*ws_handler)(void *ctx, int fd, const struct dlfs_wire_req *q,
 			  const char *name);
 
-/* Listen at path (removed first) and serve with h. Aborts on failure. */
-void ws_start(const char *path, ws_handler h, void *ctx);
+/* Listen at a socket in a new temporary directory and serve with h, and
+ * point the preload library's state (dlfs_pl, state.h) at it, for the
+ * dataset at prefix (absolute, no trailing slash), as the library's
+ * constructor would from DLFS_PRELOAD. Aborts on failure. */
+void ws_start_preload(const char *prefix, ws_handler h, void *ctx);
 
-/* Stop accepting and remove the socket: later connections are refused.
- * The connections open now are closed too. */
+/* Stop accepting and remove the socket and its directory: later
+ * connections are refused. The connections open now are closed too. */
 void ws_stop(void);
 
 /* A reply: the header (len as given, even with a status: a test may send

@@ -289,20 +289,10 @@ static void own_connection(void)
 
 int main(void)
 {
-	char dir[] = "/tmp/test_conn.XXXXXX", sock[64];
-	if (!mkdtemp(dir))
-		return 1;
-	snprintf(sock, sizeof(sock), "%s/s", dir);
-	strcpy(dlfs_pl.prefix, "/ds");
-	strcpy(dlfs_pl.sock, sock);
-	dlfs_pl.root.prefix = dlfs_pl.prefix;
-	dlfs_pl.root.prefix_len = 3;
-	dlfs_pl.on = 1;
-	atomic_store(&dlfs_pl.pid, (int)getpid());
 	dlfs_conn_init();
 	srv_fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	srv_fds[1] = open("/dev/zero", O_RDONLY | O_CLOEXEC);
-	ws_start(sock, handle, NULL);
+	ws_start_preload("/ds", handle, NULL);
 
 	hello_and_framing();
 	server_error();
@@ -315,6 +305,5 @@ int main(void)
 
 	ws_stop();
 	two_calls_gone();
-	rmdir(dir);
 	return t_failures ? 1 : 0;
 }

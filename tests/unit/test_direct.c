@@ -356,19 +356,9 @@ static void names(void)
 
 int main(void)
 {
-	char dir[] = "/tmp/test_direct.XXXXXX", sock[64];
-	if (!mkdtemp(dir))
-		return 1;
-	snprintf(sock, sizeof(sock), "%s/s", dir);
-	strcpy(dlfs_pl.prefix, "/ds");
-	strcpy(dlfs_pl.sock, sock);
-	dlfs_pl.root.prefix = dlfs_pl.prefix;
-	dlfs_pl.root.prefix_len = 3;
-	dlfs_pl.on = 1;
-	atomic_store(&dlfs_pl.pid, (int)getpid());
 	dlfs_conn_init();
 	lay_out();
-	ws_start(sock, handle, NULL);
+	ws_start_preload("/ds", handle, NULL);
 	CHECK_EQ(dlfs_conn_ready(), 0);
 	CHECK_EQ(dlfs_pl.shm, 1);
 
@@ -378,6 +368,5 @@ int main(void)
 	rewritten_meanwhile();
 
 	ws_stop();
-	rmdir(dir);
 	return t_failures ? 1 : 0;
 }

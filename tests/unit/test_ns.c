@@ -297,19 +297,9 @@ static void read_loop(void)
 
 int main(void)
 {
-	char dir[] = "/tmp/test_ns.XXXXXX", sock[64];
-	if (!mkdtemp(dir))
-		return 1;
-	snprintf(sock, sizeof(sock), "%s/s", dir);
-	strcpy(dlfs_pl.prefix, "/ds");
-	strcpy(dlfs_pl.sock, sock);
-	dlfs_pl.root.prefix = dlfs_pl.prefix;
-	dlfs_pl.root.prefix_len = 3;
-	dlfs_pl.on = 1;
-	atomic_store(&dlfs_pl.pid, (int)getpid());
 	dlfs_ns_init();
 	dlfs_conn_init();
-	ws_start(sock, handle, NULL);
+	ws_start_preload("/ds", handle, NULL);
 
 	cache_use();
 	volatile_bypass();
@@ -318,6 +308,5 @@ int main(void)
 	read_loop();
 
 	ws_stop();
-	rmdir(dir);
 	return t_failures ? 1 : 0;
 }
