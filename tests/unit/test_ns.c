@@ -26,6 +26,9 @@
  *   directory's names were cached as stable; and dlfs_ns_lookup told
  *   its parent is volatile neither puts nor gets: caught by dropping
  *   `!vol &&` from the cache's put, or from its get;
+ * - a virtual cwd inherited across exec in a volatile directory keeps
+ *   the server's flag (its names are asked each time), as does one set
+ *   by chdir: caught by adopt() in cwd.c not taking res->vol;
  * - the read loop asks again after a short reply, stops at the end, cuts
  *   requests at the server's max_io, and returns what it has when a
  *   later request fails: caught by `if (!got)` made `if (got < n)`, by
@@ -43,6 +46,7 @@
 int t_failures;
 
 #include "conn.h"
+#include "cwd.h"
 #include "ns.h"
 #include "state.h"
 #include "wiresrv.h"
@@ -276,6 +280,35 @@ static void lookup_contract(void)
 	CHECK_EQ(atomic_load(&n_f), asked + 1);
 }
 
+/* A virtual cwd inherited across exec (DLFS_PRELOAD_CWD) in the control
+ * directory: resolved by the server, which says it is volatile, so the
+ * names under it are asked each time. */
+static void inherited_cwd(void)
+{
+	char here[PATH_MAX], v[2 * PATH_MAX];
+	if (!getcwd(here, sizeof(here)))
+		return;
+	snprintf(v, sizeof(v), "%zu:%s%s", strlen("/ds/.dlfs"), "/ds/.dlfs",
+		 here);
+	setenv(DLFS_CWD_ENV, v, 1);
+	dlfs_cwd_init();
+	char path[PATH_MAX];
+	struct dlfs_vp_base b = {.path = path};
+	CHECK_EQ(dlfs_vcwd_get(path, sizeof(path), &b.ino, &b.st, &b.vol), 1);
+	CHECK(!strcmp(path, "/ds/.dlfs") && b.ino == CTL && b.vol);
+	int asked = atomic_load(&n_stats);
+	CHECK_EQ(dlfs_ns_resolve(&b, "stats", 0, &res), 0);
+	CHECK_EQ(dlfs_ns_resolve(&b, "stats", 0, &res), 0);
+	CHECK(res.ino == STATS && res.vol);
+	CHECK_EQ(atomic_load(&n_stats), asked + 2);
+	/* A chdir to what a walk resolved keeps its flag too. */
+	CHECK_EQ(dlfs_ns_resolve(NULL, "/ds/.dlfs/d3", 0, &res), 0);
+	CHECK_EQ(dlfs_vcwd_set(res.path, res.ino, &res.st, res.vol), 0);
+	CHECK_EQ(dlfs_vcwd_get(path, sizeof(path), &b.ino, &b.st, &b.vol), 1);
+	CHECK(b.ino == VDIR + 3 && b.vol);
+	dlfs_vcwd_clear();
+}
+
 static void read_loop(void)
 {
 	uint8_t *buf = malloc(FSIZE + 100);
@@ -305,6 +338,7 @@ int main(void)
 	volatile_bypass();
 	many_volatile();
 	lookup_contract();
+	inherited_cwd();
 	read_loop();
 
 	ws_stop();
