@@ -140,11 +140,16 @@ static size_t entry(const uint8_t *p, size_t left, struct zent *z)
 	z->csize = le32(p + 20);
 	z->usize = le32(p + 24);
 	z->off = le32(p + 42);
-	uint32_t unix_mode = p[5] == 3 ? le32(p + 38) >> 16 : 0;
-	int dir = p[46 + nl - 1] == '/';
-	z->mode = unix_mode ? unix_mode
-		  : dir     ? S_IFDIR | 0755
-			    : S_IFREG | 0644;
+	/* Unix modes when the zip was made on Unix; a name ending in '/'
+	 * is a directory whatever they say. */
+	uint32_t um = p[5] == 3 ? le32(p + 38) >> 16 : 0;
+	uint32_t perm = um & 07777;
+	if (p[46 + nl - 1] == '/')
+		z->mode = S_IFDIR | (perm ? perm : 0755);
+	else if (S_ISLNK(um))
+		z->mode = S_IFLNK | (perm ? perm : 0777);
+	else
+		z->mode = S_IFREG | (perm ? perm : 0644);
 	zip64_extra(p + 46 + nl, xl, z);
 	z->name = strndup((const char *)p + 46, nl);
 	return z->name ? 46 + nl + xl + cl : 0;
