@@ -59,6 +59,10 @@ static void usage(FILE *f)
 		"sources (one per CPU)\n"
 		"      --dry-run           list what would be packed; write "
 		"nothing\n"
+		"      --in-place          index uncompressed tar and zip "
+		"archives where\n"
+		"                          they are: OUT holds the index "
+		"alone, no copy\n"
 		"  Under mpirun/srun the ranks pack one dataset together.\n"
 		"  -h, --help  -V, --version\n"
 		"See dlfs-pack(1).\n");
@@ -127,7 +131,7 @@ static void padding_note(const struct dlfs_ds *ds)
 {
 	const struct dlfs_info *in = dlfs_ds_info(ds);
 	const struct dlfs_super_rec *s = &in->super;
-	if (s->features & DLFS_FEATURE(COMPRESSED) || !s->total_file_bytes)
+	if (dlfs_stored_apart(s->features) || !s->total_file_bytes)
 		return;
 	uint64_t data = 0;
 	for (uint32_t c = 0; c < s->n_containers; c++)
@@ -167,12 +171,14 @@ static void summary(const char *out, double secs)
 	      sizeof(rate));
 	fprintf(stderr,
 		PROG ": wrote %s: %llu files (%s), %llu directories, %llu "
-		"symlinks in %llu containers; index %llu bytes (%.1f per "
+		"symlinks in %llu %s; index %llu bytes (%.1f per "
 		"entry); %.1f s, %s/s\n",
 		out, (unsigned long long)s->n_files, bytes,
 		(unsigned long long)s->n_dirs,
 		(unsigned long long)s->n_symlinks,
 		(unsigned long long)s->n_containers,
+		s->features & DLFS_FEATURE(IN_PLACE) ? "archives, in place"
+						     : "containers",
 		(unsigned long long)in->index_bytes,
 		(double)in->index_bytes / (double)s->n_inodes, secs, rate);
 	padding_note(ds);
@@ -246,6 +252,7 @@ enum {
 	O_PROCS,
 	O_DRY_RUN,
 	O_COMPRESS,
+	O_IN_PLACE,
 };
 
 static const struct option long_opts[] = {
@@ -265,6 +272,7 @@ static const struct option long_opts[] = {
 	{"procs", required_argument, NULL, O_PROCS},
 	{"dry-run", no_argument, NULL, O_DRY_RUN},
 	{"compress", required_argument, NULL, O_COMPRESS},
+	{"in-place", no_argument, NULL, O_IN_PLACE},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, 'V'},
 	{0},
@@ -435,6 +443,9 @@ static int on_option(int c, const char *arg, struct cli *cl)
 		return GO_ON;
 	case O_DRY_RUN:
 		cl->dry = 1;
+		return GO_ON;
+	case O_IN_PLACE:
+		o->in_place = 1;
 		return GO_ON;
 	case 'h':
 		usage(stdout);

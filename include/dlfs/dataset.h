@@ -303,6 +303,41 @@ int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
 int dlfs_ds_container_cut(struct dlfs_ds *ds, uint32_t c, uint64_t *size);
 
 /*
+ * An in-place dataset's containers are the user's archives (format.h,
+ * DLFS_FEATURE(IN_PLACE)); each one as the index records it. path is
+ * the index's: relative to the dataset directory unless it starts with
+ * '/'. bad is -EUCLEAN for a damaged record (then path is NULL).
+ */
+struct dlfs_archive {
+	char *path;
+	uint64_t size;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+	uint32_t kind; /* DLFS_ARCHIVE_TAR or DLFS_ARCHIVE_ZIP */
+	int bad;
+};
+
+/* Archive c of an in-place dataset, or NULL (not in place, or c out of
+ * range). */
+const struct dlfs_archive *dlfs_ds_archive(const struct dlfs_ds *ds,
+					   uint32_t c);
+
+/* Archive c's path as opened: the index's, under the dataset directory
+ * when relative. *out is the caller's to free. @return 0, -ENOENT (no
+ * such archive or a damaged record), -ENOMEM. */
+int dlfs_archive_path(const struct dlfs_ds *ds, uint32_t c, char **out);
+
+/*
+ * Check every archive of an in-place dataset where it is: there, a
+ * regular file, and of the size and modification time the index gives
+ * (a mount refuses a dataset whose archives changed, rather than serve
+ * EIO for the chunks that did). Nothing to check for other datasets.
+ * @return 0, or -ENOENT / -EUCLEAN / -errno with err naming the first
+ * archive that fails and why.
+ */
+int dlfs_ds_check_archives(struct dlfs_ds *ds, struct dlfs_err *err);
+
+/*
  * How dlfs_chunk_read reads containers. PLAIN (the default): buffered
  * reads through the file's usual fd, pages dropped after. RANDOM: through
  * a second fd marked POSIX_FADV_RANDOM, so the kernel reads the chunk and

@@ -43,6 +43,8 @@
 #define DLFS_DB_DIRENTS "dirents" /* be64 parent || name -> le64 dirent    */
 #define DLFS_DB_CHUNKS "chunks"   /* be32 container || be32 chunk -> rec   */
 #define DLFS_DB_CONTAINERS "containers" /* be32 container -> rec           */
+/* In-place datasets only: be32 container -> dlfs_archive_rec + path. */
+#define DLFS_DB_ARCHIVES "archives"
 
 /* Keys of the meta database. */
 #define DLFS_META_SUPER "super"     /* dlfs_super_rec                    */
@@ -57,13 +59,27 @@
  */
 #define DLFS_FEATURES(X) \
 	X(0, PATH_BOUND, "path_bound") \
-	X(1, COMPRESSED, "compressed")
+	X(1, COMPRESSED, "compressed") \
+	X(2, IN_PLACE, "in_place")
 #define DLFS_FEATURE_ENUM_(bit, id, name) DLFS_FEATURE_BIT_##id = (bit),
 enum dlfs_feature_bit { DLFS_FEATURES(DLFS_FEATURE_ENUM_) };
 /* The flag of feature id: DLFS_FEATURE(PATH_BOUND). */
 #define DLFS_FEATURE(id) (UINT64_C(1) << DLFS_FEATURE_BIT_##id)
 #define DLFS_FEATURE_ALL_(bit, id, name) | (UINT64_C(1) << (bit))
 #define DLFS_FEATURES_KNOWN (0 DLFS_FEATURES(DLFS_FEATURE_ALL_))
+
+/*
+ * Datasets whose chunks are not stored at their logical place, so that
+ * each chunk record says where its bytes are (the long chunk record):
+ * compressed ones, and in-place ones, whose containers are the user's
+ * archives (DLFS_DB_ARCHIVES).
+ */
+#define DLFS_FEATURES_STORED_APART \
+	(DLFS_FEATURE(COMPRESSED) | DLFS_FEATURE(IN_PLACE))
+static inline int dlfs_stored_apart(uint64_t features)
+{
+	return !!(features & DLFS_FEATURES_STORED_APART);
+}
 
 /* The name of feature bit (0 to 63), or NULL when this dlfs does not
  * know it. */
@@ -164,12 +180,13 @@ uint64_t dlfs_path_hash(uint64_t parent, const char *name, size_t len);
  * + length) of the container's data stream, in every dataset: a file's
  * loc and the chunk arithmetic never change.
  *
- * Without DLFS_FEATURE(COMPRESSED) the record is DLFS_CHUNK_REC_SIZE_10
+ * Without a stored-apart feature (dlfs_stored_apart: COMPRESSED or
+ * IN_PLACE) the record is DLFS_CHUNK_REC_SIZE_10
  * bytes (xxh3, length, a zero u32): the chunk is stored at its logical
  * place, and xxh3 covers those bytes. Decoded, stored_length = length,
  * stored_offset = 0 and flags = 0.
  *
- * With it, the record is DLFS_CHUNK_REC_SIZE bytes: xxh3 covers the
+ * With COMPRESSED, the record is DLFS_CHUNK_REC_SIZE bytes: xxh3 covers the
  * stored_length bytes stored at stored_offset of the container file (a
  * multiple of 4096; chunks lie back to back from the data offset, each
  * padded to 4 KiB), checked before they are decompressed. flags bit 0
@@ -178,6 +195,17 @@ uint64_t dlfs_path_hash(uint64_t parent, const char *name, size_t len);
  * xxh3). sum covers the chunk's length logical (decompressed) bytes:
  * what a decompressed copy (RAM, the NVMe tier, a peer's answer) is
  * checked against. Without the feature, decoded, sum = xxh3.
+ *
+ * With IN_PLACE (the containers are the user's archives, read where they
+ * are), the record is DLFS_CHUNK_REC_SIZE bytes too, and a chunk is a run
+ * of whole archive members: its stored bytes are [stored_offset, +
+ * stored_length) of the archive, at any offset, member headers between
+ * the members included (they are read, checked and never served); length
+ * <= chunk_size (a run ends where the next member would not fit), and a
+ * member larger than a chunk fills whole chunks, then starts a run of
+ * the rest. flags 0: the logical bytes are the stored ones (sum = xxh3);
+ * DLFS_CHUNK_DEFLATE: one zip member's raw deflate stream, which inflates
+ * to length bytes.
  */
 struct dlfs_chunk_rec {
 	uint64_t xxh3;
@@ -191,16 +219,44 @@ struct dlfs_chunk_rec {
 #define DLFS_CHUNK_REC_SIZE 40
 #define DLFS_CHUNK_REC_SIZE_10 16
 #define DLFS_CHUNK_ZSTD 1u
-#define DLFS_CHUNK_FLAGS_KNOWN DLFS_CHUNK_ZSTD
+#define DLFS_CHUNK_DEFLATE 2u
+/* A deflated member's stored bytes are at most chunk_size + this. */
+#define DLFS_DEFLATE_SLACK 65536
+#define DLFS_CHUNK_FLAGS_KNOWN (DLFS_CHUNK_ZSTD | DLFS_CHUNK_DEFLATE)
 _Static_assert(sizeof(struct dlfs_chunk_rec) == DLFS_CHUNK_REC_SIZE,
 	       "dlfs_chunk_rec layout");
 
 /* Bytes of one chunk record in a dataset with these features. */
 static inline size_t dlfs_chunk_rec_size(uint64_t features)
 {
-	return features & DLFS_FEATURE(COMPRESSED) ? DLFS_CHUNK_REC_SIZE
-						  : DLFS_CHUNK_REC_SIZE_10;
+	return dlfs_stored_apart(features) ? DLFS_CHUNK_REC_SIZE
+					   : DLFS_CHUNK_REC_SIZE_10;
 }
+
+/*
+ * An in-place dataset's container: one of the user's archives, which the
+ * index refers to by path (DLFS_DB_ARCHIVES, key be32 container). The
+ * record is DLFS_ARCHIVE_REC_SIZE bytes, then path_len bytes of path (no
+ * NUL): relative to the dataset directory, unless it starts with '/'.
+ * size and mtime are the archive's when it was indexed: a mount refuses
+ * an archive that differs. The container's record (dlfs_container_rec)
+ * then gives file_size = size, data_size = the logical size of its
+ * chunks, and footer_xxh3 = 0 (an archive has no footer).
+ */
+#define DLFS_ARCHIVE_TAR 1u
+#define DLFS_ARCHIVE_ZIP 2u
+struct dlfs_archive_rec {
+	uint64_t size;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+	uint32_t kind; /* DLFS_ARCHIVE_TAR or DLFS_ARCHIVE_ZIP */
+	uint32_t path_len;
+	uint32_t reserved;
+};
+#define DLFS_ARCHIVE_REC_SIZE 32
+_Static_assert(sizeof(struct dlfs_archive_rec) == DLFS_ARCHIVE_REC_SIZE,
+	       "dlfs_archive_rec layout");
+#define DLFS_ARCHIVE_PATH_MAX 4096
 
 /* A container as the index knows it, to catch truncation and swaps. */
 struct dlfs_container_rec {
@@ -328,6 +384,10 @@ void dlfs_chunk_decode(const uint8_t *in, uint64_t features,
 void dlfs_container_rec_encode(const struct dlfs_container_rec *r,
 			       uint8_t *out);
 void dlfs_container_rec_decode(const uint8_t *in, struct dlfs_container_rec *r);
+/* The fixed part of an archive record (DLFS_ARCHIVE_REC_SIZE bytes); the
+ * path follows it. */
+void dlfs_archive_rec_encode(const struct dlfs_archive_rec *r, uint8_t *out);
+void dlfs_archive_rec_decode(const uint8_t *in, struct dlfs_archive_rec *r);
 /* These two also compute (encode) the record's own checksum field. */
 void dlfs_header_encode(struct dlfs_container_header *r, uint8_t *out);
 void dlfs_header_decode(const uint8_t *in, struct dlfs_container_header *r);

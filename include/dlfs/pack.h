@@ -84,6 +84,15 @@ struct dlfs_pack_opts {
 	const char *creator; /* recorded in the index; may be NULL */
 	enum dlfs_compress compress;
 	int compress_level; /* zstd: 1 to DLFS_ZSTD_LEVEL_MAX */
+	/*
+	 * Index the sources in place (dlfs-pack --in-place): every source
+	 * is an uncompressed tar or a zip archive, and OUT holds only the
+	 * index and its seal; the archives are the containers, where they
+	 * are, and must stay as they are (format.h, IN_PLACE). Files keep
+	 * their archives' order: order must be DLFS_ORDER_SORTED (the
+	 * default, ignored) or DLFS_ORDER_INPUT; no compress, no split_*.
+	 */
+	int in_place;
 
 	/*
 	 * Ingest (dlfs-pack(1), INGEST). With split_hdf5, a SOURCE that is

@@ -16,8 +16,7 @@ int dlfs_fetch_init(struct dlfs_fetch *f, struct dlfs_ds *ds,
 	memset(f, 0, sizeof(*f));
 	f->ds = ds;
 	f->stats = stats;
-	f->compressed = !!(dlfs_ds_info(ds)->super.features &
-			   DLFS_FEATURE(COMPRESSED));
+	f->compressed = dlfs_stored_apart(dlfs_ds_info(ds)->super.features);
 	f->n_inodes = dlfs_ds_info(ds)->super.n_inodes + 1;
 	f->file_ok = calloc(f->n_inodes / 64 + 1, sizeof(*f->file_ok));
 	return f->file_ok ? 0 : -ENOMEM;
@@ -157,7 +156,8 @@ static int load_chunk(struct dlfs_fetch *f, struct dlfs_txn *txn, uint32_t c,
 	if ((ret = dlfs_chunk_get(txn, c, k, &cr, l->err)))
 		return ret;
 	uint64_t t0 = pfs_begin(f);
-	int unz = f->compressed && (cr.flags & DLFS_CHUNK_ZSTD);
+	int unz = f->compressed &&
+		  (cr.flags & (DLFS_CHUNK_ZSTD | DLFS_CHUNK_DEFLATE));
 	enum dlfs_unz who = o && o->dec ? DLFS_UNZ_FILL
 			    : f->decode ? DLFS_UNZ_DECODE
 					: DLFS_UNZ_CALLER;

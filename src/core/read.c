@@ -159,19 +159,28 @@ int dlfs_reader_open(struct dlfs_ds *ds, const struct dlfs_reader_conf *conf,
 				    "the RAM tier must hold at least two chunks "
 				    "(%llu bytes)",
 				    (unsigned long long)(2 * cs));
+	/* An in-place dataset's archives must be the ones indexed: refused
+	 * now, by name, rather than EIO for every chunk of a changed one. */
+	if ((ret = dlfs_ds_check_archives(ds, err)))
+		return ret;
 	struct dlfs_reader *r = calloc(1, sizeof(*r));
 	if (!r)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	r->ds = ds;
 	r->conf = *conf;
 	r->chunk_size = cs;
-	/* A compressed dataset's file cannot be read alone from its
-	 * container: its chunk has to be read and decompressed whole. */
-	if (info->super.features & DLFS_FEATURE(COMPRESSED)) {
+	/* A compressed or in-place dataset's file cannot be read alone
+	 * from its container: its chunk has to be read (and decompressed)
+	 * whole, and checked. */
+	if (dlfs_stored_apart(info->super.features)) {
 		if (conf->read_unit == DLFS_UNIT_FILE)
 			dlfs_logf(conf->log, conf->log_arg, LOG_NOTICE,
-				  "read_unit=file: the dataset is compressed, "
-				  "its chunks are read whole");
+				  "read_unit=file: the dataset is %s, its "
+				  "chunks are read whole",
+				  info->super.features &
+						  DLFS_FEATURE(IN_PLACE)
+					  ? "in place"
+					  : "compressed");
 		r->conf.read_unit = DLFS_UNIT_CHUNK;
 	}
 	pthread_mutex_init(&r->log_lock, NULL);

@@ -11,6 +11,7 @@
 #include "util.h"
 
 #include <xxhash.h>
+#include <zlib.h>
 #include <zstd.h>
 
 static int logical_read(struct dlfs_ds *ds, uint32_t c, uint64_t off,
@@ -147,6 +148,21 @@ const char *dlfs_ds_path(const struct dlfs_ds *ds)
 	return ds->path;
 }
 
+const char *dlfs_ds_cpath(const struct dlfs_ds *ds, uint32_t c, char *buf,
+			  size_t cap)
+{
+	const struct dlfs_archive *a = dlfs_ds_archive(ds, c);
+	if (a && a->path) {
+		snprintf(buf, cap, a->path[0] == '/' ? "%s%s" : "%s/%s",
+			 a->path[0] == '/' ? "" : ds->path, a->path);
+	} else {
+		char name[DLFS_CONTAINER_NAME_MAX];
+		dlfs_container_name(c, name);
+		snprintf(buf, cap, "%s/%s", ds->path, name);
+	}
+	return buf;
+}
+
 /* Check container c's header and footer against the index; *size is
  * its size. A container shorter than the index says (a copy cut short)
  * passes with its header alone: its footer went with the cut, and its
@@ -160,6 +176,12 @@ static int container_validate(struct dlfs_ds *ds, uint32_t c, int fd,
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
 				    "%s: its record in the index is damaged",
 				    cpath);
+	if (ds->ix.arc) {
+		/* An archive: no header or footer of ours, but it must be
+		 * the one indexed. */
+		*size = rec->file_size;
+		return dlfs_archive_check_fd(ds, c, fd, cpath, err);
+	}
 
 	uint8_t hb[DLFS_CONTAINER_HEADER_REC_SIZE];
 	ssize_t n = dlfs_pread_full(fd, hb, sizeof(hb), 0);
@@ -218,7 +240,7 @@ static void open_chunk_fd(struct dlfs_ds *ds, struct dlfs_container_slot *s,
 int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
 			 struct dlfs_err *err)
 {
-	char name[DLFS_CONTAINER_NAME_MAX];
+	char name[DLFS_CPATH_MAX];
 	if (c >= ds->ix.info.super.n_containers)
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
 				    "%s: container %u out of range", ds->path,
@@ -235,8 +257,8 @@ int dlfs_ds_container_fd(struct dlfs_ds *ds, uint32_t c, int *fd,
 	if (state == 0) {
 		char *cpath = NULL;
 		struct dlfs_err e = {0};
-		dlfs_container_name(c, name);
-		if (asprintf(&cpath, "%s/%s", ds->path, name) < 0) {
+		dlfs_ds_cpath(ds, c, name, sizeof(name));
+		if (!(cpath = strdup(name))) {
 			ret = dlfs_err_set(err, -ENOMEM, "out of memory");
 			goto unlock; /* not remembered: may work later */
 		}
@@ -289,13 +311,13 @@ int dlfs_ds_past_cut(const struct dlfs_ds *ds, uint32_t c, uint64_t k,
 	const struct dlfs_container_slot *s = &ds->containers[c];
 	if (end <= s->size)
 		return 0;
-	char name[DLFS_CONTAINER_NAME_MAX];
-	dlfs_container_name(c, name);
+	char name[DLFS_CPATH_MAX];
+	dlfs_ds_cpath(ds, c, name, sizeof(name));
 	return dlfs_err_set(err, -DLFS_ECORRUPT,
-			    "%s/%s: container is truncated: %llu bytes, the "
+			    "%s: container is truncated: %llu bytes, the "
 			    "index says %llu; chunk %llu ends at byte %llu, "
 			    "past the cut",
-			    ds->path, name, (unsigned long long)s->size,
+			    name, (unsigned long long)s->size,
 			    (unsigned long long)ds->ix.cont[c].file_size,
 			    (unsigned long long)k, (unsigned long long)end);
 }
@@ -331,18 +353,18 @@ int dlfs_ds_pread(struct dlfs_ds *ds, uint32_t c, void *buf, size_t len,
 		return ret;
 	ssize_t n = dlfs_pread_full(fd, buf, len, off);
 	if (n < 0) {
-		char name[DLFS_CONTAINER_NAME_MAX];
-		dlfs_container_name(c, name);
-		return dlfs_err_sys(err, (int)n, "%s/%s: read at offset %llu",
-				    ds->path, name, (unsigned long long)off);
+		char name[DLFS_CPATH_MAX];
+		dlfs_ds_cpath(ds, c, name, sizeof(name));
+		return dlfs_err_sys(err, (int)n, "%s: read at offset %llu",
+				    name, (unsigned long long)off);
 	}
 	if ((size_t)n < len) {
-		char name[DLFS_CONTAINER_NAME_MAX];
-		dlfs_container_name(c, name);
+		char name[DLFS_CPATH_MAX];
+		dlfs_ds_cpath(ds, c, name, sizeof(name));
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s/%s: truncated: short read at offset "
+				    "%s: truncated: short read at offset "
 				    "%llu",
-				    ds->path, name, (unsigned long long)off);
+				    name, (unsigned long long)off);
 	}
 	return 0;
 }
@@ -402,7 +424,7 @@ int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
 	}
 	if ((ret = raw_past_cut(ds, c, off, len, err)))
 		return ret;
-	char name[DLFS_CONTAINER_NAME_MAX];
+	char name[DLFS_CPATH_MAX];
 	const struct dlfs_container_slot *slot = &ds->containers[c];
 	/* Pages that pass the end of a cut container are read buffered:
 	 * after the short read there, O_DIRECT may refuse the unaligned
@@ -413,16 +435,16 @@ int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
 		fd = slot->dfd;
 	ssize_t n = dlfs_pread_full(fd, buf, want, a0);
 	if (n < 0) {
-		dlfs_container_name(c, name);
-		return dlfs_err_sys(err, (int)n, "%s/%s: read at offset %llu",
-				    ds->path, name, (unsigned long long)a0);
+		dlfs_ds_cpath(ds, c, name, sizeof(name));
+		return dlfs_err_sys(err, (int)n, "%s: read at offset %llu",
+				    name, (unsigned long long)a0);
 	}
 	if ((uint64_t)n < off + len - a0) {
-		dlfs_container_name(c, name);
+		dlfs_ds_cpath(ds, c, name, sizeof(name));
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s/%s: truncated: short read at offset "
+				    "%s: truncated: short read at offset "
 				    "%llu",
-				    ds->path, name, (unsigned long long)a0);
+				    name, (unsigned long long)a0);
 	}
 	if (!direct)
 		posix_fadvise(fd, (off_t)a0, (off_t)want,
@@ -469,13 +491,13 @@ int dlfs_chunk_read_rec(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 	if (ret)
 		return ret;
 	if (XXH3_64bits(buf, cr->length) != cr->xxh3) {
-		char name[DLFS_CONTAINER_NAME_MAX];
-		dlfs_container_name(c, name);
+		char name[DLFS_CPATH_MAX];
+		dlfs_ds_cpath(ds, c, name, sizeof(name));
 		*len = cr->length; /* the bytes are there, just not to trust */
 		return dlfs_err_set(err, -DLFS_ECHECKSUM,
-				    "%s/%s: chunk %llu at offset %llu: checksum "
+				    "%s: chunk %llu at offset %llu: checksum "
 				    "mismatch",
-				    ds->path, name, (unsigned long long)k,
+				    name, (unsigned long long)k,
 				    (unsigned long long)off);
 	}
 	*len = cr->length;
@@ -486,6 +508,8 @@ int dlfs_chunk_read_rec(struct dlfs_ds *ds, uint32_t c, uint64_t k,
  * are shorter than the chunk: dlfs_chunk_rec_check). */
 struct dlfs_decoder {
 	ZSTD_DCtx *z;
+	z_stream zs;  /* raw inflate, for an in-place zip's deflated members */
+	int zs_init;
 	void *stored;
 	size_t cap;
 };
@@ -498,8 +522,13 @@ int dlfs_decoder_new(const struct dlfs_ds *ds, struct dlfs_decoder **out,
 	if (!d)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	d->cap = (size_t)ds->ix.info.super.chunk_size;
+	/* A deflated member may take a little more room than its bytes
+	 * (dlfs-pack keeps it under this). */
+	if (ds->ix.arc)
+		d->cap += DLFS_DEFLATE_SLACK;
 	d->z = ZSTD_createDCtx();
-	if (!d->z || posix_memalign(&d->stored, 4096, d->cap)) {
+	d->zs_init = inflateInit2(&d->zs, -15) == Z_OK;
+	if (!d->z || !d->zs_init || posix_memalign(&d->stored, 4096, d->cap)) {
 		dlfs_decoder_free(d);
 		return dlfs_err_set(err, -ENOMEM,
 				    "out of memory for a chunk decoder");
@@ -513,13 +542,15 @@ void dlfs_decoder_free(struct dlfs_decoder *d)
 	if (!d)
 		return;
 	ZSTD_freeDCtx(d->z);
+	if (d->zs_init)
+		inflateEnd(&d->zs);
 	free(d->stored);
 	free(d);
 }
 
 int dlfs_ds_compressed(const struct dlfs_ds *ds)
 {
-	return !!(ds->ix.info.super.features & DLFS_FEATURE(COMPRESSED));
+	return dlfs_stored_apart(ds->ix.info.super.features);
 }
 
 /* The stored bytes of chunk k of container c (record cr) into buf (cap
@@ -529,7 +560,7 @@ static int stored_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 		       struct dlfs_err *err)
 {
 	int fd;
-	char name[DLFS_CONTAINER_NAME_MAX];
+	char name[DLFS_CPATH_MAX];
 	int ret = dlfs_ds_container_fd(ds, c, &fd, err);
 	if (!ret)
 		ret = dlfs_ds_past_cut(ds, c, k,
@@ -545,30 +576,67 @@ static int stored_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 				    ds->path, (unsigned long long)k, c, want,
 				    cap);
 	const struct dlfs_container_slot *slot = &ds->containers[c];
+	/* An archive's chunks start anywhere: O_DIRECT only when aligned. */
 	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0 &&
+		     cr->stored_offset % 4096 == 0 &&
 		     cr->stored_offset + want <= slot->size; /* as read_range */
 	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
 		fd = slot->dfd;
 	ssize_t n = dlfs_pread_full(fd, buf, want, cr->stored_offset);
-	dlfs_container_name(c, name);
+	dlfs_ds_cpath(ds, c, name, sizeof(name));
 	if (n < 0)
-		return dlfs_err_sys(err, (int)n, "%s/%s: read at offset %llu",
-				    ds->path, name,
+		return dlfs_err_sys(err, (int)n, "%s: read at offset %llu",
+				    name,
 				    (unsigned long long)cr->stored_offset);
 	if ((size_t)n < cr->stored_length)
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s/%s: truncated: short read at offset "
+				    "%s: truncated: short read at offset "
 				    "%llu",
-				    ds->path, name,
+				    name,
 				    (unsigned long long)cr->stored_offset);
 	if (!direct)
 		posix_fadvise(fd, (off_t)cr->stored_offset, (off_t)want,
 			      POSIX_FADV_DONTNEED);
 	if (XXH3_64bits(buf, cr->stored_length) != cr->xxh3)
 		return dlfs_err_set(err, -DLFS_ECHECKSUM,
-				    "%s/%s: chunk %llu at offset %llu: checksum "
+				    "%s: chunk %llu at offset %llu: checksum "
 				    "mismatch",
-				    ds->path, name, (unsigned long long)k,
+				    name, (unsigned long long)k,
+				    (unsigned long long)cr->stored_offset);
+	return 0;
+}
+
+/* A deflated zip member's chunk (record cr, its stored bytes in
+ * d->stored) into buf, checked against cr->sum. */
+static int inflate_chunk(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+			 const struct dlfs_chunk_rec *cr, struct dlfs_decoder *d,
+			 void *buf, size_t cap, struct dlfs_err *err)
+{
+	char name[DLFS_CPATH_MAX];
+	const char *why = "wrong length";
+	int rc = Z_DATA_ERROR;
+	if (cr->length <= cap && inflateReset(&d->zs) == Z_OK) {
+		d->zs.next_in = d->stored;
+		d->zs.avail_in = cr->stored_length;
+		d->zs.next_out = buf;
+		d->zs.avail_out = cr->length;
+		rc = inflate(&d->zs, Z_FINISH);
+		if (rc != Z_STREAM_END)
+			why = d->zs.msg ? d->zs.msg : "cut short";
+	}
+	dlfs_ds_cpath(ds, c, name, sizeof(name));
+	if (rc != Z_STREAM_END || d->zs.total_out != cr->length)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s: chunk %llu at offset %llu: does not "
+				    "inflate to its %u bytes (%s)",
+				    name, (unsigned long long)k,
+				    (unsigned long long)cr->stored_offset,
+				    cr->length, why);
+	if (XXH3_64bits(buf, cr->length) != cr->sum)
+		return dlfs_err_set(err, -DLFS_ECHECKSUM,
+				    "%s: chunk %llu at offset %llu: checksum "
+				    "mismatch after inflating",
+				    name, (unsigned long long)k,
 				    (unsigned long long)cr->stored_offset);
 	return 0;
 }
@@ -578,7 +646,7 @@ int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 			  struct dlfs_decoder *dec, void *buf, size_t cap,
 			  struct dlfs_err *err)
 {
-	if (!(cr->flags & DLFS_CHUNK_ZSTD))
+	if (!(cr->flags & (DLFS_CHUNK_ZSTD | DLFS_CHUNK_DEFLATE)))
 		return stored_read(ds, c, k, cr, buf, cap, err);
 	struct dlfs_decoder *tmp = NULL;
 	int ret;
@@ -586,20 +654,22 @@ int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 		return ret;
 	struct dlfs_decoder *d = dec ? dec : tmp;
 	ret = stored_read(ds, c, k, cr, d->stored, d->cap, err);
-	if (!ret) {
+	if (!ret && (cr->flags & DLFS_CHUNK_DEFLATE)) {
+		ret = inflate_chunk(ds, c, k, cr, d, buf, cap, err);
+	} else if (!ret) {
 		size_t n = cr->length > cap
 				   ? 0
 				   : ZSTD_decompressDCtx(d->z, buf, cr->length,
 							 d->stored,
 							 cr->stored_length);
-		char name[DLFS_CONTAINER_NAME_MAX];
-		dlfs_container_name(c, name);
+		char name[DLFS_CPATH_MAX];
+		dlfs_ds_cpath(ds, c, name, sizeof(name));
 		if (ZSTD_isError(n) || n != cr->length)
 			ret = dlfs_err_set(
 				err, -DLFS_ECORRUPT,
-				"%s/%s: chunk %llu at offset %llu: does not "
+				"%s: chunk %llu at offset %llu: does not "
 				"decompress to its %u bytes (%s)",
-				ds->path, name, (unsigned long long)k,
+				name, (unsigned long long)k,
 				(unsigned long long)cr->stored_offset,
 				cr->length,
 				ZSTD_isError(n) ? ZSTD_getErrorName(n)
@@ -608,9 +678,9 @@ int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 			/* The stored bytes were right: a decoder fault. */
 			ret = dlfs_err_set(
 				err, -DLFS_ECHECKSUM,
-				"%s/%s: chunk %llu at offset %llu: checksum "
+				"%s: chunk %llu at offset %llu: checksum "
 				"mismatch after decompression",
-				ds->path, name, (unsigned long long)k,
+				name, (unsigned long long)k,
 				(unsigned long long)cr->stored_offset);
 	}
 	dlfs_decoder_free(tmp);

@@ -39,8 +39,22 @@ struct dlfs_ds {
 int dlfs_ds_past_cut(const struct dlfs_ds *ds, uint32_t c, uint64_t k,
 		     uint64_t end, struct dlfs_err *err);
 
-/* Does ds have DLFS_FEATURE(COMPRESSED)? */
+/* Container c's file for messages: the dataset's NNNNNN.dlc, or an
+ * in-place dataset's archive (dlfs_archive_path); into buf (cap bytes,
+ * DLFS_CPATH_MAX will do), cut short if longer. @return buf. */
+#define DLFS_CPATH_MAX 8192
+const char *dlfs_ds_cpath(const struct dlfs_ds *ds, uint32_t c, char *buf,
+			  size_t cap);
+
+/* Are ds's chunks stored apart from their logical place
+ * (dlfs_stored_apart: compressed or in place)? */
 int dlfs_ds_compressed(const struct dlfs_ds *ds);
+
+/* Archive c of an in-place dataset, open as fd at cpath, against its
+ * record (archives.c). @return 0 or -EUCLEAN with err saying what
+ * changed. */
+int dlfs_archive_check_fd(const struct dlfs_ds *ds, uint32_t c, int fd,
+			  const char *cpath, struct dlfs_err *err);
 
 /*
  * Chunk k of container c of a compressed dataset, record cr (checked by

@@ -151,7 +151,7 @@ void dlfs_chunk_encode(const struct dlfs_chunk_rec *r, uint64_t features,
 	struct cur c = {.w = out};
 	w64(&c, r->xxh3);
 	w32(&c, r->length);
-	if (!(features & DLFS_FEATURE(COMPRESSED))) {
+	if (!dlfs_stored_apart(features)) {
 		w32(&c, 0);
 		return;
 	}
@@ -168,7 +168,7 @@ void dlfs_chunk_decode(const uint8_t *in, uint64_t features,
 	struct cur c = {.r = in};
 	r->xxh3 = r64(&c);
 	r->length = r32(&c);
-	if (!(features & DLFS_FEATURE(COMPRESSED))) {
+	if (!dlfs_stored_apart(features)) {
 		r->reserved = r32(&c);
 		r->stored_length = r->length;
 		r->stored_offset = 0;
@@ -321,4 +321,26 @@ void dlfs_container_name(uint32_t n, char *buf)
 {
 	snprintf(buf, DLFS_CONTAINER_NAME_MAX, "%06u%s", n,
 		 DLFS_CONTAINER_SUFFIX);
+}
+
+void dlfs_archive_rec_encode(const struct dlfs_archive_rec *r, uint8_t *out)
+{
+	struct cur c = {.w = out};
+	w64(&c, r->size);
+	w64(&c, (uint64_t)r->mtime_sec);
+	w32(&c, r->mtime_nsec);
+	w32(&c, r->kind);
+	w32(&c, r->path_len);
+	w32(&c, r->reserved);
+}
+
+void dlfs_archive_rec_decode(const uint8_t *in, struct dlfs_archive_rec *r)
+{
+	struct cur c = {.r = in};
+	r->size = r64(&c);
+	r->mtime_sec = (int64_t)r64(&c);
+	r->mtime_nsec = r32(&c);
+	r->kind = r32(&c);
+	r->path_len = r32(&c);
+	r->reserved = r32(&c);
 }

@@ -266,11 +266,13 @@ int dlfs_index_open(struct dlfs_index *ix, const char *dir,
 		goto out;
 	rc = mdb_txn_begin(ix->env, NULL, MDB_RDONLY, &t);
 	ret = rc ? dlfs_mdb_errno(rc) : load_containers(ix, t);
-	if (t)
-		mdb_txn_abort(t);
 	if (ret)
 		dlfs_err_sys(err, ret, "%s: reading the container records",
 			     ipath);
+	else
+		ret = dlfs_archives_load(ix, t, err);
+	if (t)
+		mdb_txn_abort(t);
 out:
 	free(ipath);
 	return ret;
@@ -281,6 +283,7 @@ void dlfs_index_close(struct dlfs_index *ix)
 	if (ix->env)
 		mdb_env_close(ix->env);
 	ix->env = NULL;
+	dlfs_archives_free(ix);
 	free(ix->cont);
 	ix->cont = NULL;
 	pthread_mutex_destroy(&ix->rd_lock);

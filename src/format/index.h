@@ -44,6 +44,7 @@ struct dlfs_index {
 	size_t psize; /* its page size */
 	struct dlfs_info info;
 	struct dlfs_container *cont; /* n_containers entries, checked */
+	struct dlfs_archive *arc;    /* in-place: n_containers; else NULL */
 	uint64_t n_chunks;           /* across all containers */
 	pthread_mutex_t rd_lock;     /* guards rd and rd_clock */
 	struct dlfs_rd_slot rd[DLFS_RD_SLOTS];
@@ -70,6 +71,13 @@ int dlfs_index_open(struct dlfs_index *ix, const char *dir,
 		    const char *index_path, struct dlfs_err *err);
 /* Release what dlfs_index_open took; safe on a zeroed struct. */
 void dlfs_index_close(struct dlfs_index *ix);
+
+/* An in-place dataset's archive table into ix->arc (archives.c), after
+ * the container table; nothing for other datasets. A damaged record
+ * marks its container bad. @return 0 or a negative errno with err set. */
+int dlfs_archives_load(struct dlfs_index *ix, MDB_txn *t,
+		       struct dlfs_err *err);
+void dlfs_archives_free(struct dlfs_index *ix);
 
 int dlfs_index_txn_begin(struct dlfs_index *ix, struct dlfs_txn **out,
 			 struct dlfs_err *err);

@@ -58,13 +58,17 @@ int dlfs_container_entry(const struct dlfs_super_rec *s, const void *v,
 	/* Compressed chunks may take less room than the data region's
 	 * logical size: then only the data offset and the footer must fit
 	 * (each chunk record says where its bytes are). */
-	uint64_t need = s->features & DLFS_FEATURE(COMPRESSED)
-				? DLFS_DATA_OFFSET(cs)
-				: DLFS_DATA_OFFSET(cs) + r.data_size;
+	/* An in-place dataset's container is an archive: no header, no
+	 * footer, and its chunks anywhere in it (their records say where). */
+	uint64_t need = s->features & DLFS_FEATURE(IN_PLACE) ? 0
+			: s->features & DLFS_FEATURE(COMPRESSED)
+				? DLFS_DATA_OFFSET(cs) + DLFS_FOOTER_SIZE
+				: DLFS_DATA_OFFSET(cs) + r.data_size +
+					  DLFS_FOOTER_SIZE;
 	int ok = r.data_size <= (UINT64_C(1) << 48) &&
 		 r.n_chunks == (r.data_size + cs - 1) / cs &&
 		 r.n_chunks <= UINT32_MAX &&
-		 r.file_size >= need + DLFS_FOOTER_SIZE &&
+		 r.file_size >= need &&
 		 r.first_ino <= s->n_inodes + 1 &&
 		 r.n_files <= s->n_inodes + 1 - r.first_ino;
 	if (!ok)
@@ -77,6 +81,31 @@ int dlfs_container_entry(const struct dlfs_super_rec *s, const void *v,
 	out->footer_xxh3 = r.footer_xxh3;
 	out->bad = 0;
 	return 0;
+}
+
+/* An in-place chunk (format.h): a run of members of length at most the
+ * chunk size (exactly the rest for the last), its stored bytes inside
+ * the archive, raw or one deflated member. */
+static int in_place_check(const struct dlfs_container *cont,
+			  const char *ds_path, uint32_t c, uint64_t k,
+			  uint64_t last, const struct dlfs_chunk_rec *r,
+			  struct dlfs_err *err)
+{
+	int deflate = r->flags & DLFS_CHUNK_DEFLATE;
+	int is_last = k + 1 == cont->n_chunks;
+	int ok = r->length > 0 && r->length <= last &&
+		 (!is_last || r->length == last) &&
+		 !(r->flags & ~DLFS_CHUNK_DEFLATE) &&
+		 (deflate ? r->stored_length > 0
+			  : r->stored_length == r->length && r->sum == r->xxh3) &&
+		 r->stored_offset <= cont->file_size &&
+		 r->stored_length <= cont->file_size - r->stored_offset;
+	if (ok)
+		return 0;
+	return dlfs_err_set(err, -DLFS_ECORRUPT,
+			    "%s/index: chunk %llu of archive %u: its length, "
+			    "stored extent or flags are impossible: damaged",
+			    ds_path, (unsigned long long)k, c);
 }
 
 int dlfs_chunk_rec_check(const struct dlfs_super_rec *s,
@@ -92,6 +121,8 @@ int dlfs_chunk_rec_check(const struct dlfs_super_rec *s,
 	dlfs_chunk_decode(v, s->features, out);
 	uint64_t left = cont->data_size - k * cs;
 	uint64_t want = left < cs ? left : cs;
+	if (s->features & DLFS_FEATURE(IN_PLACE))
+		return in_place_check(cont, ds_path, c, k, want, out, err);
 	if (out->length != want)
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
 				    "%s/index: chunk %llu of container %u: "

@@ -261,11 +261,17 @@ static int verify_container(struct verify *v, uint32_t c,
 	struct dlfs_ds *ds = v->ds;
 	const struct dlfs_container *rec = dlfs_ds_container(ds, c);
 	struct dlfs_err e = {0};
-	char cname[DLFS_CONTAINER_NAME_MAX];
+	char cname[DLFS_CPATH_MAX];
 	uint64_t size = 0;
 	int fd, ret;
 
-	dlfs_container_name(c, cname);
+	/* An in-place dataset's containers are archives: named by their
+	 * paths, and without a trailer of ours. */
+	int arc = dlfs_ds_archive(ds, c) != NULL;
+	if (arc)
+		dlfs_ds_cpath(ds, c, cname, sizeof(cname));
+	else
+		dlfs_container_name(c, cname);
 	v->rep->containers++;
 	v->c = c;
 	v->n_cut = 0;
@@ -273,9 +279,9 @@ static int verify_container(struct verify *v, uint32_t c,
 	if (ret)
 		return container_unusable(v, c, cname, e.msg, err);
 	int cut = dlfs_ds_container_cut(ds, c, &size);
-	ret = cut ? 0
-		  : check_trailer(v, fd, cname, rec->file_size,
-				  rec->data_size);
+	ret = cut || arc ? 0
+			 : check_trailer(v, fd, cname, rec->file_size,
+					 rec->data_size);
 	if (ret < 0)
 		return dlfs_err_sys(err, ret, "%s/%s: reading the trailer",
 				    ds->path, cname);
@@ -326,6 +332,33 @@ static void entry_path(const struct name *dirs, uint64_t nd, struct name nm,
 	dlfs_quote(path + at, strlen(path + at), buf, len);
 }
 
+/* Where damage b is: its container's name, or an in-place dataset's
+ * archive path and, for a file, the offset of its bytes in the archive
+ * (through its chunk's record). */
+static void where_of(struct verify *v, const struct bad *b,
+		     char buf[DLFS_CPATH_MAX], size_t cap)
+{
+	const uint64_t cs = dlfs_ds_info(v->ds)->super.chunk_size;
+	struct dlfs_chunk_rec cr;
+	if (!dlfs_ds_archive(v->ds, b->container)) {
+		dlfs_container_name(b->container, buf);
+		return;
+	}
+	char p[DLFS_CPATH_MAX - 64]; /* room for the offset after it */
+	dlfs_ds_cpath(v->ds, b->container, p, sizeof(p));
+	uint64_t k = b->offset >= DLFS_DATA_OFFSET(cs)
+			     ? dlfs_chunk_at(cs, b->offset)
+			     : UINT64_MAX;
+	if (k != UINT64_MAX && b->ino &&
+	    !dlfs_chunk_get(v->txn, b->container, k, &cr, NULL) &&
+	    !(cr.flags & DLFS_CHUNK_DEFLATE))
+		snprintf(buf, cap, "%s, member bytes at offset %llu", p,
+			 (unsigned long long)(cr.stored_offset + b->offset -
+					      dlfs_chunk_start(cs, k)));
+	else
+		snprintf(buf, cap, "%s", p);
+}
+
 static int report_bad(struct verify *v, struct dlfs_err *err)
 {
 	if (!v->n_bad)
@@ -365,15 +398,18 @@ static int report_bad(struct verify *v, struct dlfs_err *err)
 	}
 	for (size_t i = 0; i < v->n_bad; i++) {
 		struct bad *b = &v->bad[i];
-		char msg[512];
-		char cname[DLFS_CONTAINER_NAME_MAX];
-		dlfs_container_name(b->container, cname);
-		if (b->offset)
+		char msg[DLFS_CPATH_MAX + 512];
+		char cname[DLFS_CPATH_MAX];
+		where_of(v, b, cname, sizeof(cname));
+		if (b->offset && !dlfs_ds_archive(v->ds, b->container))
 			snprintf(msg, sizeof(msg), "%s (container %s, offset "
 				 "%llu)", b->msg, cname,
 				 (unsigned long long)b->offset);
 		else
-			snprintf(msg, sizeof(msg), "%s (container %s)", b->msg,
+			snprintf(msg, sizeof(msg), "%s (%s %s)", b->msg,
+				 dlfs_ds_archive(v->ds, b->container)
+					 ? "archive"
+					 : "container",
 				 cname);
 		if (!b->ino) {
 			report(v, cname, msg);

@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "index_write.h"
+#include "inplace.h"
 #include "util.h"
 
 int pk_dataset_id(const struct pk_tree *t, const struct pk_layout *l,
@@ -85,6 +86,7 @@ out:
 uint64_t pk_features(const struct dlfs_pack_opts *o)
 {
 	return DLFS_FEATURE(PATH_BOUND) |
+	       (o->in_place ? DLFS_FEATURE(IN_PLACE) : 0) |
 	       (o->compress != DLFS_COMPRESS_NONE ? DLFS_FEATURE(COMPRESSED)
 						  : 0);
 }
@@ -117,7 +119,7 @@ struct writer {
 	uint64_t bytes; /* put in this transaction */
 	const char *path; /* the index, for messages */
 	uint64_t features; /* pk_features of the pack's options */
-	MDB_dbi meta, inodes, symlinks, dirents, chunks, conts;
+	MDB_dbi meta, inodes, symlinks, dirents, chunks, conts, arcs;
 };
 
 /* An LMDB failure in step what, as an error that names the index.
@@ -189,6 +191,9 @@ static int open_index(struct writer *w, uint64_t mapsize,
 	if (!rc)
 		rc = mdb_dbi_open(w->t, DLFS_DB_CONTAINERS, MDB_CREATE,
 				  &w->conts);
+	if (!rc && (w->features & DLFS_FEATURE(IN_PLACE)))
+		rc = mdb_dbi_open(w->t, DLFS_DB_ARCHIVES, MDB_CREATE,
+				  &w->arcs);
 	return rc ? mdb_fail(w, rc, "creating the index", err) : 0;
 }
 
@@ -226,7 +231,8 @@ static int write_meta(struct writer *w, const struct pk_layout *l,
 	size_t sl = encode_super(l, o, id, n, sb);
 	static const char *orders[] = {"sorted", "input", "size", "shuffle"};
 	char order[64];
-	snprintf(order, sizeof(order), "%s", orders[o->order]);
+	snprintf(order, sizeof(order), "%s",
+		 o->in_place ? "archive" : orders[o->order]);
 	if (o->order == DLFS_ORDER_SHUFFLE)
 		snprintf(order, sizeof(order), "shuffle:%llu",
 			 (unsigned long long)o->seed);
@@ -371,6 +377,27 @@ static int write_dirents(struct writer *w, const struct pk_tree *t,
 	return rc ? mdb_fail(w, rc, "writing directory entries", err) : 0;
 }
 
+/* An in-place dataset's archive record, key kb. @return an LMDB code. */
+static int put_archive(struct writer *w, const struct pk_ip_archive *a,
+		       uint8_t kb[4])
+{
+	size_t pl = strlen(a->path);
+	uint8_t vb[DLFS_ARCHIVE_REC_SIZE + DLFS_ARCHIVE_PATH_MAX];
+	if (pl > DLFS_ARCHIVE_PATH_MAX)
+		return EINVAL;
+	struct dlfs_archive_rec r = {
+		.size = a->size,
+		.mtime_sec = a->mtime_sec,
+		.mtime_nsec = a->mtime_nsec,
+		.kind = a->kind,
+		.path_len = (uint32_t)pl,
+	};
+	dlfs_archive_rec_encode(&r, vb);
+	memcpy(vb + DLFS_ARCHIVE_REC_SIZE, a->path, pl);
+	return put(w, w->arcs, kb, 4, vb, DLFS_ARCHIVE_REC_SIZE + pl,
+		   MDB_APPEND);
+}
+
 /* Container c's chunk checksums, then its own record. The two databases
  * are filled in this interleaved order because where the transactions
  * commit, and so the file's bytes, depends on it. @return an LMDB code. */
@@ -411,7 +438,8 @@ static int put_container(struct writer *w, const struct pk_layout *l,
 	uint8_t kb[4], vb[DLFS_CONTAINER_REC_SIZE];
 	dlfs_put_be32(kb, (uint32_t)c);
 	dlfs_container_rec_encode(&cr, vb);
-	return put(w, w->conts, kb, 4, vb, sizeof(vb), MDB_APPEND);
+	rc = put(w, w->conts, kb, 4, vb, sizeof(vb), MDB_APPEND);
+	return rc || !ct->arc ? rc : put_archive(w, &ct->arc[c], kb);
 }
 
 /* Every container's chunk checksums and record. */

@@ -26,9 +26,13 @@ uint64_t pk_features(const struct dlfs_pack_opts *o);
 
 /* Footer checksums and file sizes, per container, filled by
  * pk_container_finish (container.h). */
+struct pk_ip_archive;
 struct pk_containers {
 	uint64_t *file_size;
 	uint64_t *footer_xxh3;
+	/* An in-place dataset's archives (inplace.h), per container: their
+	 * records go to the archives database. NULL otherwise. */
+	const struct pk_ip_archive *arc;
 };
 
 /* XXH3-128 over every entry's metadata and content hash. @return 0 or

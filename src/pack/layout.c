@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "inplace.h"
 #include "layout.h"
 #include "util.h"
 
@@ -35,11 +36,19 @@ static int by_key(const void *a, const void *b, void *t)
 	return by_path(a, b, t);
 }
 
+/* Sort the n entries of it in order ord; with keys (in-place files),
+ * by keys[entry index] instead. */
 static int sort_group(struct pk_tree *t, struct sort_item *it, uint64_t n,
-		      enum dlfs_order ord, uint64_t seed)
+		      enum dlfs_order ord, uint64_t seed, const uint64_t *keys)
 {
 	char *pb = NULL;
 	size_t pcap = 0, plen;
+	if (keys) {
+		for (uint64_t i = 0; i < n; i++)
+			it[i].key = keys[it[i].e - t->e];
+		qsort_r(it, n, sizeof(*it), by_key, t);
+		return 0;
+	}
 	for (uint64_t i = 0; i < n; i++) {
 		struct pk_entry *e = it[i].e;
 		switch (ord) {
@@ -307,7 +316,8 @@ static uint64_t collect_group(struct pk_tree *t, int g, struct sort_item *it)
 /* Inode numbers, in three groups, each sorted: directories (by path),
  * symlinks (by path), then files (in o's order). */
 static int number_entries(struct pk_tree *t, const struct dlfs_pack_opts *o,
-			  struct pk_layout *l, struct dlfs_err *err)
+			  const uint64_t *keys, struct pk_layout *l,
+			  struct dlfs_err *err)
 {
 	uint64_t *count[] = {&l->n_dirs, &l->n_symlinks, &l->n_files};
 	struct sort_item *it = malloc((t->n ? t->n : 1) * sizeof(*it));
@@ -317,7 +327,7 @@ static int number_entries(struct pk_tree *t, const struct dlfs_pack_opts *o,
 	for (int g = 0; g < 3; g++) {
 		uint64_t m = collect_group(t, g, it);
 		if (sort_group(t, it, m, g == 2 ? o->order : DLFS_ORDER_SORTED,
-			       o->seed)) {
+			       o->seed, g == 2 ? keys : NULL)) {
 			free(it);
 			return dlfs_err_set(err, -ENOMEM, "out of memory");
 		}
@@ -345,10 +355,9 @@ static void size_dirs(struct pk_tree *t)
 
 /* The placement arrays: per entry, and per container for the worst case
  * of one file each. */
-static int alloc_placement(struct pk_layout *l, uint64_t n,
+static int alloc_placement(struct pk_layout *l, uint64_t n, uint64_t cap,
 			   struct dlfs_err *err)
 {
-	uint64_t cap = 1 + l->n_files;
 	l->loc = calloc(n + 1, sizeof(uint64_t));
 	l->xxh3 = calloc(n + 1, sizeof(uint64_t));
 	l->data_size = calloc(cap, sizeof(uint64_t));
@@ -390,7 +399,7 @@ static int place_files(const struct pk_tree *t,
 		       const struct dlfs_pack_opts *o, struct pk_layout *l,
 		       struct dlfs_err *err)
 {
-	int ret = alloc_placement(l, t->n, err);
+	int ret = alloc_placement(l, t->n, 1 + l->n_files, err);
 	if (ret)
 		return ret;
 	const uint64_t cs = o->chunk_size;
@@ -425,27 +434,138 @@ static int place_files(const struct pk_tree *t,
 	return 0;
 }
 
-int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
-	      struct pk_layout *l, struct dlfs_err *err)
+/* After numbering: directory sizes, the attributes and entries in ino
+ * order, directory dates. */
+static int finish_order(struct pk_tree *t, struct pk_layout *l,
+			struct dlfs_err *err)
+{
+	size_dirs(t);
+	int ret = reorder_attrs(t, l, err);
+	if (ret)
+		return ret;
+	reorder_entries(t);
+	return date_dirs(t, l, err);
+}
+
+/* Before numbering: the last attributes written, and the path map gone
+ * (4 bytes a slot, two slots an entry) before the sort takes its room:
+ * parents are entry indices already. */
+static int begin_layout(struct pk_tree *t, struct pk_layout *l,
+			struct dlfs_err *err)
 {
 	memset(l, 0, sizeof(*l));
 	int ret = pk_attr_flush(t, err);
 	if (ret)
 		return ret;
-	/* The path map goes (4 bytes a slot, two slots an entry) before
-	 * the sort takes its room: parents are entry indices already. */
 	free(t->map);
 	t->map = NULL;
 	t->map_cap = 0;
-	if ((ret = number_entries(t, o, l, err)))
+	return 0;
+}
+
+int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *o,
+	      struct pk_layout *l, struct dlfs_err *err)
+{
+	int ret = begin_layout(t, l, err);
+	if (ret)
 		return ret;
-	size_dirs(t);
-	if ((ret = reorder_attrs(t, l, err)))
-		return ret;
-	reorder_entries(t);
-	if ((ret = date_dirs(t, l, err)))
+	if ((ret = number_entries(t, o, NULL, l, err)) ||
+	    (ret = finish_order(t, l, err)))
 		return ret;
 	return place_files(t, o, l, err);
+}
+
+/* In-place files' order: archive, then place in it (a hard link right
+ * after the member whose bytes it shares); read from the attributes,
+ * which are in entry order still. */
+static int in_place_keys(struct pk_tree *t, uint64_t **keys,
+			 struct dlfs_err *err)
+{
+	enum { AB = 1024 };
+	struct pk_attr a[AB];
+	uint64_t *k = malloc((t->n ? t->n : 1) * sizeof(*k));
+	if (!k)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (uint64_t i = 0; i < t->n; i += AB) {
+		uint64_t m = t->n - i < AB ? t->n - i : AB;
+		int ret = pk_attr_read(t, i, m, a, err);
+		if (ret) {
+			free(k);
+			return ret;
+		}
+		for (uint64_t j = 0; j < m; j++)
+			k[i + j] = (uint64_t)t->e[i + j].src
+					   << DLFS_LOC_CONTAINER_SHIFT |
+				   a[j].spool_off;
+	}
+	*keys = k;
+	return 0;
+}
+
+/* Each file where its archive has it: container = source, offset = its
+ * logical place; attributes in ino order by now. */
+static int place_in_place(struct pk_tree *t, const struct pk_inplace *ip,
+			  uint64_t cs, struct pk_layout *l,
+			  struct dlfs_err *err)
+{
+	enum { AB = 1024 };
+	struct pk_attr a[AB];
+	uint64_t first = l->n_dirs + l->n_symlinks, cc = 0;
+	int ret = alloc_placement(l, t->n, 1 + ip->n, err);
+	for (uint64_t i = first; !ret && i < t->n; i += AB) {
+		uint64_t m = t->n - i < AB ? t->n - i : AB;
+		if ((ret = pk_attr_read(t, i, m, a, err)))
+			break;
+		for (uint64_t j = 0; j < m; j++) {
+			uint32_t c = t->e[i + j].src;
+			while (cc <= c)
+				l->first_file[cc++] = i + j;
+			l->loc[i + j] = (uint64_t)c << DLFS_LOC_CONTAINER_SHIFT |
+					a[j].spool_off;
+			l->xxh3[i + j] = a[j].sum;
+			l->n_cfiles[c]++;
+			l->total_bytes += t->e[i + j].size;
+		}
+	}
+	while (!ret && cc < ip->n)
+		l->first_file[cc++] = t->n;
+	if (ret)
+		return ret;
+	l->n_containers = ip->n;
+	for (uint32_t c = 0; c < ip->n; c++)
+		l->data_size[c] = ip->arc[c].data_size;
+	number_chunks(l, cs);
+	return 0;
+}
+
+int pk_layout_in_place(struct pk_tree *t, const struct dlfs_pack_opts *o,
+		       const struct pk_inplace *ip, struct pk_layout *l,
+		       struct dlfs_err *err)
+{
+	uint64_t *keys = NULL;
+	int ret = begin_layout(t, l, err);
+	if (!ret)
+		ret = in_place_keys(t, &keys, err);
+	if (!ret)
+		ret = number_entries(t, o, keys, l, err);
+	free(keys);
+	if (!ret)
+		ret = finish_order(t, l, err);
+	if (!ret)
+		ret = place_in_place(t, ip, o->chunk_size, l, err);
+	if (ret)
+		return ret;
+	for (uint32_t c = 0; c < ip->n; c++)
+		if (l->first_chunk[c] != ip->arc[c].first_chunk)
+			return dlfs_err_set(err, -EIO,
+					    "archive %u: chunks numbered %llu, "
+					    "the layout says %llu (a bug)",
+					    c,
+					    (unsigned long long)
+						    ip->arc[c].first_chunk,
+					    (unsigned long long)
+						    l->first_chunk[c]);
+	return 0;
 }
 
 void pk_layout_free(struct pk_layout *l)

@@ -54,6 +54,16 @@ static inline uint64_t pk_loc_offset(uint64_t loc)
  */
 int pk_layout(struct pk_tree *t, const struct dlfs_pack_opts *opts,
 	      struct pk_layout *l, struct dlfs_err *err);
+/*
+ * The same for an in-place dataset (inplace.h): files numbered in
+ * archive order and placed where their archives have them (loc from
+ * pk_attr.spool_off, xxh3 from pk_attr.sum), each archive a container
+ * whose chunks ip numbered. @return as pk_layout.
+ */
+struct pk_inplace;
+int pk_layout_in_place(struct pk_tree *t, const struct dlfs_pack_opts *o,
+		       const struct pk_inplace *ip, struct pk_layout *l,
+		       struct dlfs_err *err);
 void pk_layout_free(struct pk_layout *l);
 
 #endif

@@ -83,6 +83,15 @@ int dlfs_pack_opts_check(const struct dlfs_pack_opts *o, struct dlfs_err *err)
 				    "--compress: the codec must be zstd, its "
 				    "level 1 to %d",
 				    DLFS_ZSTD_LEVEL_MAX);
+	if (o->in_place &&
+	    (o->compress == DLFS_COMPRESS_ZSTD || o->split_hdf5 ||
+	     o->split_lmdb || o->order == DLFS_ORDER_SIZE ||
+	     o->order == DLFS_ORDER_SHUFFLE))
+		return dlfs_err_set(err, -EINVAL,
+				    "--in-place: the archives' bytes are "
+				    "served as they are, in their order: "
+				    "--compress zstd, --order size or shuffle "
+				    "and --split-* do not apply");
 	if (o->comm && (o->comm->size < 1 || o->comm->rank < 0 ||
 			o->comm->rank >= o->comm->size || !o->comm->bcast ||
 			!o->comm->gather || !o->comm->send || !o->comm->recv))

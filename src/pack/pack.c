@@ -17,6 +17,7 @@
 #include "dist.h"
 #include "ingest.h"
 #include "index_write.h"
+#include "inplace.h"
 #include "pipe.h"
 #include "scan.h"
 #include "outlock.h"
@@ -75,6 +76,7 @@ struct job {
 	struct pk_layout lay;
 	struct pk_containers ct;
 	struct pk_pipe p;
+	struct pk_inplace ip; /* --in-place: the archives and their chunks */
 	struct pk_ingest *ing;
 	uint32_t *share; /* rank r writes containers [share[r], share[r+1]) */
 	uint8_t id[DLFS_ID_SIZE];
@@ -149,7 +151,8 @@ static int finish(struct job *j, const char *out, const uint8_t *id,
 	if (o->progress)
 		o->progress(o->cb_arg, &pr);
 	int ret = pk_index_write(j->ipath, &j->tree, &j->lay, o, id,
-				 &j->p.sums, &j->ct, err);
+				 o->in_place ? &j->ip.ch : &j->p.sums, &j->ct,
+				 err);
 	/* The seal: nodes check their copies of the index against it. The
 	 * index was just written, so this reads it from the page cache. */
 	struct dlfs_seal seal;
@@ -264,10 +267,17 @@ static int scan_and_layout(struct job *j, struct dlfs_err *err)
 	struct dlfs_pack_progress pr = {.phase = "scan"};
 	if (j->o->progress)
 		j->o->progress(j->o->cb_arg, &pr);
-	int ret = pk_scan(&j->tree, j->src, j->n, j->spool, j->o, err);
+	int ret;
+	if (j->o->in_place)
+		ret = pk_inplace_scan(&j->tree, j->src, j->n, j->out, j->o,
+				      &j->ip, err);
+	else
+		ret = pk_scan(&j->tree, j->src, j->n, j->spool, j->o, err);
 	if (!ret && j->o->cancel && *j->o->cancel)
 		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
-	if (!ret)
+	if (!ret && j->o->in_place)
+		ret = pk_layout_in_place(&j->tree, j->o, &j->ip, &j->lay, err);
+	else if (!ret)
 		ret = pk_layout(&j->tree, j->o, &j->lay, err);
 	return ret;
 }
@@ -286,6 +296,8 @@ static int share_layout(struct job *j, struct dlfs_err *err)
 /* The data: this rank's containers. */
 static int data(struct job *j, struct dlfs_err *err)
 {
+	if (j->o->in_place)
+		return 0; /* the archives are the containers */
 	if (!j->c)
 		j->share[1] = (uint32_t)j->lay.n_containers;
 	j->p.l = &j->lay;
@@ -325,6 +337,12 @@ static int containers(struct job *j, struct dlfs_err *err)
 	j->ct.footer_xxh3 = calloc(j->lay.n_containers + 1, sizeof(uint64_t));
 	if (!j->ct.file_size || !j->ct.footer_xxh3)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (j->o->in_place) { /* no header or footer to write */
+		for (uint32_t c = 0; c < j->ip.n; c++)
+			j->ct.file_size[c] = j->ip.arc[c].size;
+		j->ct.arc = j->ip.arc;
+		return 0;
+	}
 	int ret = 0;
 	for (uint32_t c = j->share[j->rank];
 	     c < j->share[j->rank + 1] && !ret; c++)
@@ -436,6 +454,7 @@ static void job_free(struct job *j)
 	free(j->ct.file_size);
 	free(j->ct.footer_xxh3);
 	pk_pipe_free(&j->p);
+	pk_inplace_free(&j->ip);
 	pk_layout_free(&j->lay);
 	pk_tree_free(&j->tree);
 	pk_sources_free(j->src, j->n);
@@ -457,6 +476,11 @@ int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 	struct job j = {.o = &ro, .out = out, .n = n_sources};
 	if (!n_sources)
 		return dlfs_err_set(err, -EINVAL, "no sources given");
+	if (o->in_place && o->comm && o->comm->size > 1)
+		return dlfs_err_set(err, -ENOTSUP,
+				    "--in-place: indexing with several "
+				    "processes is not there yet; run "
+				    "dlfs-pack --in-place as one process");
 	ret = run_steps(&j, job_init(&j, sources, err), err);
 	job_free(&j);
 	return ret;

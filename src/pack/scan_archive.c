@@ -15,42 +15,6 @@
 #include "scan_kind.h"
 #include "util.h"
 
-/*
- * Normalise an archive member name into out: drop leading "./", repeated
- * and trailing slashes and "." components. Refuse absolute names and any
- * ".." component. @return the length, or a negative errno.
- */
-static ssize_t normalise(const char *name, char *out, size_t cap)
-{
-	if (name[0] == '/')
-		return -EPERM;
-	size_t o = 0;
-	const char *s = name;
-	while (*s) {
-		while (*s == '/')
-			s++;
-		if (!*s)
-			break;
-		const char *end = strchrnul(s, '/');
-		size_t len = (size_t)(end - s);
-		if (len == 1 && s[0] == '.') {
-			s = end;
-			continue;
-		}
-		if (len == 2 && s[0] == '.' && s[1] == '.')
-			return -EPERM;
-		if (o + len + 2 > cap)
-			return -ENAMETOOLONG;
-		if (o)
-			out[o++] = '/';
-		memcpy(out + o, s, len);
-		o += len;
-		s = end;
-	}
-	out[o] = '\0';
-	return (ssize_t)o;
-}
-
 static int spool_open(struct pk_tree *t, const char *spool_path,
 		      struct dlfs_err *err)
 {
@@ -118,7 +82,7 @@ static int hard_link(struct pk_tree *t, struct archive *a,
 {
 	char hn[8192];
 	struct pk_attr ka;
-	ssize_t hlen = normalise(hl, hn, sizeof(hn));
+	ssize_t hlen = pk_scan_normalise(hl, hn, sizeof(hn));
 	int64_t k = hlen < 0 ? -1 : pk_tree_find(t, hn, (size_t)hlen);
 	if (k < 0 || !S_ISREG(t->e[k].mode))
 		return dlfs_err_set(err, -EINVAL,
@@ -221,7 +185,7 @@ static ssize_t member_name(const struct arc *r, struct archive_entry *ae,
 	if (!name)
 		return dlfs_err_set(r->err, -EINVAL,
 				    "%s: member without a name", r->path);
-	ssize_t n = normalise(name, norm, ncap);
+	ssize_t n = pk_scan_normalise(name, norm, ncap);
 	char q[1024];
 	dlfs_quote(name, strlen(name), q, sizeof(q));
 	snprintf(where, wcap, "%s: member '%s'", r->path, q);

@@ -86,3 +86,34 @@ const char *pk_scan_special_kind(mode_t m)
 		return "block device";
 	return "special file";
 }
+
+ssize_t pk_scan_normalise(const char *name, char *out, size_t cap)
+{
+	if (name[0] == '/')
+		return -EPERM;
+	size_t o = 0;
+	const char *s = name;
+	while (*s) {
+		while (*s == '/')
+			s++;
+		if (!*s)
+			break;
+		const char *end = strchrnul(s, '/');
+		size_t len = (size_t)(end - s);
+		if (len == 1 && s[0] == '.') {
+			s = end;
+			continue;
+		}
+		if (len == 2 && s[0] == '.' && s[1] == '.')
+			return -EPERM;
+		if (o + len + 2 > cap)
+			return -ENAMETOOLONG;
+		if (o)
+			out[o++] = '/';
+		memcpy(out + o, s, len);
+		o += len;
+		s = end;
+	}
+	out[o] = '\0';
+	return (ssize_t)o;
+}

@@ -45,6 +45,14 @@ int pk_scan_check_names(const char *p, size_t n, const char *where,
 int pk_scan_parents(struct pk_tree *t, const char *p, size_t n, uint32_t src,
 		    int64_t mtime, struct dlfs_err *err, const char *where);
 
+/*
+ * Normalise an archive member name into out (cap bytes): drop leading
+ * "./", repeated and trailing slashes and "." components. Refuse
+ * absolute names and any ".." component. @return the length, -EPERM
+ * (hostile), or -ENAMETOOLONG.
+ */
+ssize_t pk_scan_normalise(const char *name, char *out, size_t cap);
+
 /* A warning through the options' callback, if any; whole, however long. */
 void pk_scan_warn(const struct dlfs_pack_opts *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

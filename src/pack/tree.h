@@ -59,6 +59,11 @@ struct pk_attr {
 	 * own. Set by scan_archive.c; scan.c copies that entry's size. */
 	uint32_t data_from;
 	uint32_t implicit;  /* a directory only implied by archive members */
+	uint32_t pad;
+	/* In-place datasets (inplace.h): a file's content hash, found as
+	 * its archive is read; spool_off is then its logical offset in the
+	 * archive's data stream. */
+	uint64_t sum;
 };
 
 /* A file that ingested entries are read from, at their spool_off. */
