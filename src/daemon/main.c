@@ -99,6 +99,12 @@ static int check_ds(const struct dlfs_opts *o, struct dlfs_ds *ds)
 			(unsigned long long)(2 * info->super.chunk_size));
 		return 2;
 	}
+	/* An in-place dataset whose archive is missing or changed is
+	 * refused, by name (the read core refuses it too, but later). */
+	if (dlfs_ds_check_archives(ds, &err)) {
+		fprintf(stderr, "dlfs: %s\n", err.msg);
+		return 1;
+	}
 	/* Read every container's header now: a bad one is named at mount
 	 * time, though only its own files will fail later (and of one cut
 	 * short, only those of its chunks past the cut). */
