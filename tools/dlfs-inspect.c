@@ -97,6 +97,32 @@ static int stored_bytes(struct dlfs_ds *ds, struct dlfs_txn *txn,
 	return 0;
 }
 
+/* An in-place dataset's archives, as the index names them: a JSON
+ * array member, or a line each. */
+static void print_archives(struct dlfs_ds *ds, int json)
+{
+	uint32_t n = (uint32_t)dlfs_ds_info(ds)->super.n_containers;
+	if (!dlfs_ds_archive(ds, 0))
+		return;
+	printf(json ? ", \"archives\": [" : "archives:\n");
+	for (uint32_t c = 0; c < n; c++) {
+		const struct dlfs_archive *a = dlfs_ds_archive(ds, c);
+		const char *p = a->path ? a->path : "(damaged record)";
+		const char *kind = a->kind == DLFS_ARCHIVE_ZIP ? "zip" : "tar";
+		if (!json) {
+			printf("  %s (%s, %llu bytes)\n", p, kind,
+			       (unsigned long long)a->size);
+			continue;
+		}
+		printf("%s{\"path\": ", c ? ", " : "");
+		json_str(stdout, p, strlen(p));
+		printf(", \"kind\": \"%s\", \"size\": %llu}", kind,
+		       (unsigned long long)a->size);
+	}
+	if (json)
+		printf("]");
+}
+
 static int cmd_info(struct dlfs_ds *ds, struct dlfs_txn *txn, int json,
 		    struct dlfs_err *err)
 {
@@ -148,6 +174,7 @@ static int cmd_info(struct dlfs_ds *ds, struct dlfs_txn *txn, int json,
 			       "\"ratio\": %.3f",
 			       st.data, st.stored, st.chunks, st.raw, ratio);
 		}
+		print_archives(ds, 1);
 		printf("}\n");
 	} else {
 		printf("path: %s\nformat_version: %u.%u\nfeatures:",
@@ -163,6 +190,7 @@ static int cmd_info(struct dlfs_ds *ds, struct dlfs_txn *txn, int json,
 			       "ratio: %.2f\n",
 			       in->compress, st.data, st.stored, st.chunks,
 			       st.raw, ratio);
+		print_archives(ds, 0);
 	}
 	return 0;
 }

@@ -145,7 +145,7 @@ int dlfs_nvme_read_chunk(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 		return -ENOENT;
 	}
 	size_t want = (size_t)alloc_of(len);
-	if (want > cap || len != clen(n, c, k)) {
+	if (want > cap || !whole_len(n, c, k, len)) {
 		add(&n->misses, 1);
 		return -ENOENT;
 	}
@@ -348,6 +348,7 @@ int dlfs_nvme_open(const struct dlfs_nvme_conf *conf, struct dlfs_nvme **out,
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	n->dirfd = n->lock_fd = n->map_fd = -1;
 	n->cs = conf->chunk_size;
+	n->short_chunks = conf->short_chunks;
 	n->capacity = conf->capacity;
 	n->policy = conf->policy;
 	n->n_containers = conf->n_containers;

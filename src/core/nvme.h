@@ -57,6 +57,11 @@ struct dlfs_nvme_conf {
 	enum dlfs_nvme_policy policy;
 	const char *dataset_id_hex;
 	uint64_t chunk_size;
+	/* Chunks may be shorter than their place: an in-place dataset's
+	 * (runs of archive members). Without it, a chunk is whole only at
+	 * the length its place gives (the chunk size, or the rest of its
+	 * container's data). */
+	int short_chunks;
 	uint32_t n_containers;
 	/* The container table (dlfs_ds_container), borrowed for the tier's
 	 * life: data sizes, chunk counts and global chunk numbers. */

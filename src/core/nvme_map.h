@@ -30,6 +30,16 @@ static inline size_t clen(const struct dlfs_nvme *n, uint32_t c, uint64_t k)
 	return (size_t)(left < n->cs ? left : n->cs);
 }
 
+/* Is len the length of a whole chunk k of container c? The length its
+ * place gives, or with short chunks (an in-place dataset's runs) at
+ * most that: a reader then has the record's length from the index. */
+static inline int whole_len(const struct dlfs_nvme *n, uint32_t c,
+			    uint64_t k, size_t len)
+{
+	return n->short_chunks ? len > 0 && len <= clen(n, c, k)
+			       : len == clen(n, c, k);
+}
+
 static inline uint64_t alloc_of(size_t len)
 {
 	return dlfs_roundup(len, 4096);

@@ -55,6 +55,7 @@ struct dlfs_nvme {
 	char *path; /* DIR/<id> */
 	int dirfd, lock_fd, map_fd;
 	uint64_t cs, capacity;
+	int short_chunks; /* dlfs_nvme_conf's */
 	enum dlfs_nvme_policy policy;
 	uint32_t n_containers;
 	const struct dlfs_container *cont; /* the container table, borrowed */

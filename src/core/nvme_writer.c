@@ -201,7 +201,7 @@ int dlfs_nvme_put(struct dlfs_nvme *n, uint32_t c, uint64_t k,
 	uint64_t g = gid(n, c, k);
 	/* Only whole chunks: the map would record anything else as one,
 	 * and the unchecked reads (dlfs_nvme_pread) would serve it. */
-	if (!data || len != clen(n, c, k)) {
+	if (!data || !whole_len(n, c, k, len)) {
 		add(&n->write_dropped, 1);
 		return 0;
 	}

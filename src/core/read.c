@@ -106,6 +106,8 @@ static int open_nvme(struct dlfs_reader *r, struct dlfs_err *err)
 				  : DLFS_NVME_KEEP,
 		.dataset_id_hex = info->dataset_id_hex,
 		.chunk_size = info->super.chunk_size,
+		.short_chunks = !!(info->super.features &
+				   DLFS_FEATURE(IN_PLACE)),
 		.n_containers = nc,
 		.containers = dlfs_ds_container(r->ds, 0),
 		.log = r->conf.log,

@@ -6,6 +6,8 @@
 #    the dataset directory holds the index and its seal alone, a few
 #    percent of the data at this size; the mount reads byte for byte as the extracted tree
 #    (diff -r), and by TensorFlow's pattern (stat, then 256 KiB preads);
+#    info lists the archives; with cache_dir, a remount's epoch reads
+#    every file from the NVMe tier and none from the archives;
 #  - an ImageNet-style tar of class tars: torchvision's ImageFolder finds
 #    the same classes and samples (paths, labels) over the mount as over
 #    the extracted tree, and decodes the same pixels;
@@ -51,6 +53,15 @@ IX=$(du -sb "$DS" | cut -f1)
 	fail "the dataset directory takes $IX bytes for $DATA of data: more than 5%"
 inspect info "$DS"
 out_has "in_place" "info lists the feature"
+out_has "shard-000002.tar (tar, " "info lists the archives"
+inspect info --json "$DS"
+"$PYTHON" -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+a = j["archives"]
+assert [x["path"].rsplit("/", 1)[-1] for x in a] == ["shard-%06d.tar" % i for i in range(3)], a
+assert all(x["kind"] == "tar" and x["size"] > 0 for x in a), a
+' "$T/out" || fail "info --json: the archives are not listed right: $(head -c 600 "$T/out")"
 dlfs_mount "$DS" "$MNT"
 diff_trees "$T/wds/want" "$MNT"
 tmo "$PYTHON" - "$T/wds/want" "$MNT" <<'PY' || fail "TensorFlow's pattern (stat, 256 KiB preads) read wrong bytes"
@@ -74,6 +85,22 @@ for name in sorted(os.listdir(want)):
     n += 1
 print(n, "files read by stat and 256 KiB preads", file=sys.stderr)
 PY
+check_log "$DLFS_LOG"
+dlfs_umount "$MNT"
+
+# The NVMe tier keeps the chunks' logical bytes: a remount's epoch reads
+# none from the archives.
+dlfs_mount "$DS" "$MNT" -o cache_dir="$T/nvme"
+readtree "$MNT" "$T/wds/want" >/dev/null
+snap "$MNT" "$T/n1.json"
+N1=$(sget "$T/n1.json" tiers.pfs.reads)
+wait_written "$MNT" "$N1"
+dlfs_umount "$MNT"
+dlfs_mount "$DS" "$MNT" -o cache_dir="$T/nvme"
+readtree "$MNT" "$T/wds/want" --seed 5 >/dev/null
+snap "$MNT" "$T/n2.json"
+sassert "$T/n2.json" -- 'nvme.hits > 0' 'pfs.reads == 0' 'pfs.bytes == 0' 'nvme.corrupt == 0' \
+	'not any(errors.values())' || fail "epoch 2: every read should come from the NVMe tier"
 check_log "$DLFS_LOG"
 dlfs_umount "$MNT"
 
