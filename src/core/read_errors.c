@@ -1,9 +1,9 @@
 /*
  * What a reader is told when a read or an index lookup fails, and what
- * the log says of it, once per file or per damaged key (read_errors.h,
+ * the log says of it, once per file or per damaged key (read_errors_priv.h,
  * reader.h).
  */
-#include "read_errors.h"
+#include "read_errors_priv.h"
 
 #include <string.h>
 #include <syslog.h>

@@ -1,9 +1,9 @@
 /*
  * One read, end to end (dlfs_read, reader.h): the RAM tier, the NVMe
  * tier's file path, the unit of a miss (chunk or file), verification,
- * salvage and the counters. A failure is told as read_errors.h says.
+ * salvage and the counters. A failure is told as read_errors_priv.h says.
  */
-#include "read_errors.h"
+#include "read_errors_priv.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,9 +2,9 @@
  * The requests this rank makes of its peers (dlfs_peer_get, peer.h): a
  * caller takes a slot, the MPI thread sends it and copies the reply in,
  * and the caller waits as long as the home is heard from; a gone home's
- * chunks are asked of its substitute (peer_state.h).
+ * chunks are asked of its substitute (peer_state_priv.h).
  */
-#include "peer_state.h"
+#include "peer_state_priv.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
 /*
- * Many nodes over MPI: see peer.h and peer_state.h. This file holds the
+ * Many nodes over MPI: see peer.h and peer_state_priv.h. This file holds the
  * API's life cycle (open, start, close) and its small questions; the MPI
  * thread is peer_thread.c, the requests peer_ask.c, the home's side
  * peer_home.c, joining the job peer_join.c.
  */
 #include "launch.h"
-#include "peer_home.h"
-#include "peer_thread.h"
+#include "peer_home_priv.h"
+#include "peer_thread_priv.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
 /*
  * What this rank knows of the others: the clock, each chunk's home, who
  * was heard from and when, the silence after which a rank is gone, and
- * where a gone home's chunks go (peer_state.h). Every file of the MPI
+ * where a gone home's chunks go (peer_state_priv.h). Every file of the MPI
  * peer layer uses these; this file uses none of them.
  */
-#include "peer_state.h"
+#include "peer_state_priv.h"
 
 #include <time.h>
 

@@ -1,10 +1,10 @@
 /*
- * The MPI thread (peer_thread.h): it makes every MPI call of the daemon.
+ * The MPI thread (peer_thread_priv.h): it makes every MPI call of the daemon.
  * It sends this rank's queued requests and takes in their replies, hears
  * heartbeats, runs the home's side (peer_home.c) and, at the end, the
  * byes and the barrier that let every rank leave together.
  */
-#include "peer_thread.h"
+#include "peer_thread_priv.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,8 +14,8 @@
 #include <time.h>
 
 #include "dlfs/format.h"
-#include "peer_home.h"
-#include "peer_join.h"
+#include "peer_home_priv.h"
+#include "peer_join_priv.h"
 
 /* The MPI thread was lag seconds late (negative: woken early). */
 static void lag(struct dlfs_peer *p, double lag)

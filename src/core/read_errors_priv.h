@@ -7,8 +7,8 @@
  * of what it already named is guarded by the reader's log lock, a leaf
  * (read.h).
  */
-#ifndef DLFS_READ_ERRORS_H
-#define DLFS_READ_ERRORS_H
+#ifndef DLFS_READ_ERRORS_PRIV_H
+#define DLFS_READ_ERRORS_PRIV_H
 
 #include <stdint.h>
 

@@ -3,9 +3,9 @@
  * the functions of its lowest one, peer_state.c (the clock, homes, who
  * was heard from, silences, routes), which uses no other. Above it:
  * peer_join.c (MPI_Init, the ranks' agreement, sharing the index;
- * peer_join.h), peer_home.c (serving peers: requests in, replies and
- * heartbeats out; peer_home.h), peer_thread.c (the MPI thread;
- * peer_thread.h), peer_ask.c (the requests this rank makes) and
+ * peer_join_priv.h), peer_home.c (serving peers: requests in, replies and
+ * heartbeats out; peer_home_priv.h), peer_thread.c (the MPI thread;
+ * peer_thread_priv.h), peer_ask.c (the requests this rank makes) and
  * peer_mpi.c (the API's life cycle). Only these files include mpi.h.
  *
  * Messages (all MPI_BYTE on MPI_COMM_WORLD):
@@ -33,8 +33,8 @@
  * MPI calls on the MPI thread, memcpy of small headers and condition
  * variables.
  */
-#ifndef DLFS_PEER_STATE_H
-#define DLFS_PEER_STATE_H
+#ifndef DLFS_PEER_STATE_PRIV_H
+#define DLFS_PEER_STATE_PRIV_H
 
 #include <mpi.h>
 #include <pthread.h>
