@@ -55,6 +55,23 @@ struct dlfs_reader {
 	unsigned n_logged_key;
 };
 
+/* A reading thread's context (reader.h): made and freed by read.c, read
+ * through by read_path.c, told of failures by read_errors.c. It belongs
+ * to the one thread that made it; its pins (refs) hold cache entries
+ * until dlfs_read_done. It takes no lock of its own. */
+struct dlfs_reader_ctx {
+	struct dlfs_reader *r;
+	struct dlfs_txn *txn;
+	uint8_t *buf;          /* DLFS_FETCH_BUF_SIZE, aligned: NVMe reads */
+	uint8_t *copy;         /* gathers and salvages, grown once */
+	size_t copy_cap;
+	struct dlfs_chunk_ref refs[DLFS_READ_IOV];
+	size_t served[DLFS_READ_IOV];
+	unsigned n_refs;
+	struct iovec iov[DLFS_READ_IOV];
+	int cause; /* behind the last EIO given (dlfs_reader_ctx_cause) */
+};
+
 /* Fetch chunks from peers (before dlfs_reader_start; p is borrowed), with
  * this rank's home range [lo, hi) of global chunks for the fill modes. */
 void dlfs_reader_set_peer(struct dlfs_reader *r,

@@ -3,9 +3,9 @@
  * substitute): requests are taken in by the MPI thread and served by the
  * server threads through this node's tiers; while a rank waits for its
  * answers, it is sent a heartbeat every HEARTBEAT_MS, so that it waits
- * for a busy home instead of reading the PFS. See peer_mpi_priv.h.
+ * for a busy home instead of reading the PFS. See peer_home_priv.h.
  */
-#include "peer_mpi_priv.h"
+#include "peer_home_priv.h"
 
 #include <errno.h>
 #include <string.h>

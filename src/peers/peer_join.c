@@ -1,10 +1,10 @@
 /*
  * Joining the job, on the MPI thread: MPI_Init, the ranks' agreement on
  * the dataset and the seed, and sharing the index (peer.h, share_*). See
- * peer_mpi_priv.h.
+ * peer_join_priv.h.
  */
 #include "launch.h"
-#include "peer_mpi_priv.h"
+#include "peer_join_priv.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -128,7 +128,7 @@ out:
 	return ret;
 }
 
-/* peer_mpi_priv.h */
+/* peer_join_priv.h */
 int dlfs_peer_join(struct dlfs_peer *p)
 {
 	int provided, rank, size;

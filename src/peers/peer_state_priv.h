@@ -1,9 +1,12 @@
 /*
- * The MPI peer layer's insides (peer.h), shared by its three files:
- * peer_join.c (MPI_Init, the ranks' agreement, sharing the index),
- * peer_home.c (serving peers: requests in, replies and heartbeats out)
- * and peer_mpi.c (the MPI thread, the requests this rank makes, the API).
- * Only these files include mpi.h.
+ * The MPI peer layer's insides (peer.h), shared by all its files, and
+ * the functions of its lowest one, peer_state.c (the clock, homes, who
+ * was heard from, silences, routes), which uses no other. Above it:
+ * peer_join.c (MPI_Init, the ranks' agreement, sharing the index;
+ * peer_join_priv.h), peer_home.c (serving peers: requests in, replies and
+ * heartbeats out; peer_home_priv.h), peer_thread.c (the MPI thread;
+ * peer_thread_priv.h), peer_ask.c (the requests this rank makes) and
+ * peer_mpi.c (the API's life cycle). Only these files include mpi.h.
  *
  * Messages (all MPI_BYTE on MPI_COMM_WORLD):
  *   request  tag TAG_REQ:            le64 chunk, le32 slot, le32 0
@@ -30,8 +33,8 @@
  * MPI calls on the MPI thread, memcpy of small headers and condition
  * variables.
  */
-#ifndef DLFS_PEER_MPI_PRIV_H
-#define DLFS_PEER_MPI_PRIV_H
+#ifndef DLFS_PEER_STATE_PRIV_H
+#define DLFS_PEER_STATE_PRIV_H
 
 #include <mpi.h>
 #include <pthread.h>
@@ -108,8 +111,8 @@ struct dlfs_peer {
 	uint64_t seed;
 
 	pthread_mutex_t mu;
-	pthread_cond_t cv;      /* open's wait, free slots, server jobs */
-	pthread_cond_t wake;    /* the MPI thread's idle wait: new work */
+	pthread_cond_t cv;   /* open's wait, free slots, server jobs */
+	pthread_cond_t wake; /* the MPI thread's idle wait: new work */
 	pthread_t mpi_thread, *servers;
 	unsigned n_servers;
 	int mpi_started, init_done, init_ret, leaving, stop_servers, finished;
@@ -135,20 +138,19 @@ struct dlfs_peer {
 /* CLOCK_MONOTONIC seconds. */
 double dlfs_peer_now(void);
 
-/* Initialise MPI, check the ranks agree, share the index (peer_join.c).
- * On the MPI thread. @return 0 or -errno, with p->init_msg saying why. */
-int dlfs_peer_join(struct dlfs_peer *p);
-
-/* Something came from rank src at now: it is alive (peer_mpi.c). Caller
- * holds mu. */
+/* Something came from rank src at now: it is alive. Caller holds mu. */
 void dlfs_peer_heard(struct dlfs_peer *p, unsigned src, double now);
 
-/* The home's side, on the MPI thread, mu held (peer_home.c): take in
- * peers' requests, send the served replies and the heartbeats. @return
- * work done. */
-int dlfs_peer_serving(struct dlfs_peer *p);
+/* How long rank r may be silent while this one waits on it before it is
+ * gone. Caller holds mu. */
+double dlfs_peer_silence_limit(const struct dlfs_peer *p, unsigned r);
 
-/* A server thread (peer_home.c). */
-void *dlfs_peer_server_main(void *arg);
+/* How long rank r has been silent while this one waits on it (0 when
+ * nothing is waited on). Caller holds mu. */
+double dlfs_peer_silent_for(const struct dlfs_peer *p, unsigned r, double now);
+
+/* Where to ask for chunk g: its home, or the home's substitute when it
+ * is gone (this rank, possibly). Caller holds mu. */
+unsigned dlfs_peer_route(const struct dlfs_peer *p, uint64_t g);
 
 #endif
