@@ -135,7 +135,7 @@ int dlfs_chunk_rec_check(const struct dlfs_super_rec *s,
 	uint64_t d0 = DLFS_DATA_OFFSET(cs), end = cont->file_size -
 						  DLFS_FOOTER_SIZE;
 	int zstd = out->flags & DLFS_CHUNK_ZSTD;
-	if ((out->flags & ~DLFS_CHUNK_FLAGS_KNOWN) ||
+	if ((out->flags & ~DLFS_CHUNK_ZSTD) || /* deflate: in place only */
 	    (zstd ? out->stored_length >= out->length
 		  : out->stored_length != out->length ||
 			    out->sum != out->xxh3) ||

@@ -59,9 +59,18 @@ static void test_features(void)
 	CHECK(DLFS_FEATURE(PATH_BOUND) == 1);
 	CHECK(!strcmp(dlfs_feature_name(1), "compressed"));
 	CHECK(DLFS_FEATURE(COMPRESSED) == 2);
-	CHECK(DLFS_FEATURES_KNOWN == 3);
-	for (unsigned bit = 2; bit < 64; bit++)
+	CHECK(!strcmp(dlfs_feature_name(2), "in_place"));
+	CHECK(DLFS_FEATURE(IN_PLACE) == 4);
+	CHECK(DLFS_FEATURES_KNOWN == 7);
+	for (unsigned bit = 3; bit < 64; bit++)
 		CHECK(dlfs_feature_name(bit) == NULL);
+	/* Both keep their chunks apart from their logical place: the long
+	 * chunk record. */
+	CHECK(dlfs_stored_apart(DLFS_FEATURE(COMPRESSED)) &&
+	      dlfs_stored_apart(DLFS_FEATURE(IN_PLACE)) &&
+	      !dlfs_stored_apart(DLFS_FEATURE(PATH_BOUND)));
+	CHECK(dlfs_chunk_rec_size(DLFS_FEATURE(IN_PLACE)) ==
+	      DLFS_CHUNK_REC_SIZE);
 	CHECK(!strcmp(dlfs_inodes_db(0), DLFS_DB_INODES));
 	CHECK(!strcmp(dlfs_inodes_db(DLFS_FEATURE(PATH_BOUND)), "inodes.f"));
 }

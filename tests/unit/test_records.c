@@ -805,6 +805,84 @@ static void check_full_trailer(void)
 	free(src);
 }
 
+/* dlfs_chunk_rec_check of an in-place dataset's records (format.h):
+ * runs of any length up to the chunk size (exactly the rest for the
+ * last), stored anywhere inside the archive, raw or deflate; each
+ * damage refused. Mutations caught: the length test made "== want" (the
+ * short run refused), the extent test dropped (past the end accepted),
+ * DEFLATE or ZSTD let through where they do not belong. */
+static void check_in_place_recs(void)
+{
+	struct dlfs_super_rec s = {.chunk_size = 4 * CS,
+				   .features = DLFS_FEATURE(IN_PLACE)};
+	/* An archive of 10 CS whose logical stream is 2 chunks: a short run,
+	 * then a last chunk of 100 bytes. */
+	struct dlfs_container x = {.file_size = 10 * CS,
+				   .data_size = 4 * CS + 100, .n_chunks = 2};
+	struct dlfs_chunk_rec r, out;
+	struct dlfs_err err;
+	uint8_t b[DLFS_CHUNK_REC_SIZE];
+	struct {
+		uint64_t k;
+		uint32_t length, stored, flags;
+		uint64_t at, sum;
+		int ok;
+	} cases[] = {
+		{0, 3 * CS + 5, 3 * CS + 5, 0, 517, 7, 1},   /* a short run */
+		{0, 4 * CS, 4 * CS, 0, 6 * CS, 7, 1},          /* a full one */
+		{0, 4 * CS + 1, 4 * CS + 1, 0, 0, 7, 0},       /* too long */
+		{1, 100, 100, 0, 10 * CS - 100, 7, 1},         /* the last */
+		{1, 99, 99, 0, 0, 7, 0},        /* the last, cut short */
+		{0, 100, 100, 0, 10 * CS - 99, 7, 0},  /* past the archive */
+		{0, 100, 100, 0, UINT64_MAX - 50, 7, 0},      /* wraps */
+		{0, 100, 101, 0, 0, 7, 0},        /* raw of another size */
+		{0, 100, 100, 0, 0, 8, 0},        /* raw, sum is not xxh3 */
+		{0, 100, 60, DLFS_CHUNK_DEFLATE, 0, 8, 1}, /* deflated */
+		{0, 100, 60, DLFS_CHUNK_ZSTD, 0, 8, 0},    /* zstd: never */
+		{0, 100, 60, 4, 0, 8, 0},                  /* unknown */
+		{0, 0, 0, 0, 0, 7, 0},                     /* empty */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		r = (struct dlfs_chunk_rec){.xxh3 = 7,
+					    .length = cases[i].length,
+					    .stored_length = cases[i].stored,
+					    .stored_offset = cases[i].at,
+					    .flags = cases[i].flags,
+					    .sum = cases[i].sum};
+		dlfs_chunk_encode(&r, s.features, b);
+		int ret = dlfs_chunk_rec_check(&s, &x, "ds", 3, cases[i].k, b,
+					       40, &out, &err);
+		if (ret != (cases[i].ok ? 0 : -EUCLEAN))
+			fprintf(stderr, "in-place case %zu\n", i);
+		CHECK_EQ(ret, cases[i].ok ? 0 : -EUCLEAN);
+		if (!ret)
+			CHECK(!memcmp(&out, &r, sizeof(r)));
+		else
+			CHECK(strstr(err.msg, "archive 3"));
+	}
+	/* A compressed dataset never takes the deflate codec. */
+	s.features = DLFS_FEATURE(COMPRESSED);
+	struct dlfs_container y = {.file_size = 20 * CS,
+				   .data_size = 4 * CS, .n_chunks = 1};
+	r = (struct dlfs_chunk_rec){.xxh3 = 7, .length = 4 * CS,
+				    .stored_length = 100,
+				    .stored_offset = DLFS_DATA_OFFSET(4 * CS),
+				    .flags = DLFS_CHUNK_DEFLATE, .sum = 8};
+	dlfs_chunk_encode(&r, s.features, b);
+	CHECK(dlfs_chunk_rec_check(&s, &y, "ds", 0, 0, b, 40, &out, &err) ==
+	      -EUCLEAN);
+	/* The archive record's codec. */
+	struct dlfs_archive_rec a = {.size = 1ull << 40, .mtime_sec = -3,
+				     .mtime_nsec = 999999999,
+				     .kind = DLFS_ARCHIVE_ZIP, .path_len = 9},
+				ad;
+	uint8_t ab[DLFS_ARCHIVE_REC_SIZE];
+	dlfs_archive_rec_encode(&a, ab);
+	dlfs_archive_rec_decode(ab, &ad);
+	CHECK(!memcmp(&a, &ad, sizeof(a)));
+	CHECK(dlfs_get_le64(ab) == 1ull << 40 && dlfs_get_le32(ab + 20) == 2);
+}
+
 /* dlfs_chunk_rec_check: both layouts, and each damage to a compressed
  * record's stored extent, flags and lengths. */
 static void check_chunk_recs(void)
@@ -872,6 +950,7 @@ static void check_chunk_recs(void)
 	      -EUCLEAN); /* a 1.0-sized record in a compressed dataset */
 	CHECK(dlfs_chunk_rec_check(&s, &x, "ds", 0, 0, b, 32, &out, &err) ==
 	      -EUCLEAN); /* the 32-byte record without sum */
+	check_in_place_recs();
 }
 
 int main(void)
