@@ -39,6 +39,13 @@ struct dlfs_ds {
 int dlfs_ds_past_cut(const struct dlfs_ds *ds, uint32_t c, uint64_t k,
 		     uint64_t end, struct dlfs_err *err);
 
+/* Logical bytes [off, off + len) of container c's data stream into buf,
+ * chunk by chunk, each read and checked (and decompressed) whole: for
+ * datasets whose chunks are stored apart (dataset_chunk.c). @return 0,
+ * or as dlfs_ds_chunk_logical. */
+int dlfs_ds_logical_read(struct dlfs_ds *ds, uint32_t c, uint64_t off,
+			 size_t len, void *buf, struct dlfs_err *err);
+
 /* Container c's file for messages: the dataset's NNNNNN.dlc, or an
  * in-place dataset's archive (dlfs_archive_path); into buf (cap bytes,
  * DLFS_CPATH_MAX will do), cut short if longer. @return buf. */

@@ -223,6 +223,12 @@ int ip_stored(struct ip_run *r, uint64_t off, uint64_t size, uint64_t *loc,
 {
 	const uint64_t d0 = DLFS_DATA_OFFSET(r->cs);
 	int ret;
+	if (off > r->size || size > r->size - off)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s: offset %llu: a member of %llu bytes "
+				    "runs past the end of the archive",
+				    r->path, (unsigned long long)off,
+				    (unsigned long long)size);
 	if (!size) {
 		*loc = d0 + (r->open ? r->k * r->cs + (r->end - r->start)
 				     : r->lend);
@@ -256,7 +262,10 @@ static int inflate_member(struct ip_run *r, uint64_t off, uint64_t csize,
 	int rc = inflateReset(&r->zs), ret;
 	r->zs.next_out = r->ubuf;
 	r->zs.avail_out = (uInt)usize;
-	for (uint64_t pos = off; rc == Z_OK && pos < off + csize;) {
+	/* Every stored byte is hashed, bytes after the stream's end too: a
+	 * reader checks all stored_length of them. */
+	for (uint64_t pos = off;
+	     (rc == Z_OK || rc == Z_STREAM_END) && pos < off + csize;) {
 		size_t want = off + csize - pos < IP_PEEK_MAX
 				      ? (size_t)(off + csize - pos)
 				      : IP_PEEK_MAX;
@@ -266,9 +275,11 @@ static int inflate_member(struct ip_run *r, uint64_t off, uint64_t csize,
 		size_t take = have < want ? have : want;
 		uint8_t *p = r->buf + (pos - r->base);
 		XXH3_64bits_update(r->cst, p, take);
-		r->zs.next_in = p;
-		r->zs.avail_in = (uInt)take;
-		rc = inflate(&r->zs, Z_NO_FLUSH);
+		if (rc == Z_OK) {
+			r->zs.next_in = p;
+			r->zs.avail_in = (uInt)take;
+			rc = inflate(&r->zs, Z_NO_FLUSH);
+		}
 		pos += take;
 	}
 	if (rc == Z_STREAM_END && r->zs.total_out == usize)

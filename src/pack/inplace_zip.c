@@ -115,14 +115,16 @@ static void zip64_extra(const uint8_t *x, size_t n, struct zent *z)
 	}
 }
 
-/* MS-DOS date and time (local time) as a Unix time. */
+/* MS-DOS date and time as a Unix time. They are the zipping machine's
+ * local time, whose zone the zip does not say: taken as UTC, so that
+ * the index is the same wherever it is made (an extended timestamp
+ * field, when there, gives the true time). */
 static int64_t dos_time(uint16_t t, uint16_t d)
 {
 	struct tm tm = {.tm_year = (d >> 9) + 80, .tm_mon = ((d >> 5) & 15) - 1,
 			.tm_mday = d & 31, .tm_hour = t >> 11,
-			.tm_min = (t >> 5) & 63, .tm_sec = (t & 31) * 2,
-			.tm_isdst = -1};
-	return (int64_t)mktime(&tm);
+			.tm_min = (t >> 5) & 63, .tm_sec = (t & 31) * 2};
+	return (int64_t)timegm(&tm);
 }
 
 /* The entry at p (left bytes of the directory). @return its length, or
@@ -251,6 +253,13 @@ static int zmember(struct ip_run *r, const struct zent *z, ip_put_fn put,
 	}
 	m.mode = S_IFREG | (z->mode & 07777);
 	m.size = z->usize;
+	if (!z->method && z->usize != z->csize)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s: member '%s': stored, but %llu bytes "
+				    "that would be %llu: damaged",
+				    r->path, z->name,
+				    (unsigned long long)z->csize,
+				    (unsigned long long)z->usize);
 	ret = z->method ? ip_deflated(r, data, z->csize, z->usize, &m.loc,
 				      &m.xxh3, err)
 			: ip_stored(r, data, z->usize, &m.loc, &m.xxh3, err);

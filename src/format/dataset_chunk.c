@@ -1,0 +1,304 @@
+/*
+ * A dataset's chunks read and checked (include/dlfs/dataset.h,
+ * dlfs_chunk_read and the decoder; ds_priv.h): raw, zstd or deflate, from
+ * a container or an in-place archive; and logical reads through them.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "ds_priv.h"
+#include "records.h"
+#include "util.h"
+
+int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
+		    uint64_t k, void *buf, size_t cap, size_t *len,
+		    struct dlfs_err *err)
+{
+	struct dlfs_chunk_rec cr;
+	*len = 0;
+	int ret = dlfs_chunk_get(txn, c, k, &cr, err);
+	if (ret)
+		return ret;
+	return dlfs_chunk_read_rec(ds, c, k, &cr, NULL, buf, cap, len, err);
+}
+
+int dlfs_chunk_read_rec(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+			const struct dlfs_chunk_rec *cr,
+			struct dlfs_decoder *dec, void *buf, size_t cap,
+			size_t *len, struct dlfs_err *err)
+{
+	size_t head;
+	int ret;
+	*len = 0;
+	uint64_t cs = ds->ix.info.super.chunk_size;
+	if (cr->length > cs || cr->length > cap)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s/index: chunk %llu of container %u is "
+				    "%u bytes, larger than the chunk size",
+				    ds->path, (unsigned long long)k, c,
+				    cr->length);
+	if (dlfs_ds_compressed(ds)) {
+		ret = dlfs_ds_chunk_logical(ds, c, k, cr, dec, buf, cap, err);
+		if (!ret)
+			*len = cr->length;
+		return ret;
+	}
+	uint64_t off = dlfs_chunk_start(cs, k);
+	ret = dlfs_ds_read_range(ds, c, off, cr->length, buf, cap, &head, err);
+	if (ret)
+		return ret;
+	if (XXH3_64bits(buf, cr->length) != cr->xxh3) {
+		char name[DLFS_CPATH_MAX];
+		dlfs_ds_cpath(ds, c, name, sizeof(name));
+		*len = cr->length; /* the bytes are there, just not to trust */
+		return dlfs_err_set(err, -DLFS_ECHECKSUM,
+				    "%s: chunk %llu at offset %llu: checksum "
+				    "mismatch",
+				    name, (unsigned long long)k,
+				    (unsigned long long)off);
+	}
+	*len = cr->length;
+	return 0;
+}
+
+/* A zstd context and room for one chunk's stored bytes (a zstd chunk's
+ * are shorter than the chunk: dlfs_chunk_rec_check). */
+struct dlfs_decoder {
+	ZSTD_DCtx *z;
+	z_stream zs;  /* raw inflate, for an in-place zip's deflated members */
+	int zs_init;
+	void *stored;
+	size_t cap;
+};
+
+int dlfs_decoder_new(const struct dlfs_ds *ds, struct dlfs_decoder **out,
+		     struct dlfs_err *err)
+{
+	struct dlfs_decoder *d = calloc(1, sizeof(*d));
+	*out = NULL;
+	if (!d)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	d->cap = (size_t)ds->ix.info.super.chunk_size;
+	/* A deflated member may take a little more room than its bytes
+	 * (dlfs-pack keeps it under this). */
+	if (ds->ix.arc)
+		d->cap += DLFS_DEFLATE_SLACK;
+	d->z = ZSTD_createDCtx();
+	d->zs_init = inflateInit2(&d->zs, -15) == Z_OK;
+	if (!d->z || !d->zs_init || posix_memalign(&d->stored, 4096, d->cap)) {
+		dlfs_decoder_free(d);
+		return dlfs_err_set(err, -ENOMEM,
+				    "out of memory for a chunk decoder");
+	}
+	*out = d;
+	return 0;
+}
+
+void dlfs_decoder_free(struct dlfs_decoder *d)
+{
+	if (!d)
+		return;
+	ZSTD_freeDCtx(d->z);
+	if (d->zs_init)
+		inflateEnd(&d->zs);
+	free(d->stored);
+	free(d);
+}
+
+int dlfs_ds_compressed(const struct dlfs_ds *ds)
+{
+	return dlfs_stored_apart(ds->ix.info.super.features);
+}
+
+/* The stored bytes of chunk k of container c (record cr) into buf (cap
+ * bytes, at least them rounded up to 4 KiB), read the way chunks are. */
+static int stored_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+		       const struct dlfs_chunk_rec *cr, void *buf, size_t cap,
+		       struct dlfs_err *err)
+{
+	int fd;
+	char name[DLFS_CPATH_MAX];
+	int ret = dlfs_ds_container_fd(ds, c, &fd, err);
+	if (!ret)
+		ret = dlfs_ds_past_cut(ds, c, k,
+				       cr->stored_offset + cr->stored_length,
+				       err);
+	if (ret)
+		return ret;
+	size_t want = (size_t)dlfs_roundup(cr->stored_length, 4096);
+	if (want > cap)
+		return dlfs_err_set(err, -EINVAL,
+				    "%s: chunk %llu of container %u: %zu "
+				    "stored bytes into %zu",
+				    ds->path, (unsigned long long)k, c, want,
+				    cap);
+	const struct dlfs_container_slot *slot = &ds->containers[c];
+	/* An archive's chunks start anywhere: O_DIRECT only when aligned. */
+	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0 &&
+		     cr->stored_offset % 4096 == 0 &&
+		     cr->stored_offset + want <= slot->size; /* as read_range */
+	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
+		fd = slot->dfd;
+	ssize_t n = dlfs_pread_full(fd, buf, want, cr->stored_offset);
+	dlfs_ds_cpath(ds, c, name, sizeof(name));
+	if (n < 0)
+		return dlfs_err_sys(err, (int)n, "%s: read at offset %llu",
+				    name,
+				    (unsigned long long)cr->stored_offset);
+	if ((size_t)n < cr->stored_length)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s: truncated: short read at offset "
+				    "%llu",
+				    name,
+				    (unsigned long long)cr->stored_offset);
+	if (!direct)
+		posix_fadvise(fd, (off_t)cr->stored_offset, (off_t)want,
+			      POSIX_FADV_DONTNEED);
+	if (XXH3_64bits(buf, cr->stored_length) != cr->xxh3)
+		return dlfs_err_set(err, -DLFS_ECHECKSUM,
+				    "%s: chunk %llu at offset %llu: checksum "
+				    "mismatch",
+				    name, (unsigned long long)k,
+				    (unsigned long long)cr->stored_offset);
+	return 0;
+}
+
+/* A deflated zip member's chunk (record cr, its stored bytes in
+ * d->stored) into buf, checked against cr->sum. */
+static int inflate_chunk(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+			 const struct dlfs_chunk_rec *cr, struct dlfs_decoder *d,
+			 void *buf, size_t cap, struct dlfs_err *err)
+{
+	char name[DLFS_CPATH_MAX];
+	const char *why = "wrong length";
+	int rc = Z_DATA_ERROR;
+	if (cr->length <= cap && inflateReset(&d->zs) == Z_OK) {
+		d->zs.next_in = d->stored;
+		d->zs.avail_in = cr->stored_length;
+		d->zs.next_out = buf;
+		d->zs.avail_out = cr->length;
+		rc = inflate(&d->zs, Z_FINISH);
+		if (rc != Z_STREAM_END)
+			why = d->zs.msg ? d->zs.msg : "cut short";
+	}
+	dlfs_ds_cpath(ds, c, name, sizeof(name));
+	if (rc != Z_STREAM_END || d->zs.total_out != cr->length)
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s: chunk %llu at offset %llu: does not "
+				    "inflate to its %u bytes (%s)",
+				    name, (unsigned long long)k,
+				    (unsigned long long)cr->stored_offset,
+				    cr->length, why);
+	if (XXH3_64bits(buf, cr->length) != cr->sum)
+		return dlfs_err_set(err, -DLFS_ECHECKSUM,
+				    "%s: chunk %llu at offset %llu: checksum "
+				    "mismatch after inflating",
+				    name, (unsigned long long)k,
+				    (unsigned long long)cr->stored_offset);
+	return 0;
+}
+
+int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+			  const struct dlfs_chunk_rec *cr,
+			  struct dlfs_decoder *dec, void *buf, size_t cap,
+			  struct dlfs_err *err)
+{
+	if (!(cr->flags & (DLFS_CHUNK_ZSTD | DLFS_CHUNK_DEFLATE)))
+		return stored_read(ds, c, k, cr, buf, cap, err);
+	struct dlfs_decoder *tmp = NULL;
+	int ret;
+	if (!dec && (ret = dlfs_decoder_new(ds, &tmp, err)))
+		return ret;
+	struct dlfs_decoder *d = dec ? dec : tmp;
+	ret = stored_read(ds, c, k, cr, d->stored, d->cap, err);
+	if (!ret && (cr->flags & DLFS_CHUNK_DEFLATE)) {
+		ret = inflate_chunk(ds, c, k, cr, d, buf, cap, err);
+	} else if (!ret) {
+		size_t n = cr->length > cap
+				   ? 0
+				   : ZSTD_decompressDCtx(d->z, buf, cr->length,
+							 d->stored,
+							 cr->stored_length);
+		char name[DLFS_CPATH_MAX];
+		dlfs_ds_cpath(ds, c, name, sizeof(name));
+		if (ZSTD_isError(n) || n != cr->length)
+			ret = dlfs_err_set(
+				err, -DLFS_ECORRUPT,
+				"%s: chunk %llu at offset %llu: does not "
+				"decompress to its %u bytes (%s)",
+				name, (unsigned long long)k,
+				(unsigned long long)cr->stored_offset,
+				cr->length,
+				ZSTD_isError(n) ? ZSTD_getErrorName(n)
+						: "wrong length");
+		else if (XXH3_64bits(buf, cr->length) != cr->sum)
+			/* The stored bytes were right: a decoder fault. */
+			ret = dlfs_err_set(
+				err, -DLFS_ECHECKSUM,
+				"%s: chunk %llu at offset %llu: checksum "
+				"mismatch after decompression",
+				name, (unsigned long long)k,
+				(unsigned long long)cr->stored_offset);
+	}
+	dlfs_decoder_free(tmp);
+	return ret;
+}
+
+/* Logical bytes [off, off + len) of container c's data stream into buf,
+ * chunk by chunk (a compressed dataset's), each checked and decompressed
+ * into a scratch chunk. */
+int dlfs_ds_logical_read(struct dlfs_ds *ds, uint32_t c, uint64_t off,
+			size_t len, void *buf, struct dlfs_err *err)
+{
+	const uint64_t cs = ds->ix.info.super.chunk_size;
+	struct dlfs_txn *txn = NULL;
+	struct dlfs_decoder *dec = NULL;
+	void *chunk = NULL;
+	int ret = 0;
+	if (!len)
+		return 0;
+	if (off < DLFS_DATA_OFFSET(cs))
+		return dlfs_err_set(err, -EINVAL,
+				    "%s: read at offset %llu before the data",
+				    ds->path, (unsigned long long)off);
+	if (posix_memalign(&chunk, 4096, cs))
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	ret = dlfs_txn_begin(ds, &txn, err);
+	if (!ret)
+		ret = dlfs_decoder_new(ds, &dec, err);
+	uint64_t k0 = dlfs_chunk_at(cs, off), k1 = dlfs_chunk_at(cs, off + len - 1);
+	for (uint64_t k = k0; !ret && k <= k1; k++) {
+		struct dlfs_chunk_rec cr;
+		ret = dlfs_chunk_get(txn, c, k, &cr, err);
+		if (!ret)
+			ret = dlfs_ds_chunk_logical(ds, c, k, &cr, dec, chunk,
+						    cs, err);
+		if (ret)
+			break;
+		uint64_t cstart = dlfs_chunk_start(cs, k);
+		uint64_t from = off > cstart ? off : cstart;
+		uint64_t to = off + len < cstart + cr.length ? off + len
+							    : cstart + cr.length;
+		if (to <= from || (k == k1 && to != off + len)) {
+			ret = dlfs_err_set(err, -DLFS_ECORRUPT,
+					   "%s: chunk %llu of container %u "
+					   "ends before the bytes asked",
+					   ds->path, (unsigned long long)k, c);
+			break;
+		}
+		memcpy((uint8_t *)buf + (from - off),
+		       (uint8_t *)chunk + (from - cstart), (size_t)(to - from));
+	}
+	if (txn)
+		dlfs_txn_end(txn);
+	dlfs_decoder_free(dec);
+	free(chunk);
+	return ret;
+}
