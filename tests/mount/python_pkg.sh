@@ -1,0 +1,46 @@
+#!/bin/bash
+# python_pkg: import dlfs over a mount (issue 42, item 1): info and stats
+# as dicts, an epoch's list streamed, the tree view helper, and the errors
+# a user meets (a wrong root, a dataset without views, an epoch out of
+# range), each a dlfs exception whose message names the way out. The
+# package comes from the source tree (PYTHONPATH), not an install.
+# Skips (77) without torch/torchvision/PIL.
+set -euo pipefail
+. "$(dirname "$0")/../lib/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+mount_setup
+need_py torch torchvision PIL
+: "${DLFS_PYTHONPATH:=$SRC_ROOT/src/python}"
+
+SRC="$T/src"
+mkdir "$SRC"
+gentree images "$SRC/train" --count 120 --seed 5
+gentree images "$SRC/val" --count 30 --seed 6
+DS="$T/ds.dlfs"
+pack "$SRC" -o "$DS" --chunk-size 256K -q
+expect_ok "pack"
+# A dataset without files: directories only.
+mkdir -p "$T/empty/a/b"
+pack "$T/empty" -o "$T/empty.dlfs" -q
+expect_ok "pack a tree without files"
+# A directory that looks like a mount without views.
+mkdir -p "$T/noviews/.dlfs"
+echo '{"path": "/x.dlfs", "files": 3, "rank": 0, "ranks": 1}' >"$T/noviews/.dlfs/info"
+
+MNT="$T/mnt"
+EMNT="$T/emnt"
+mkdir "$MNT" "$EMNT"
+dlfs_mount "$DS" "$MNT" -o ram_cache=16M
+LOG=$DLFS_LOG
+dlfs_mount "$T/empty.dlfs" "$EMNT"
+ELOG=$DLFS_LOG
+
+got=$(cd "$T" && PYTHONPATH="$DLFS_PYTHONPATH" tmo "$PYTHON" "$HERE/python_pkg.py" \
+	"$MNT" "$SRC" "$EMNT" "$T/noviews") || fail "python_pkg.py (see above)"
+[ "$got" = 150 ] || fail "python_pkg.py read a list of $got paths, want 150"
+
+dlfs_umount "$EMNT"
+dlfs_umount "$MNT"
+check_log "$LOG"
+check_log "$ELOG"
+exit 0
