@@ -7,18 +7,12 @@
 # Skips (77) without torch/torchvision/PIL.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
-need_py torch torchvision PIL
-: "${DLFS_PYTHONPATH:=$SRC_ROOT/src/python}"
+. "$LIB_DIR/pylib.sh"
 
 SRC="$T/src"
-mkdir "$SRC"
-gentree images "$SRC/train" --count 120 --seed 5
-gentree images "$SRC/val" --count 30 --seed 6
 DS="$T/ds.dlfs"
-pack "$SRC" -o "$DS" --chunk-size 256K -q
-expect_ok "pack"
+images_ds "$DS" 120 30
 # A dataset without files: directories only.
 mkdir -p "$T/empty/a/b"
 pack "$T/empty" -o "$T/empty.dlfs" -q
@@ -35,8 +29,8 @@ LOG=$DLFS_LOG
 dlfs_mount "$T/empty.dlfs" "$EMNT"
 ELOG=$DLFS_LOG
 
-got=$(cd "$T" && PYTHONPATH="$DLFS_PYTHONPATH" tmo "$PYTHON" "$HERE/python_pkg.py" \
-	"$MNT" "$SRC" "$EMNT" "$T/noviews") || fail "python_pkg.py (see above)"
+got=$(pyrun python_pkg.py "$MNT" "$SRC" "$EMNT" "$T/noviews") ||
+	fail "python_pkg.py (see above)"
 [ "$got" = 150 ] || fail "python_pkg.py read a list of $got paths, want 150"
 
 dlfs_umount "$EMNT"

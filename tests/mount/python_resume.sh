@@ -10,26 +10,20 @@
 # torch/torchvision/PIL.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
-HERE=$(cd "$(dirname "$0")" && pwd)
 mount_setup
-need_py torch torchvision PIL
-: "${DLFS_PYTHONPATH:=$SRC_ROOT/src/python}"
+. "$LIB_DIR/pylib.sh"
 
 SRC="$T/src"
-mkdir "$SRC"
-gentree images "$SRC/train" --count 80 --seed 9
 DS="$T/ds.dlfs"
-pack "$SRC" -o "$DS" --chunk-size 256K -q
-expect_ok "pack"
+images_ds "$DS" 80
 MNT="$T/mnt"
 mkdir "$MNT"
 E=4
 K=29
 
-# py MODE: python_resume.py MODE on the mount, from $T.
+# py MODE: python_resume.py MODE on the mount.
 py() {
-	(cd "$T" && PYTHONPATH="$DLFS_PYTHONPATH" tmo "$PYTHON" \
-		"$HERE/python_resume.py" "$1" "$MNT" $E $K "$T/state.json" "$T/run.json") ||
+	pyrun python_resume.py "$1" "$MNT" $E $K "$T/state.json" "$T/run.json" ||
 		fail "python_resume.py $1 (see above)"
 }
 
