@@ -20,10 +20,12 @@ images_ds() {
 	expect_ok "pack $T/src"
 }
 
-# pyrun SCRIPT ARGS...: tests/mount/SCRIPT under tmo, from $T (so that
-# nothing of the source tree but the package is importable), with the
-# package on the path. Returns its status; its output goes to stdout.
+# pyrun SCRIPT ARGS...: SCRIPT, beside the test's own script, under tmo,
+# from $T (so that nothing of the source tree but the package is
+# importable), with the package on the path. Returns its status; its
+# output goes to stdout.
+_PY_DIR=$(cd "$(dirname "$0")" && pwd)
 pyrun() {
 	(cd "$T" && PYTHONPATH="$DLFS_PYTHONPATH" tmo "$PYTHON" \
-		"$SRC_ROOT/tests/mount/$1" "${@:2}")
+		"$_PY_DIR/$1" "${@:2}")
 }
