@@ -14,6 +14,7 @@ Errors are subclasses of dlfs.Error, each with a message that says what
 to do about it.
 """
 
+import errno
 import json
 import operator
 import os
@@ -108,9 +109,7 @@ def _read_json(root, ctl_dir, what):
     except NotADirectoryError:
         raise _not_mounted(root, ctl_dir) from None
     except OSError as e:
-        raise Error("%s: %s (is the daemon still running? "
-                    "`dlfs-inspect holders %s` names who uses the mount)"
-                    % (path, e.strerror or e, os.fspath(root))) from e
+        raise _os_error(path, e, os.fspath(root)) from e
     # Paths that are not UTF-8 come as the lone surrogates that
     # surrogateescape gives their bytes, so os.fsencode gives them back.
     try:
@@ -118,6 +117,14 @@ def _read_json(root, ctl_dir, what):
     except ValueError as e:
         raise Error("%s: not the JSON a dlfs daemon writes (%s): is this "
                     "a dlfs mount?" % (path, e)) from e
+
+
+def _os_error(path, e, root):
+    if e.errno == errno.ENOTCONN:
+        return Error("%s: %s: the dlfs daemon of the mount at %s is gone: "
+                     "unmount it (fusermount3 -u %s) and mount the dataset "
+                     "again" % (path, e.strerror, root, root))
+    return Error("%s: %s" % (path, e.strerror or e))
 
 
 def info(root, ctl_dir=None):
@@ -199,7 +206,7 @@ def _stream(path, start, root):
     try:
         f = open(path, "rb", buffering=_READ_SIZE)
     except OSError as e:
-        raise Error("%s: %s" % (path, e.strerror or e)) from e
+        raise _os_error(path, e, root) from e
     with f:
         pos = 0
         try:
@@ -209,9 +216,8 @@ def _stream(path, start, root):
                                       else line)
                 pos += 1
         except OSError as e:
-            raise Error("%s: %s after %d paths (is the daemon still "
-                        "running at %s?)"
-                        % (path, e.strerror or e, pos, root)) from e
+            raise _os_error("%s, after %d paths" % (path, pos), e,
+                            root) from e
 
 
 def tree(root, epoch, *parts, ctl_dir=None):

@@ -206,7 +206,7 @@ class ViewSampler(Sampler):
         those a loaded state skips."""
         if self._len is None or self._len[0] != self.epoch:
             self._len = (self.epoch, sum(1 for _ in self._hits(self.epoch)))
-        return self._len[1] - self._skip
+        return max(self._len[1] - self._skip, 0)
 
     def state_dict(self, consumed=None):
         """Where to resume: the epoch and how many of its samples are done
