@@ -15,8 +15,9 @@ load:   (after a remount) load_state_dict(STATE) in a new sampler, inside
         Then the errors: STATE with another seed (as from a mount with
         -o seed=) raises ResumeError naming the seed and the way out, as
         do a state with a negative count and a count past what was handed
-        out; two gloo processes (world 2) over this mount of one rank each
-        get RankMismatchError, and construct with check_distributed=False.
+        out; a state past the share's end reads nothing (len 0); two
+        gloo processes (world 2) over this mount of one rank each get
+        RankMismatchError, and construct with check_distributed=False.
 Prints the samples read.
 """
 import hashlib
@@ -155,6 +156,10 @@ def errors(ds, mnt, e, state):
     bad.pop("seed")
     raises(dlfs.ResumeError, ["consumed=-1"], sampler.load_state_dict, bad)
     raises(ValueError, ["has handed out 0 samples"], sampler.state_dict, 1)
+    past = dict(state, seed=state["seed"] - 1, consumed=10 ** 6)
+    sampler.load_state_dict(past)
+    check(len(sampler) == 0 and not list(sampler), "a state past the end: "
+          "len %d" % len(sampler))
     raises(dlfs.EpochRangeError, ["out of range"], sampler.set_epoch, 65536)
 
     ctx = multiprocessing.get_context("fork")
