@@ -322,8 +322,8 @@ int dlfs_ds_past_cut(const struct dlfs_ds *ds, uint32_t c, uint64_t k,
  * chunks lie at their logical place) readable: does the chunk of its
  * last byte end before a cut? A range outside the data region is
  * checked as it is. */
-static int raw_past_cut(const struct dlfs_ds *ds, uint32_t c, uint64_t off,
-			size_t len, struct dlfs_err *err)
+int dlfs_ds_raw_past_cut(const struct dlfs_ds *ds, uint32_t c, uint64_t off,
+			 size_t len, struct dlfs_err *err)
 {
 	const uint64_t cs = ds->ix.info.super.chunk_size;
 	const uint64_t d0 = DLFS_DATA_OFFSET(cs);
@@ -344,7 +344,7 @@ int dlfs_ds_pread(struct dlfs_ds *ds, uint32_t c, void *buf, size_t len,
 	int fd;
 	int ret = dlfs_ds_container_fd(ds, c, &fd, err);
 	if (!ret)
-		ret = raw_past_cut(ds, c, off, len, err);
+		ret = dlfs_ds_raw_past_cut(ds, c, off, len, err);
 	if (ret)
 		return ret;
 	ssize_t n = dlfs_pread_full(fd, buf, len, off);
@@ -365,86 +365,7 @@ int dlfs_ds_pread(struct dlfs_ds *ds, uint32_t c, void *buf, size_t len,
 	return 0;
 }
 
-int dlfs_file_pread(struct dlfs_ds *ds, const struct dlfs_inode *in,
-		    void *buf, size_t len, uint64_t off, size_t *got,
-		    struct dlfs_err *err)
+int dlfs_ds_compressed(const struct dlfs_ds *ds)
 {
-	*got = 0;
-	if (S_ISDIR(in->mode))
-		return dlfs_err_set(err, -EISDIR, "inode %llu is a directory",
-				    (unsigned long long)in->ino);
-	if (!S_ISREG(in->mode))
-		return dlfs_err_set(err, -EINVAL,
-				    "inode %llu is not a regular file",
-				    (unsigned long long)in->ino);
-	if (off >= in->size || len == 0)
-		return 0;
-	if (len > in->size - off)
-		len = (size_t)(in->size - off);
-	int ret = dlfs_ds_compressed(ds)
-			  ? dlfs_ds_logical_read(ds, in->container, in->offset + off,
-					 len, buf, err)
-			  : dlfs_ds_pread(ds, in->container, buf, len,
-					  in->offset + off, err);
-	if (ret)
-		return ret;
-	*got = len;
-	return 0;
-}
-
-int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
-		       size_t len, void *buf, size_t cap, size_t *head,
-		       struct dlfs_err *err)
-{
-	int fd;
-	int ret = dlfs_ds_container_fd(ds, c, &fd, err);
-	if (ret)
-		return ret;
-	/* The data region is padded to 4 KiB: read whole pages. */
-	uint64_t a0 = off & ~UINT64_C(4095);
-	size_t want = (size_t)(dlfs_roundup(off + len, 4096) - a0);
-	if (want > cap)
-		return dlfs_err_set(err, -EINVAL,
-				    "%s: read of %zu bytes at offset %llu "
-				    "into %zu",
-				    ds->path, len, (unsigned long long)off,
-				    cap);
-	if (dlfs_ds_compressed(ds)) {
-		/* Stored bytes are not at their logical place: through the
-		 * chunks, into the same spot of buf. */
-		ret = dlfs_ds_logical_read(ds, c, off, len, (uint8_t *)buf + (off - a0),
-				   err);
-		if (!ret)
-			*head = (size_t)(off - a0);
-		return ret;
-	}
-	if ((ret = raw_past_cut(ds, c, off, len, err)))
-		return ret;
-	char name[DLFS_CPATH_MAX];
-	const struct dlfs_container_slot *slot = &ds->containers[c];
-	/* Pages that pass the end of a cut container are read buffered:
-	 * after the short read there, O_DIRECT may refuse the unaligned
-	 * rest (ext4 answers 0, not every file system may). */
-	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0 &&
-		     a0 + want <= slot->size;
-	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
-		fd = slot->dfd;
-	ssize_t n = dlfs_pread_full(fd, buf, want, a0);
-	if (n < 0) {
-		dlfs_ds_cpath(ds, c, name, sizeof(name));
-		return dlfs_err_sys(err, (int)n, "%s: read at offset %llu",
-				    name, (unsigned long long)a0);
-	}
-	if ((uint64_t)n < off + len - a0) {
-		dlfs_ds_cpath(ds, c, name, sizeof(name));
-		return dlfs_err_set(err, -DLFS_ECORRUPT,
-				    "%s: truncated: short read at offset "
-				    "%llu",
-				    name, (unsigned long long)a0);
-	}
-	if (!direct)
-		posix_fadvise(fd, (off_t)a0, (off_t)want,
-			      POSIX_FADV_DONTNEED);
-	*head = (size_t)(off - a0);
-	return 0;
+	return dlfs_stored_apart(ds->ix.info.super.features);
 }

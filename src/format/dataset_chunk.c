@@ -17,6 +17,90 @@
 #include "records.h"
 #include "util.h"
 
+int dlfs_file_pread(struct dlfs_ds *ds, const struct dlfs_inode *in,
+		    void *buf, size_t len, uint64_t off, size_t *got,
+		    struct dlfs_err *err)
+{
+	*got = 0;
+	if (S_ISDIR(in->mode))
+		return dlfs_err_set(err, -EISDIR, "inode %llu is a directory",
+				    (unsigned long long)in->ino);
+	if (!S_ISREG(in->mode))
+		return dlfs_err_set(err, -EINVAL,
+				    "inode %llu is not a regular file",
+				    (unsigned long long)in->ino);
+	if (off >= in->size || len == 0)
+		return 0;
+	if (len > in->size - off)
+		len = (size_t)(in->size - off);
+	int ret = dlfs_ds_compressed(ds)
+			  ? dlfs_ds_logical_read(ds, in->container, in->offset + off,
+					 len, buf, err)
+			  : dlfs_ds_pread(ds, in->container, buf, len,
+					  in->offset + off, err);
+	if (ret)
+		return ret;
+	*got = len;
+	return 0;
+}
+
+int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
+		       size_t len, void *buf, size_t cap, size_t *head,
+		       struct dlfs_err *err)
+{
+	int fd;
+	int ret = dlfs_ds_container_fd(ds, c, &fd, err);
+	if (ret)
+		return ret;
+	/* The data region is padded to 4 KiB: read whole pages. */
+	uint64_t a0 = off & ~UINT64_C(4095);
+	size_t want = (size_t)(dlfs_roundup(off + len, 4096) - a0);
+	if (want > cap)
+		return dlfs_err_set(err, -EINVAL,
+				    "%s: read of %zu bytes at offset %llu "
+				    "into %zu",
+				    ds->path, len, (unsigned long long)off,
+				    cap);
+	if (dlfs_ds_compressed(ds)) {
+		/* Stored bytes are not at their logical place: through the
+		 * chunks, into the same spot of buf. */
+		ret = dlfs_ds_logical_read(ds, c, off, len, (uint8_t *)buf + (off - a0),
+				   err);
+		if (!ret)
+			*head = (size_t)(off - a0);
+		return ret;
+	}
+	if ((ret = dlfs_ds_raw_past_cut(ds, c, off, len, err)))
+		return ret;
+	char name[DLFS_CPATH_MAX];
+	const struct dlfs_container_slot *slot = &ds->containers[c];
+	/* Pages that pass the end of a cut container are read buffered:
+	 * after the short read there, O_DIRECT may refuse the unaligned
+	 * rest (ext4 answers 0, not every file system may). */
+	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0 &&
+		     a0 + want <= slot->size;
+	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
+		fd = slot->dfd;
+	ssize_t n = dlfs_pread_full(fd, buf, want, a0);
+	if (n < 0) {
+		dlfs_ds_cpath(ds, c, name, sizeof(name));
+		return dlfs_err_sys(err, (int)n, "%s: read at offset %llu",
+				    name, (unsigned long long)a0);
+	}
+	if ((uint64_t)n < off + len - a0) {
+		dlfs_ds_cpath(ds, c, name, sizeof(name));
+		return dlfs_err_set(err, -DLFS_ECORRUPT,
+				    "%s: truncated: short read at offset "
+				    "%llu",
+				    name, (unsigned long long)a0);
+	}
+	if (!direct)
+		posix_fadvise(fd, (off_t)a0, (off_t)want,
+			      POSIX_FADV_DONTNEED);
+	*head = (size_t)(off - a0);
+	return 0;
+}
+
 int dlfs_chunk_read(struct dlfs_ds *ds, struct dlfs_txn *txn, uint32_t c,
 		    uint64_t k, void *buf, size_t cap, size_t *len,
 		    struct dlfs_err *err)
@@ -110,11 +194,6 @@ void dlfs_decoder_free(struct dlfs_decoder *d)
 		inflateEnd(&d->zs);
 	free(d->stored);
 	free(d);
-}
-
-int dlfs_ds_compressed(const struct dlfs_ds *ds)
-{
-	return dlfs_stored_apart(ds->ix.info.super.features);
 }
 
 /* The stored bytes of chunk k of container c (record cr) into buf (cap

@@ -39,6 +39,12 @@ struct dlfs_ds {
 int dlfs_ds_past_cut(const struct dlfs_ds *ds, uint32_t c, uint64_t k,
 		     uint64_t end, struct dlfs_err *err);
 
+/* Is [off, off + len) of container c (a dataset whose chunks lie at
+ * their logical place) readable: does the chunk of its last byte end
+ * before a cut? @return 0 or -EUCLEAN with err (dlfs_ds_past_cut). */
+int dlfs_ds_raw_past_cut(const struct dlfs_ds *ds, uint32_t c, uint64_t off,
+			 size_t len, struct dlfs_err *err);
+
 /* Logical bytes [off, off + len) of container c's data stream into buf,
  * chunk by chunk, each read and checked (and decompressed) whole: for
  * datasets whose chunks are stored apart (dataset_chunk.c). @return 0,

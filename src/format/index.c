@@ -12,27 +12,6 @@
 #include "records.h"
 #include "util.h"
 
-int dlfs_mdb_errno(int rc)
-{
-	switch (rc) {
-	case MDB_SUCCESS:
-		return 0;
-	case MDB_NOTFOUND:
-		return -ENOENT;
-	case MDB_MAP_FULL:
-		return -ENOSPC;
-	case MDB_CORRUPTED:
-	case MDB_PAGE_NOTFOUND:
-	case MDB_INVALID:
-	case MDB_VERSION_MISMATCH:
-	case MDB_BAD_VALSIZE:
-	case MDB_INCOMPATIBLE:
-		return -DLFS_ECORRUPT;
-	default:
-		return rc > 0 ? -rc : -EIO;
-	}
-}
-
 static int meta_string(MDB_txn *t, MDB_dbi dbi, const char *key, char *out,
 		       size_t outlen)
 {

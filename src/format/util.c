@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "dlfs/err.h"
 #include "dlfs/format.h"
 
 void dlfs_precache_extents(int fd)
@@ -269,4 +271,25 @@ int dlfs_open_long(const char *path, int flags, int mode)
 		close(dir);
 	free(buf);
 	return ret;
+}
+
+int dlfs_mdb_errno(int rc)
+{
+	switch (rc) {
+	case MDB_SUCCESS:
+		return 0;
+	case MDB_NOTFOUND:
+		return -ENOENT;
+	case MDB_MAP_FULL:
+		return -ENOSPC;
+	case MDB_CORRUPTED:
+	case MDB_PAGE_NOTFOUND:
+	case MDB_INVALID:
+	case MDB_VERSION_MISMATCH:
+	case MDB_BAD_VALSIZE:
+	case MDB_INCOMPATIBLE:
+		return -DLFS_ECORRUPT;
+	default:
+		return rc > 0 ? -rc : -EIO;
+	}
 }
