@@ -79,6 +79,19 @@ int dlfs_archives_load(struct dlfs_index *ix, MDB_txn *t,
 		       struct dlfs_err *err);
 void dlfs_archives_free(struct dlfs_index *ix);
 
+/* The arguments of a lookup run inside the fault guard (guard.h): the
+ * public calls of index_lookup.c and index_readdir.c pack theirs in one. */
+struct dlfs_ix_call {
+	struct dlfs_txn *txn;
+	uint64_t a, b;
+	const void *p;
+	size_t n;
+	void *out, *arg;
+	dlfs_dir_cb cb;
+	dlfs_inode_cb icb;
+	struct dlfs_err *err;
+};
+
 int dlfs_index_txn_begin(struct dlfs_index *ix, struct dlfs_txn **out,
 			 struct dlfs_err *err);
 

@@ -314,77 +314,66 @@ static int path_of_in(struct dlfs_txn *txn, uint64_t ino, char *buf,
 
 /* ---- the public calls: each inside a guard (guard.h) ---- */
 
-struct call {
-	struct dlfs_txn *txn;
-	uint64_t a, b;
-	const void *p;
-	size_t n;
-	void *out, *arg;
-	dlfs_dir_cb cb;
-	dlfs_inode_cb icb;
-	struct dlfs_err *err;
-};
-
 static int do_stat(void *v)
 {
-	struct call *c = v;
+	struct dlfs_ix_call *c = v;
 	return stat_in(c->txn, c->a, c->out, c->err);
 }
 
 static int do_stat_range(void *v)
 {
-	struct call *c = v;
+	struct dlfs_ix_call *c = v;
 	return stat_range_in(c->txn, c->a, c->b, c->icb, c->arg, c->err);
 }
 
 static int do_lookup(void *v)
 {
-	struct call *c = v;
+	struct dlfs_ix_call *c = v;
 	return lookup_bound_in(c->txn, c->a, c->p, c->n, c->out, c->err);
 }
 
 static int do_lookup_stat(void *v)
 {
-	struct call *c = v;
+	struct dlfs_ix_call *c = v;
 	return lookup_stat_in(c->txn, c->a, c->p, c->n, c->out, c->err);
 }
 
 static int do_stat_entry(void *v)
 {
-	struct call *c = v;
+	struct dlfs_ix_call *c = v;
 	return stat_entry_in(c->txn, c->a, c->p, c->n, c->b, c->out, c->err);
 }
 
 
 static int do_chunk_get(void *v)
 {
-	struct call *c = v;
+	struct dlfs_ix_call *c = v;
 	return chunk_get_in(c->txn, (uint32_t)c->a, c->b, c->out, c->err);
 }
 
 static int do_container_get(void *v)
 {
-	struct call *c = v;
+	struct dlfs_ix_call *c = v;
 	return container_get_in(c->txn, (uint32_t)c->a, c->out, c->err);
 }
 
 static int do_path_of(void *v)
 {
-	struct call *c = v;
+	struct dlfs_ix_call *c = v;
 	return path_of_in(c->txn, c->a, c->out, c->n, c->err);
 }
 
 int dlfs_stat(struct dlfs_txn *txn, uint64_t ino, struct dlfs_inode *out,
 	      struct dlfs_err *err)
 {
-	struct call c = {.txn = txn, .a = ino, .out = out, .err = err};
+	struct dlfs_ix_call c = {.txn = txn, .a = ino, .out = out, .err = err};
 	return dlfs_guard_run(txn->ix->path, err, do_stat, &c);
 }
 
 int dlfs_stat_range(struct dlfs_txn *txn, uint64_t first, uint64_t n,
 		    dlfs_inode_cb cb, void *arg, struct dlfs_err *err)
 {
-	struct call c = {.txn = txn, .a = first, .b = n, .icb = cb,
+	struct dlfs_ix_call c = {.txn = txn, .a = first, .b = n, .icb = cb,
 			 .arg = arg, .err = err};
 	return dlfs_guard_run(txn->ix->path, err, do_stat_range, &c);
 }
@@ -392,7 +381,7 @@ int dlfs_stat_range(struct dlfs_txn *txn, uint64_t first, uint64_t n,
 int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
 		size_t len, uint64_t *ino, struct dlfs_err *err)
 {
-	struct call c = {.txn = txn, .a = parent, .p = name, .n = len,
+	struct dlfs_ix_call c = {.txn = txn, .a = parent, .p = name, .n = len,
 			 .out = ino, .err = err};
 	return dlfs_guard_run(txn->ix->path, err, do_lookup, &c);
 }
@@ -400,7 +389,7 @@ int dlfs_lookup(struct dlfs_txn *txn, uint64_t parent, const char *name,
 int dlfs_lookup_stat(struct dlfs_txn *txn, uint64_t parent, const char *name,
 		     size_t len, struct dlfs_inode *out, struct dlfs_err *err)
 {
-	struct call c = {.txn = txn, .a = parent, .p = name, .n = len,
+	struct dlfs_ix_call c = {.txn = txn, .a = parent, .p = name, .n = len,
 			 .out = out, .err = err};
 	return dlfs_guard_run(txn->ix->path, err, do_lookup_stat, &c);
 }
@@ -409,7 +398,7 @@ int dlfs_stat_entry(struct dlfs_txn *txn, uint64_t parent, const char *name,
 		    size_t len, uint64_t ino, struct dlfs_inode *out,
 		    struct dlfs_err *err)
 {
-	struct call c = {.txn = txn, .a = parent, .b = ino, .p = name,
+	struct dlfs_ix_call c = {.txn = txn, .a = parent, .b = ino, .p = name,
 			 .n = len, .out = out, .err = err};
 	return dlfs_guard_run(txn->ix->path, err, do_stat_entry, &c);
 }
@@ -418,21 +407,21 @@ int dlfs_stat_entry(struct dlfs_txn *txn, uint64_t parent, const char *name,
 int dlfs_chunk_get(struct dlfs_txn *txn, uint32_t c, uint64_t k,
 		   struct dlfs_chunk_rec *out, struct dlfs_err *err)
 {
-	struct call x = {.txn = txn, .a = c, .b = k, .out = out, .err = err};
+	struct dlfs_ix_call x = {.txn = txn, .a = c, .b = k, .out = out, .err = err};
 	return dlfs_guard_run(txn->ix->path, err, do_chunk_get, &x);
 }
 
 int dlfs_container_get(struct dlfs_txn *txn, uint32_t c,
 		       struct dlfs_container_rec *out, struct dlfs_err *err)
 {
-	struct call x = {.txn = txn, .a = c, .out = out, .err = err};
+	struct dlfs_ix_call x = {.txn = txn, .a = c, .out = out, .err = err};
 	return dlfs_guard_run(txn->ix->path, err, do_container_get, &x);
 }
 
 int dlfs_path_of(struct dlfs_txn *txn, uint64_t ino, char *buf, size_t len,
 		 struct dlfs_err *err)
 {
-	struct call c = {.txn = txn, .a = ino, .out = buf, .n = len,
+	struct dlfs_ix_call c = {.txn = txn, .a = ino, .out = buf, .n = len,
 			 .err = err};
 	return dlfs_guard_run(txn->ix->path, err, do_path_of, &c);
 }

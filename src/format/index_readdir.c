@@ -149,27 +149,16 @@ static int readdir_in(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 			    (unsigned long long)dir);
 }
 
-struct call {
-	struct dlfs_txn *txn;
-	uint64_t a, b;
-	const void *p;
-	size_t n;
-	void *out, *arg;
-	dlfs_dir_cb cb;
-	dlfs_inode_cb icb;
-	struct dlfs_err *err;
-};
-
 static int do_readdir(void *v)
 {
-	struct call *c = v;
+	struct dlfs_ix_call *c = v;
 	return readdir_in(c->txn, c->a, c->b, c->cb, c->arg, c->err);
 }
 
 int dlfs_readdir(struct dlfs_txn *txn, uint64_t dir, uint64_t cookie,
 		 dlfs_dir_cb cb, void *arg, struct dlfs_err *err)
 {
-	struct call c = {.txn = txn, .a = dir, .b = cookie, .cb = cb,
+	struct dlfs_ix_call c = {.txn = txn, .a = dir, .b = cookie, .cb = cb,
 			 .arg = arg, .err = err};
 	return dlfs_guard_run(txn->ix->path, err, do_readdir, &c);
 }
