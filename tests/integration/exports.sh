@@ -10,7 +10,8 @@ set -euo pipefail
 
 for d in "$SRC_ROOT"/src/*/; do
 	t=$(basename "$d")
-	for f in "$d"*.[ch]; do
+	for f in "$d"*.[ch] "$d"*/*.[ch]; do
+		[ -e "$f" ] || continue # a folder without C (src/python) or subfolders
 		{ grep -ho '#include "[^"]*"' "$f" || true; } | sed 's/#include "//; s/"$//' | while read -r h; do
 			case $h in
 			dlfs/*) ;;
