@@ -156,6 +156,9 @@ static int fill(struct ip_run *r, uint64_t off, size_t n,
 					    r->path, (unsigned long long)at);
 		r->len += (size_t)got;
 		r->bytes_read += (uint64_t)got;
+		if (r->progress)
+			atomic_fetch_add_explicit(r->progress, (uint64_t)got,
+						  memory_order_relaxed);
 	}
 	return 0;
 }
