@@ -327,8 +327,12 @@ int pk_inplace_gather(const struct dlfs_pack_comm *c, struct pk_tree *t,
 		      const struct dlfs_pack_opts *o, struct pk_inplace *ip,
 		      struct dlfs_err *err)
 {
-	if (c->rank != 0)
-		return send_parts(c, ip, err);
+	if (c->rank != 0) {
+		int ret = send_parts(c, ip, err);
+		for (uint32_t i = ip->part0; i < ip->part1; i++)
+			dlfs_str_free(&ip->part[i - ip->part0]);
+		return ret;
+	}
 	uint32_t *share = calloc((size_t)c->size + 1, sizeof(*share));
 	struct prog g = {.o = o, .total = total_bytes(src, n)};
 	int ret = share ? 0 : dlfs_err_set(err, -ENOMEM, "out of memory");

@@ -502,11 +502,6 @@ int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 	struct job j = {.o = &ro, .out = out, .n = n_sources};
 	if (!n_sources)
 		return dlfs_err_set(err, -EINVAL, "no sources given");
-	if (o->in_place && o->comm && o->comm->size > 1)
-		return dlfs_err_set(err, -ENOTSUP,
-				    "--in-place: indexing with several "
-				    "processes is not there yet; run "
-				    "dlfs-pack --in-place as one process");
 	ret = run_steps(&j, job_init(&j, sources, err), err);
 	job_free(&j);
 	return ret;
