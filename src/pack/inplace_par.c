@@ -18,13 +18,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "inplace_part.h"
+#include "pipe.h"
 
 /* How often the waiting thread reports progress and looks at the
  * cancel flag. */
@@ -94,22 +93,12 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* The CPUs this process may run on (a batch job's share). */
-static unsigned cpus_here(void)
-{
-	cpu_set_t set;
-	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0)
-		return (unsigned)CPU_COUNT(&set);
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (unsigned)n : 1;
-}
-
 /* The pool for archives [lo, hi), its workers started. */
 static int pool_start(struct pool *p, const struct pk_source *src, uint32_t lo,
 		      uint32_t hi, const struct dlfs_pack_opts *o,
 		      struct dlfs_err *err)
 {
-	unsigned want = o->procs ? o->procs : cpus_here();
+	unsigned want = o->procs ? o->procs : pk_cpus_here();
 	memset(p, 0, sizeof(*p));
 	p->src = src;
 	p->lo = p->next = lo;
