@@ -29,15 +29,7 @@ pack "${ARGS[@]}" "${ALL[@]}" -o "$T/ds/one.dlfs"
 expect_ok "dlfs-pack --in-place in one process"
 
 # Each rank under strace (when there is one), to see what it reads.
-cat >"$T/rank.sh" <<RANK_SH
-#!/bin/sh
-R=\$$MPI_RANK_VAR
-if command -v strace >/dev/null; then
-	exec strace -f -qq -e trace=openat -o "$T/trace.\$R" "$DLFS_PACK" "\$@"
-fi
-exec "$DLFS_PACK" "\$@"
-RANK_SH
-chmod +x "$T/rank.sh"
+mpi_traced_pack
 st=0
 tmo "${MPIRUN[@]}" -np $NP "$T/rank.sh" "${ARGS[@]}" "${ALL[@]}" -o "$T/ds/mpi.dlfs" >"$T/mpirun.log" 2>&1 || st=$?
 [ "$st" = 0 ] || { cat "$T/mpirun.log" >&2; fail "$NP ranks of dlfs-pack --in-place exited with $st"; }
