@@ -18,7 +18,8 @@
 #    the member;
 #  - a shard touched, cut short or removed: the mount refuses, naming it;
 #  - indexed by 1, 2 and 4 worker threads: the same index and seal; the
-#    archives read by at least two worker threads, not by dlfs-pack's own.
+#    archives read by at least two worker threads, not by dlfs-pack's own;
+#    on a terminal, the progress line counts files and bytes indexed.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 mount_setup
@@ -146,6 +147,18 @@ if command -v strace >/dev/null; then
 		fail "dlfs-pack's own thread opened the archives $(opens | grep -cx "$main") times, not once each"
 else
 	note "strace not installed: which thread reads what is not checked"
+fi
+# On a terminal, the progress line counts the files and bytes indexed
+# (it said "scanning sources..." until the index was written).
+if command -v script >/dev/null; then
+	tmo script -qec "$(printf '%q ' "$DLFS_PACK" --in-place "$T"/wds/shard-*.tar -o "$T/par-tty.dlfs" --chunk-size 64K)" /dev/null >"$T/tty.out" ||
+		fail "dlfs-pack --in-place on a terminal"
+	tr '\r' '\n' <"$T/tty.out" | grep -qE "^.*indexing: 360 files, [0-9.]+ [KM]iB/[0-9.]+ [KM]iB, " || {
+		cat -v "$T/tty.out" >&2
+		fail "no progress line counting the files and bytes indexed"
+	}
+else
+	note "script not installed: the progress line is not checked"
 fi
 rm -rf "$T"/par*.dlfs
 
