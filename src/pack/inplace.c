@@ -236,11 +236,6 @@ void pk_inplace_free(struct pk_inplace *ip)
 		dlfs_str_free(&ip->part[i - ip->part0]);
 	free(ip->part);
 	free(ip->arc);
-	free(ip->ch.xxh3);
-	free(ip->ch.sum);
-	free(ip->ch.length);
-	free(ip->ch.stored_length);
-	free(ip->ch.stored_offset);
-	free(ip->ch.flags);
+	pk_ip_chunks_free(ip);
 	memset(ip, 0, sizeof(*ip));
 }

@@ -96,5 +96,7 @@ void pk_inplace_free(struct pk_inplace *ip);
 int pk_ip_add_chunk(struct pk_inplace *ip, uint64_t xxh3, uint64_t sum,
 		    uint64_t stored_offset, uint32_t stored_length,
 		    uint32_t length, uint32_t flags);
+/* Free ip's chunk records, and forget them (inplace_run.c). */
+void pk_ip_chunks_free(struct pk_inplace *ip);
 
 #endif

@@ -145,8 +145,9 @@ static void rec_end(struct dlfs_str *b, const struct pk_inplace *ch,
 }
 
 /* The archive open as fd (st), walked through a run into w's part. */
-static int walk(struct pw *w, const char *path, int fd, const struct stat *st,
-		const struct dlfs_pack_opts *o, struct dlfs_err *err)
+static int read_archive(struct pw *w, const char *path, int fd,
+			const struct stat *st, const struct dlfs_pack_opts *o,
+			struct dlfs_err *err)
 {
 	struct dlfs_pack_opts wo = *o;
 	struct pk_inplace ch = {0}; /* the archive's chunks, from 0 */
@@ -170,7 +171,7 @@ static int walk(struct pw *w, const char *path, int fd, const struct stat *st,
 	ip_run_close(&r);
 	if (!ret)
 		rec_end(w->part, &ch, kind, data_size, n_chunks);
-	pk_inplace_free(&ch);
+	pk_ip_chunks_free(&ch);
 	return ret;
 }
 
@@ -197,7 +198,7 @@ int pk_ip_part_make(const char *path, const struct dlfs_pack_opts *o,
 		put_u64(part, (uint64_t)st.st_size);
 		put_u64(part, (uint64_t)st.st_mtim.tv_sec);
 		put_u32(part, (uint32_t)st.st_mtim.tv_nsec);
-		ret = walk(&w, path, fd, &st, o, &err);
+		ret = read_archive(&w, path, fd, &st, o, &err);
 	}
 	if (fd >= 0)
 		close(fd);

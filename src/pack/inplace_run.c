@@ -49,6 +49,18 @@ int pk_ip_add_chunk(struct pk_inplace *ip, uint64_t xxh3, uint64_t sum,
 	return 0;
 }
 
+void pk_ip_chunks_free(struct pk_inplace *ip)
+{
+	free(ip->ch.xxh3);
+	free(ip->ch.sum);
+	free(ip->ch.length);
+	free(ip->ch.stored_length);
+	free(ip->ch.stored_offset);
+	free(ip->ch.flags);
+	memset(&ip->ch, 0, sizeof(ip->ch));
+	ip->n_ch = ip->cap_ch = 0;
+}
+
 int ip_run_open(struct ip_run *r, const char *path, int fd, uint64_t size,
 		uint64_t cs, struct pk_inplace *ip, struct dlfs_err *err)
 {
