@@ -5,10 +5,11 @@
 # seal of one process, byte for byte (cmp), and the dataset mounts and
 # reads as the extracted trees (diff -r). Each archive is read by the
 # worker threads of exactly one rank, and every rank reads some (seen
-# with strace when installed). A shard cut short in another rank's share
-# fails the job with one message, from rank 0, the one process's, and
-# nothing is left beside OUT. Skips (77) when dlfs-pack was built without
-# MPI or its launcher is missing.
+# with strace when installed). Two archives on 4 ranks: the same index as
+# one process's. A shard cut short in another rank's share fails the job
+# with one message, from rank 0, the one process's, and nothing is left
+# beside OUT. Skips (77) when dlfs-pack was built without MPI or its
+# launcher is missing.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 mount_setup
@@ -67,6 +68,18 @@ if command -v strace >/dev/null; then
 else
 	note "strace not installed: which rank reads what is not checked"
 fi
+
+note "more ranks than archives: those without one idle, the same index"
+TWO=("$T"/mixed/pax.tar "$T"/wds/shard-000001.tar)
+pack "${ARGS[@]}" "${TWO[@]}" -o "$T/ds/one2.dlfs"
+expect_ok "dlfs-pack --in-place of two archives in one process"
+st=0
+tmo "${MPIRUN[@]}" -np $NP "$DLFS_PACK" "${ARGS[@]}" "${TWO[@]}" -o "$T/ds/mpi2.dlfs" >"$T/mpirun.log" 2>&1 || st=$?
+[ "$st" = 0 ] || { cat "$T/mpirun.log" >&2; fail "$NP ranks of dlfs-pack --in-place over two archives exited with $st"; }
+for f in index index.sum; do
+	cmp "$T/ds/one2.dlfs/$f" "$T/ds/mpi2.dlfs/$f" >&2 || fail "two archives: $f differs between one process and $NP ranks"
+done
+rm -rf "$T/ds/one2.dlfs" "$T/ds/mpi2.dlfs"
 
 note "a shard cut short in another rank's share fails the job"
 head -c 300000 "$T/wds/shard-000002.tar" >"$T/wds/shard-000002-cut.tar"
