@@ -56,7 +56,9 @@ static void usage(FILE *f)
 		"      --split-lmdb        LMDB environments: one file per "
 		"key\n"
 		"      --procs N           processes reading HDF5/LMDB "
-		"sources (one per CPU)\n"
+		"sources, or threads\n"
+		"                          indexing archives --in-place "
+		"(one per CPU)\n"
 		"      --dry-run           list what would be packed; write "
 		"nothing\n"
 		"      --in-place          index uncompressed tar and zip "
@@ -99,7 +101,13 @@ static void on_progress(void *arg, const struct dlfs_pack_progress *p)
 		double s = (double)(p->bytes_total - p->bytes_done) / r;
 		snprintf(eta, sizeof(eta), "%d:%02d", (int)s / 60, (int)s % 60);
 	}
-	if (!strcmp(p->phase, "scan"))
+	if (!strcmp(p->phase, "scan") && p->bytes_total) /* --in-place */
+		fprintf(stderr,
+			"\r\033[K" PROG ": indexing: %llu files, %s/%s, %s/s, "
+			"ETA %s",
+			(unsigned long long)p->files_done, done, total, rate,
+			eta);
+	else if (!strcmp(p->phase, "scan"))
 		fprintf(stderr, "\r\033[K" PROG ": scanning sources...");
 	else if (!strcmp(p->phase, "ingest"))
 		fprintf(stderr,

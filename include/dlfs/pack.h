@@ -116,7 +116,10 @@ struct dlfs_pack_opts {
 	 * Processes that read ingest sources at once: HDF5's library lock
 	 * serialises threads, so dlfs_pack forks this many workers (call it
 	 * from a single-threaded process then). 0: one per CPU, at most one
-	 * per ingest source; 1: in the calling process, no fork.
+	 * per ingest source; 1: in the calling process, no fork. With
+	 * in_place: threads that index archives at once, each reading
+	 * whole archives (0: one per CPU, at most one per archive), on
+	 * each rank with a comm.
 	 */
 	unsigned procs;
 	/* Several processes packing one dataset together; NULL: alone. */
@@ -129,8 +132,9 @@ struct dlfs_pack_opts {
 /*
  * A group of processes that pack one dataset together (an MPI job; the
  * tool provides it, so libdlfs never links MPI). Ranks split the ingest
- * sources and the containers; rank 0 scans the other sources, lays out
- * the dataset, writes the index and publishes it. Every rank calls
+ * sources and the containers (with in_place, the archives to index, by
+ * bytes); rank 0 scans the other sources, lays out the dataset, writes
+ * the index and publishes it. Every rank calls
  * dlfs_pack with the same arguments, and the result is byte-identical to
  * a single process's. Each operation is collective over the ranks named,
  * called in the same order by all of them, from the thread that called

@@ -1,17 +1,15 @@
 /*
- * In-place datasets: the archives read, their members into the tree
- * (inplace.h).
+ * In-place datasets: each archive's part (inplace_part.h), as a worker
+ * read it, into the tree (inplace.h).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include "inplace_fmt.h"
+#include "inplace_part.h"
 #include "scan_kind.h"
 #include "util.h"
 
@@ -113,48 +111,6 @@ static int put_member(void *arg, const struct ip_member *m,
 	return 0;
 }
 
-/* What the archive open as fd is, from its first bytes. @return 0 with
- * *kind, or -EINVAL with err saying what it is and what to do. */
-static int detect(int fd, const char *path, uint64_t size, uint32_t *kind,
-		  struct dlfs_err *err)
-{
-	uint8_t h[512] = {0};
-	ssize_t n = dlfs_pread_full(fd, h, sizeof(h), 0);
-	static const struct {
-		const char *magic, *name;
-		size_t len;
-	} comp[] = {
-		{"\x1f\x8b", "gzip", 2},	{"BZh", "bzip2", 3},
-		{"\xfd" "7zXZ\0", "xz", 6},	{"\x28\xb5\x2f\xfd", "zstd", 4},
-		{"\x04\x22\x4d\x18", "lz4", 4},
-	};
-	if (n < 0)
-		return dlfs_err_sys(err, (int)n, "%s: reading", path);
-	for (size_t i = 0; i < sizeof(comp) / sizeof(comp[0]); i++)
-		if ((size_t)n >= comp[i].len &&
-		    !memcmp(h, comp[i].magic, comp[i].len))
-			return dlfs_err_set(err, -EINVAL,
-					    "%s: a %s-compressed file: "
-					    "--in-place serves uncompressed "
-					    "tar and zip archives only (pack "
-					    "it without --in-place, or "
-					    "decompress it first)",
-					    path, comp[i].name);
-	if (n >= 4 && (!memcmp(h, "PK\3\4", 4) || !memcmp(h, "PK\5\6", 4))) {
-		*kind = DLFS_ARCHIVE_ZIP;
-		return 0;
-	}
-	int empty = n == 512 && size >= 1024 && !memcmp(h, h + 1, 511) && !h[0];
-	if (n == 512 && (empty || ip_tar_header_ok(h))) {
-		*kind = DLFS_ARCHIVE_TAR;
-		return 0;
-	}
-	return dlfs_err_set(err, -EINVAL,
-			    "%s: not an uncompressed tar or a zip archive: "
-			    "--in-place serves those only",
-			    path);
-}
-
 /* Split p (absolute, canonical) into its components, in place. */
 static int components(char *p, char **c, int max)
 {
@@ -208,72 +164,66 @@ static int record_path(const char *archive, const char *out, char **rec)
 	return 0;
 }
 
-/* Archive i: read whole through a run, its members into t. */
-static int scan_one(struct pk_tree *t, const struct pk_source *s, uint32_t i,
-		    int fd, const struct stat *st,
-		    const struct dlfs_pack_opts *o, struct pk_inplace *ip,
-		    struct dlfs_err *err)
+/* Record rec of archive x->src's part into the tree and ip. */
+static int apply_rec(struct ipc *x, const struct pk_ip_rec *rec,
+		     const char *out, const struct dlfs_pack_opts *o,
+		     struct dlfs_err *err)
 {
-	struct pk_ip_archive *a = &ip->arc[i];
-	struct ipc x = {.t = t, .src = i, .path = s->path, .ip = ip};
-	struct ip_run r;
-	a->size = (uint64_t)st->st_size;
-	a->mtime_sec = st->st_mtim.tv_sec;
-	a->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
-	a->first_chunk = ip->n_ch;
-	int ret = detect(fd, s->path, a->size, &a->kind, err);
-	if (!ret)
-		ret = ip_run_open(&r, s->path, fd, a->size, o->chunk_size, ip,
-				  err);
-	if (ret)
-		return ret;
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	ret = a->kind == DLFS_ARCHIVE_ZIP
-		      ? ip_zip_walk(&r, put_member, &x, o, err)
-		      : ip_tar_walk(&r, put_member, &x, o, err);
-	if (!ret)
-		ret = ip_run_end(&r, &a->data_size, &a->n_chunks, err);
-	ip_run_close(&r);
-	return ret;
+	struct pk_ip_archive *a = &x->ip->arc[x->src];
+	int ret;
+	switch (rec->type) {
+	case 'S':
+		a->size = rec->size;
+		a->mtime_sec = rec->mtime_sec;
+		a->mtime_nsec = rec->mtime_nsec;
+		ret = record_path(x->path, out, &a->path);
+		return ret ? dlfs_err_sys(err, ret, "%s: its path from %s",
+					  x->path, out)
+			   : 0;
+	case 'M':
+		return put_member(x, &rec->m, err);
+	case 'W':
+		if (o->warn)
+			o->warn(o->cb_arg, rec->msg);
+		return 0;
+	case 'C':
+		return pk_ip_add_chunk(x->ip, rec->xxh3, rec->sum,
+				       rec->stored_offset, rec->stored_length,
+				       rec->length, rec->flags)
+			       ? dlfs_err_set(err, -ENOMEM, "out of memory")
+			       : 0;
+	case 'E':
+		a->kind = rec->kind;
+		a->data_size = rec->data_size;
+		a->n_chunks = rec->n_chunks;
+		/* The end: 1 stops the reading. */
+		return x->ip->n_ch - a->first_chunk == rec->n_chunks ? 1
+								     : -EPROTO;
+	}
+	*err = rec->fail; /* 'F' */
+	return err->code;
 }
 
-int pk_inplace_scan(struct pk_tree *t, const struct pk_source *src,
-		    unsigned n, const char *out, const struct dlfs_pack_opts *o,
-		    struct pk_inplace *ip, struct dlfs_err *err)
+int pk_ip_part_apply(struct pk_tree *t, struct pk_inplace *ip, uint32_t i,
+		     const char *path, const char *out,
+		     const struct dlfs_str *part,
+		     const struct dlfs_pack_opts *o, struct dlfs_err *err)
 {
-	int ret = 0;
-	memset(ip, 0, sizeof(*ip));
-	if (n > DLFS_MAX_CONTAINERS)
-		return dlfs_err_set(err, -EFBIG,
-				    "%u archives: an in-place dataset holds "
-				    "at most %d",
-				    n, DLFS_MAX_CONTAINERS);
-	if (!(ip->arc = calloc(n ? n : 1, sizeof(*ip->arc))))
-		return dlfs_err_set(err, -ENOMEM, "out of memory");
-	ip->n = n;
-	struct pk_entry *root;
-	struct pk_attr *ra;
-	if ((ret = pk_tree_root(t, &root, &ra, err)))
-		return ret;
-	for (uint32_t i = 0; i < n && !ret; i++) {
-		struct stat st;
-		const char *p = src[i].path;
-		int fd = open(p, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return dlfs_err_sys(err, -errno, "%s", p);
-		if (fstat(fd, &st) < 0)
-			ret = dlfs_err_sys(err, -errno, "%s", p);
-		else if (!S_ISREG(st.st_mode))
-			ret = dlfs_err_set(err, -EINVAL,
-					   "%s: not a file: --in-place takes "
-					   "tar and zip archives",
-					   p);
-		else if ((ret = record_path(p, out, &ip->arc[i].path)))
-			dlfs_err_sys(err, ret, "%s: its path from %s", p, out);
-		else
-			ret = scan_one(t, &src[i], i, fd, &st, o, ip, err);
-		close(fd);
-	}
+	struct ipc x = {.t = t, .src = i, .path = path, .ip = ip};
+	struct pk_ip_part_rd rd = {part->s, part->s + part->n};
+	struct pk_ip_rec rec;
+	int ret;
+	ip->arc[i].first_chunk = ip->n_ch;
+	while ((ret = pk_ip_part_next(&rd, &rec)) == 1)
+		if ((ret = apply_rec(&x, &rec, out, o, err)))
+			break;
+	if (ret == 1 && rd.p == rd.end)
+		return 0; /* ended by its end record */
+	if (ret == 0 || ret == -EPROTO)
+		return dlfs_err_set(err, -EPROTO,
+				    "%s: its index from the worker that read "
+				    "it is damaged (a bug)",
+				    path);
 	return ret;
 }
 
@@ -282,12 +232,10 @@ void pk_inplace_free(struct pk_inplace *ip)
 	if (ip->arc)
 		for (uint32_t i = 0; i < ip->n; i++)
 			free(ip->arc[i].path);
+	for (uint32_t i = ip->part0; ip->part && i < ip->part1; i++)
+		dlfs_str_free(&ip->part[i - ip->part0]);
+	free(ip->part);
 	free(ip->arc);
-	free(ip->ch.xxh3);
-	free(ip->ch.sum);
-	free(ip->ch.length);
-	free(ip->ch.stored_length);
-	free(ip->ch.stored_offset);
-	free(ip->ch.flags);
+	pk_ip_chunks_free(ip);
 	memset(ip, 0, sizeof(*ip));
 }

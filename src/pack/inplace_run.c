@@ -49,6 +49,18 @@ int pk_ip_add_chunk(struct pk_inplace *ip, uint64_t xxh3, uint64_t sum,
 	return 0;
 }
 
+void pk_ip_chunks_free(struct pk_inplace *ip)
+{
+	free(ip->ch.xxh3);
+	free(ip->ch.sum);
+	free(ip->ch.length);
+	free(ip->ch.stored_length);
+	free(ip->ch.stored_offset);
+	free(ip->ch.flags);
+	memset(&ip->ch, 0, sizeof(ip->ch));
+	ip->n_ch = ip->cap_ch = 0;
+}
+
 int ip_run_open(struct ip_run *r, const char *path, int fd, uint64_t size,
 		uint64_t cs, struct pk_inplace *ip, struct dlfs_err *err)
 {
@@ -156,6 +168,9 @@ static int fill(struct ip_run *r, uint64_t off, size_t n,
 					    r->path, (unsigned long long)at);
 		r->len += (size_t)got;
 		r->bytes_read += (uint64_t)got;
+		if (r->progress)
+			atomic_fetch_add_explicit(r->progress, (uint64_t)got,
+						  memory_order_relaxed);
 	}
 	return 0;
 }

@@ -21,6 +21,7 @@
 #ifndef DLFS_PACK_INPLACE_RUN_H
 #define DLFS_PACK_INPLACE_RUN_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <xxhash.h>
 #include <zlib.h>
@@ -53,6 +54,9 @@ struct ip_run {
 	z_stream zs;
 	int zs_init;
 	uint64_t bytes_read; /* from the archive, for tests and reports */
+	/* NULL, or where bytes read are added as they come: the progress
+	 * of several runs at once, read by another thread. */
+	atomic_uint_least64_t *progress;
 };
 
 /* Start reading the archive open as fd (size bytes) at path, its chunks

@@ -261,17 +261,34 @@ static int ingest(struct job *j, struct dlfs_err *err)
 	return pk_ingest_run(j->src, j->n, j->tmp, j->o, &j->ing, err);
 }
 
-/* Rank 0: scan the sources, lay the dataset out. */
+/* --in-place: every rank indexes its share of the archives, rank 0
+ * into the tree. */
+static int index_archives(struct job *j, struct dlfs_err *err)
+{
+	if (!j->o->in_place)
+		return 0;
+	return pk_inplace_index(j->c, &j->tree, j->src, j->n, j->out, j->o,
+				&j->ip, err);
+}
+
+/* The other ranks' shares to rank 0, into the tree. */
+static int gather_archives(struct job *j, struct dlfs_err *err)
+{
+	if (!j->o->in_place)
+		return 0;
+	return pk_inplace_gather(j->c, &j->tree, j->src, j->n, j->out, j->o,
+				 &j->ip, err);
+}
+
+/* Rank 0: scan the sources (indexed already in place), lay the dataset
+ * out. */
 static int scan_and_layout(struct job *j, struct dlfs_err *err)
 {
 	struct dlfs_pack_progress pr = {.phase = "scan"};
-	if (j->o->progress)
+	int ret = 0;
+	if (j->o->progress && !j->o->in_place)
 		j->o->progress(j->o->cb_arg, &pr);
-	int ret;
-	if (j->o->in_place)
-		ret = pk_inplace_scan(&j->tree, j->src, j->n, j->out, j->o,
-				      &j->ip, err);
-	else
+	if (!j->o->in_place)
 		ret = pk_scan(&j->tree, j->src, j->n, j->spool, j->o, err);
 	if (!ret && j->o->cancel && *j->o->cancel)
 		ret = dlfs_err_set(err, -ECANCELED, "cancelled");
@@ -285,6 +302,8 @@ static int scan_and_layout(struct job *j, struct dlfs_err *err)
 /* Who writes which containers, and what each needs to write them. */
 static int share_layout(struct job *j, struct dlfs_err *err)
 {
+	if (j->o->in_place)
+		return 0; /* rank 0 writes the index alone */
 	if (j->rank == 0)
 		pk_dist_share(&j->lay, j->c->size, j->share);
 	int ret = j->c->bcast(j->c->arg, j->share,
@@ -316,6 +335,8 @@ static int data(struct job *j, struct dlfs_err *err)
 
 static int share_sums(struct job *j, struct dlfs_err *err)
 {
+	if (j->o->in_place)
+		return 0;
 	return pk_dist_sums(j->c, &j->lay, &j->p.sums, j->share, err);
 }
 
@@ -338,6 +359,8 @@ static int containers(struct job *j, struct dlfs_err *err)
 	if (!j->ct.file_size || !j->ct.footer_xxh3)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	if (j->o->in_place) { /* no header or footer to write */
+		if (j->rank)
+			return 0; /* rank 0 knows the archives */
 		for (uint32_t c = 0; c < j->ip.n; c++)
 			j->ct.file_size[c] = j->ip.arc[c].size;
 		j->ct.arc = j->ip.arc;
@@ -352,6 +375,8 @@ static int containers(struct job *j, struct dlfs_err *err)
 
 static int share_containers(struct job *j, struct dlfs_err *err)
 {
+	if (j->o->in_place)
+		return 0;
 	return pk_dist_containers(j->c, &j->ct, j->share, err);
 }
 
@@ -366,6 +391,7 @@ static const struct step steps[] = {
 	{ONE, make_tmp, share_tmp},          /* the temporary directory */
 	{ALL, scratch, NULL},                /* the scratch files */
 	{ALL, ingest, NULL},                 /* HDF5 and LMDB sources */
+	{ALL, index_archives, gather_archives}, /* --in-place: archives */
 	{ONE, scan_and_layout, share_layout}, /* the tree, laid out */
 	{ALL, data, share_sums},             /* the containers' data */
 	{ONE, dataset_id, share_id},         /* the dataset id */
@@ -476,11 +502,6 @@ int dlfs_pack(const char *const *sources, unsigned n_sources, const char *out,
 	struct job j = {.o = &ro, .out = out, .n = n_sources};
 	if (!n_sources)
 		return dlfs_err_set(err, -EINVAL, "no sources given");
-	if (o->in_place && o->comm && o->comm->size > 1)
-		return dlfs_err_set(err, -ENOTSUP,
-				    "--in-place: indexing with several "
-				    "processes is not there yet; run "
-				    "dlfs-pack --in-place as one process");
 	ret = run_steps(&j, job_init(&j, sources, err), err);
 	job_free(&j);
 	return ret;

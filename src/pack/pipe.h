@@ -135,6 +135,11 @@ static inline void pk_pipe_fail(struct pk_pipe *p, const struct dlfs_err *e)
  * chunks' buffers, each hashed into the layout's xxh3. */
 void *pk_pipe_reader(void *arg);
 
+/* The CPUs this process may run on (a batch job's share): how many
+ * compressors at most, and the in-place indexer's default workers
+ * (inplace_par.c). At least 1. */
+unsigned pk_cpus_here(void);
+
 /* --compress: nz compressors with their contexts, for the chunks of
  * [g0, g1). @return 0 or -ENOMEM (or the context's error) with err. */
 int pk_pipe_zalloc(struct pk_pipe *p, struct dlfs_err *err);

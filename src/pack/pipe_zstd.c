@@ -78,8 +78,7 @@ void *pk_pipe_compressor(void *arg)
 	return NULL;
 }
 
-/* The CPUs this process may run on (a batch job's share). */
-static unsigned cpus_here(void)
+unsigned pk_cpus_here(void)
 {
 	cpu_set_t set;
 	if (!sched_getaffinity(0, sizeof(set), &set) && CPU_COUNT(&set) > 0)
@@ -93,7 +92,7 @@ static unsigned cpus_here(void)
  * one), each with its context and scratch. */
 int pk_pipe_zalloc(struct pk_pipe *p, struct dlfs_err *err)
 {
-	unsigned nz = p->o->threads, cpus = cpus_here();
+	unsigned nz = p->o->threads, cpus = pk_cpus_here();
 	if (nz > cpus)
 		nz = cpus;
 	if (nz > p->w)

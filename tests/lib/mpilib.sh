@@ -50,6 +50,23 @@ mpi_require() {
 	esac
 }
 
+# mpi_traced_pack: writes $T/rank.sh, which runs dlfs-pack with its
+# arguments, under strace when there is one, so a test sees which files
+# each rank opens: its openat calls, every thread's, go to $T/trace.RANK,
+# each line led by the thread's id (the first line's is dlfs-pack's own
+# thread). Call it after mpi_require.
+mpi_traced_pack() {
+	cat >"$T/rank.sh" <<RANK_SH
+#!/bin/sh
+R=\$$MPI_RANK_VAR
+if command -v strace >/dev/null; then
+	exec strace -f -qq -e trace=openat -o "$T/trace.\$R" "$DLFS_PACK" "\$@"
+fi
+exec "$DLFS_PACK" "\$@"
+RANK_SH
+	chmod +x "$T/rank.sh"
+}
+
 # mpi_require_survival: skip (77), saying why, unless the build's MPI lets
 # the live ranks of a job go on (with MPI_KEEP_GOING) when one is killed.
 # Open MPI does (mpirun --enable-recovery; srun --no-kill). Debian's MPICH

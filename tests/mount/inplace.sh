@@ -18,7 +18,10 @@
 #    the files of that chunk, the right bytes for every other, the daemon
 #    up, the mismatch logged and counted; verify names the archive and
 #    the member;
-#  - a shard touched, cut short or removed: the mount refuses, naming it.
+#  - a shard touched, cut short or removed: the mount refuses, naming it;
+#  - indexed by 1, 2 and 4 worker threads: the same index and seal; the
+#    archives read by at least two worker threads, not by dlfs-pack's own;
+#    on a terminal, the progress line counts files and bytes indexed.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 mount_setup
@@ -139,6 +142,52 @@ diff_trees "$T/mixed/want" "$MNT"
 [ "$(stat -c %a "$MNT/u/sub")" = 750 ] || fail "u/sub: mode $(stat -c %a "$MNT/u/sub"), want 750"
 check_log "$DLFS_LOG"
 dlfs_umount "$MNT"
+
+# ---------------------------------------------------------------- workers
+# Six archives indexed by 1, 2 and 4 threads: the same index and seal.
+# Under strace (when there is one), the archives are opened for reading
+# by worker threads, at least two of them, and by dlfs-pack's own thread
+# only to tell what each source is.
+ALL=("$T"/wds/shard-*.tar "$T"/mixed/pax.tar "$T"/mixed/gnu.tar "$T"/mixed/coco.zip)
+for p in 1 2 4; do
+	pack --in-place "${ALL[@]}" -o "$T/par$p.dlfs" --chunk-size 64K -q --procs $p
+	expect_ok "dlfs-pack --in-place --procs $p"
+done
+for p in 2 4; do
+	for f in index index.sum; do
+		cmp "$T/par1.dlfs/$f" "$T/par$p.dlfs/$f" >&2 ||
+			fail "--procs $p: $f differs from one worker's"
+	done
+done
+if command -v strace >/dev/null; then
+	tmo strace -f -qq -e trace=openat -o "$T/trace" "$DLFS_PACK" --in-place "${ALL[@]}" \
+		-o "$T/par2s.dlfs" --chunk-size 64K -q --procs 2 ||
+		fail "dlfs-pack --in-place --procs 2 under strace"
+	cmp "$T/par1.dlfs/index" "$T/par2s.dlfs/index" >&2 || fail "--procs 2 under strace: another index"
+	# The first thread is dlfs-pack's own, which opens each source once
+	# to tell what it is; the workers open them to read them.
+	main=$(head -n 1 "$T/trace" | cut -d' ' -f1)
+	opens() { grep -E "^[0-9]+ +openat\(AT_FDCWD, \"[^\"]*/(shard-[0-9]+\.tar|pax\.tar|gnu\.tar|coco\.zip)\", O_RDONLY" "$T/trace" | cut -d' ' -f1; }
+	readers=$(opens | grep -vx "$main" | sort -u | wc -l)
+	[ "$readers" -ge 2 ] || fail "the archives were opened by $readers worker threads, not 2"
+	[ "$(opens | grep -cx "$main")" = "${#ALL[@]}" ] ||
+		fail "dlfs-pack's own thread opened the archives $(opens | grep -cx "$main") times, not once each"
+else
+	note "strace not installed: which thread reads what is not checked"
+fi
+# On a terminal, the progress line counts the files and bytes indexed
+# (it said "scanning sources..." until the index was written).
+if command -v script >/dev/null; then
+	tmo script -qec "$(printf '%q ' "$DLFS_PACK" --in-place "$T"/wds/shard-*.tar -o "$T/par-tty.dlfs" --chunk-size 64K)" /dev/null >"$T/tty.out" ||
+		fail "dlfs-pack --in-place on a terminal"
+	tr '\r' '\n' <"$T/tty.out" | grep -qE "^.*indexing: 360 files, [0-9.]+ [KM]iB/[0-9.]+ [KM]iB, " || {
+		cat -v "$T/tty.out" >&2
+		fail "no progress line counting the files and bytes indexed"
+	}
+else
+	note "script not installed: the progress line is not checked"
+fi
+rm -rf "$T"/par*.dlfs
 
 # ---------------------------------------------------------------- a flipped byte
 VICTIM_TAR="$T/wds/shard-000001.tar"

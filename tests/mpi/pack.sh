@@ -68,15 +68,7 @@ NC=$(ls "$OUT/one.dlfs" | grep -c '\.dlc$')
 [ "$NC" -ge 8 ] || fail "expected at least 8 containers, got $NC"
 
 # Each rank under strace (when there is one), to see what it writes.
-cat >"$T/rank.sh" <<RANK_SH
-#!/bin/sh
-R=\$$MPI_RANK_VAR
-if command -v strace >/dev/null; then
-	exec strace -f -qq -e trace=openat -o "$T/trace.\$R" "$DLFS_PACK" "\$@"
-fi
-exec "$DLFS_PACK" "\$@"
-RANK_SH
-chmod +x "$T/rank.sh"
+mpi_traced_pack
 st=0
 tmo "${MPIRUN[@]}" -np $NP "$T/rank.sh" "${ARGS[@]}" -o "$OUT/mpi.dlfs" >"$T/mpirun.log" 2>&1 || st=$?
 [ "$st" = 0 ] || { cat "$T/mpirun.log" >&2; fail "$NP ranks of dlfs-pack exited with $st"; }

@@ -1,0 +1,345 @@
+/*
+ * An in-place dataset's archives indexed in parallel (inplace.h).
+ *
+ * Within a process, worker threads take this rank's archives in order
+ * from a counter, each reading whole archives into parts
+ * (inplace_part.h), while the calling thread waits for the parts in
+ * archive order, puts them into the tree (rank 0) and reports progress.
+ * Threads, not processes: the walk and hash need no library lock (HDF5's
+ * is why the ingest forks), and a part is handed over in memory. A
+ * worker that meets a failed archive takes no archive after it: the
+ * failure is the pack's, and nothing later is applied. Parts that wait
+ * for an earlier, larger archive are held in memory meanwhile; each is
+ * some 60 bytes and a name a member, the index's order.
+ *
+ * Between ranks, each takes a contiguous range of the archives,
+ * balanced by bytes (rank 0 the first), and rank 0 receives the others'
+ * parts, a rank at a time, each part as its length then its bytes.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "inplace_part.h"
+#include "pipe.h"
+
+/* How often the waiting thread reports progress and looks at the
+ * cancel flag. */
+#define TICK_NS 250000000L
+#define MAX_WORKERS 256
+
+/* The workers of one rank and what they share. */
+struct pool {
+	const struct pk_source *src;
+	uint32_t lo, hi;       /* this rank's archives */
+	struct dlfs_str *part; /* part[i - lo] */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* Under mu: which parts are done, the next archive to take, the
+	 * first that failed (hi when none), a part out of memory. */
+	uint8_t *done;
+	uint32_t next, fail;
+	int oom;
+	volatile sig_atomic_t stop; /* the workers' cancel flag */
+	struct dlfs_pack_opts wo;   /* o, with cancel = &stop */
+	struct pk_ip_counters cnt;
+	pthread_t th[MAX_WORKERS];
+	unsigned nth;
+	int started; /* mu and cv made */
+};
+
+/* What the progress line counts from. */
+struct prog {
+	const struct dlfs_pack_opts *o;
+	uint64_t files, bytes, total; /* before the pool's counters */
+};
+
+static void report(const struct prog *g, const struct pk_ip_counters *c)
+{
+	struct dlfs_pack_progress pr = {.phase = "scan",
+					.bytes_total = g->total};
+	if (!g->o->progress)
+		return;
+	pr.files_done = g->files;
+	pr.bytes_done = g->bytes;
+	if (c) {
+		pr.files_done += atomic_load(&c->files);
+		pr.bytes_done += atomic_load(&c->bytes);
+	}
+	g->o->progress(g->o->cb_arg, &pr);
+}
+
+static void *worker(void *arg)
+{
+	struct pool *p = arg;
+	pthread_mutex_lock(&p->mu);
+	while (p->next < p->hi) {
+		uint32_t i = p->next++;
+		int skip = i > p->fail || p->stop;
+		pthread_mutex_unlock(&p->mu);
+		int ret = skip ? 0
+			       : pk_ip_part_make(p->src[i].path, &p->wo,
+						 &p->cnt, &p->part[i - p->lo]);
+		pthread_mutex_lock(&p->mu);
+		if (ret && i < p->fail)
+			p->fail = i;
+		p->oom |= ret < 0;
+		p->done[i - p->lo] = 1;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+/* The pool for archives [lo, hi), its workers started. */
+static int pool_start(struct pool *p, const struct pk_source *src, uint32_t lo,
+		      uint32_t hi, const struct dlfs_pack_opts *o,
+		      struct dlfs_err *err)
+{
+	unsigned want = o->procs ? o->procs : pk_cpus_here();
+	memset(p, 0, sizeof(*p));
+	p->src = src;
+	p->lo = p->next = lo;
+	p->hi = p->fail = hi;
+	p->wo = *o;
+	p->wo.cancel = &p->stop;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	p->started = 1;
+	p->part = calloc(hi - lo + 1, sizeof(*p->part));
+	p->done = calloc(hi - lo + 1, 1);
+	if (!p->part || !p->done)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (want > hi - lo)
+		want = hi - lo;
+	if (want > MAX_WORKERS)
+		want = MAX_WORKERS;
+	for (unsigned k = 0; k < want; k++) {
+		int rc = pthread_create(&p->th[p->nth], NULL, worker, p);
+		if (rc && !p->nth)
+			return dlfs_err_sys(err, -rc, "starting a thread");
+		if (rc)
+			break; /* fewer workers do the same work */
+		p->nth++;
+	}
+	return 0;
+}
+
+/* Stop taking archives, join the workers, free what is left. */
+static void pool_end(struct pool *p)
+{
+	if (!p->started)
+		return;
+	p->stop = 1;
+	for (unsigned k = 0; k < p->nth; k++)
+		pthread_join(p->th[k], NULL);
+	for (uint32_t i = p->lo; p->part && i < p->hi; i++)
+		dlfs_str_free(&p->part[i - p->lo]);
+	free(p->part);
+	free(p->done);
+	pthread_cond_destroy(&p->cv);
+	pthread_mutex_destroy(&p->mu);
+}
+
+/* Wait until archive i's part is done, reporting progress meanwhile
+ * and passing a cancel on to the workers. @return 0 or -ECANCELED. */
+static int wait_part(struct pool *p, uint32_t i, const struct prog *g)
+{
+	const struct dlfs_pack_opts *o = g->o;
+	int ret = 0;
+	pthread_mutex_lock(&p->mu);
+	while (!p->done[i - p->lo] && !ret) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += TICK_NS;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (pthread_cond_timedwait(&p->cv, &p->mu, &ts) != ETIMEDOUT)
+			continue;
+		pthread_mutex_unlock(&p->mu);
+		report(g, &p->cnt);
+		if (o->cancel && *o->cancel) {
+			p->stop = 1;
+			ret = -ECANCELED;
+		}
+		pthread_mutex_lock(&p->mu);
+	}
+	if (!ret && p->oom)
+		ret = -ENOMEM;
+	pthread_mutex_unlock(&p->mu);
+	return ret;
+}
+
+/* Archives [share[r], share[r + 1]) are rank r's, balanced by bytes;
+ * rank 0 has archive 0 (share has size + 1). */
+static void share_out(const struct pk_source *src, unsigned n, int size,
+		      uint32_t *share)
+{
+	uint64_t total = 0, cum = n ? src[0].size : 0;
+	uint32_t k = n ? 1 : 0;
+	for (unsigned i = 0; i < n; i++)
+		total += src[i].size;
+	share[0] = 0;
+	share[size] = n;
+	for (int r = 1; r < size; r++) {
+		uint64_t want = (uint64_t)((double)total * r / size);
+		while (k < n && cum < want)
+			cum += src[k++].size;
+		share[r] = k;
+	}
+}
+
+static uint64_t total_bytes(const struct pk_source *src, unsigned n)
+{
+	uint64_t total = 0;
+	for (unsigned i = 0; i < n; i++)
+		total += src[i].size;
+	return total;
+}
+
+/* The parts of [p->lo, p->hi) in order: into t and ip on rank 0, kept
+ * in ip on the others. */
+static int take_parts(struct pool *p, int rank, struct pk_tree *t,
+		      const char *out, const struct dlfs_pack_opts *o,
+		      struct pk_inplace *ip, struct dlfs_err *err)
+{
+	struct prog g = {.o = o, .total = total_bytes(p->src, ip->n)};
+	int ret = 0;
+	for (uint32_t i = p->lo; i < p->hi && !ret; i++) {
+		struct dlfs_str *part = &p->part[i - p->lo];
+		if ((ret = wait_part(p, i, &g))) {
+			dlfs_err_set(err, ret,
+				     ret == -ECANCELED ? "cancelled"
+						       : "out of memory");
+		} else if (rank == 0) {
+			ret = pk_ip_part_apply(t, ip, i, p->src[i].path, out,
+					       part, o, err);
+			dlfs_str_free(part);
+		}
+	}
+	if (!ret && rank != 0) { /* the parts move to ip */
+		ip->part = p->part;
+		ip->part0 = p->lo;
+		ip->part1 = p->hi;
+		p->part = NULL;
+	}
+	report(&g, &p->cnt);
+	return ret;
+}
+
+int pk_inplace_index(const struct dlfs_pack_comm *c, struct pk_tree *t,
+		     const struct pk_source *src, unsigned n, const char *out,
+		     const struct dlfs_pack_opts *o, struct pk_inplace *ip,
+		     struct dlfs_err *err)
+{
+	int size = c ? c->size : 1, rank = c ? c->rank : 0, ret;
+	uint32_t *share = calloc((size_t)size + 1, sizeof(*share));
+	struct pool p = {0};
+	memset(ip, 0, sizeof(*ip));
+	if (n > DLFS_MAX_CONTAINERS) {
+		free(share);
+		return dlfs_err_set(err, -EFBIG,
+				    "%u archives: an in-place dataset holds "
+				    "at most %d",
+				    n, DLFS_MAX_CONTAINERS);
+	}
+	ip->arc = calloc(n ? n : 1, sizeof(*ip->arc));
+	ip->n = n;
+	if (!ip->arc || !share) {
+		free(share);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	share_out(src, n, size, share);
+	struct pk_entry *root;
+	struct pk_attr *ra;
+	ret = rank == 0 ? pk_tree_root(t, &root, &ra, err) : 0;
+	if (!ret)
+		ret = pool_start(&p, src, share[rank], share[rank + 1], o, err);
+	if (!ret)
+		ret = take_parts(&p, rank, t, out, o, ip, err);
+	pool_end(&p);
+	free(share);
+	return ret;
+}
+
+/* Rank 0: the part of archive i from rank r, into t and ip unless an
+ * earlier one failed (*ret). @return 0, or a failure to receive it. */
+static int recv_part(const struct dlfs_pack_comm *c, int r, uint32_t i,
+		     struct pk_tree *t, const struct pk_source *src,
+		     const char *out, const struct dlfs_pack_opts *o,
+		     struct pk_inplace *ip, int *ret, struct dlfs_err *err)
+{
+	struct dlfs_str part = {0};
+	uint64_t len;
+	int rc = c->recv(c->arg, &len, sizeof(len), r);
+	if (!rc && !(part.s = malloc(len ? len : 1)))
+		rc = -ENOMEM;
+	if (!rc && len)
+		rc = c->recv(c->arg, part.s, len, r);
+	part.n = part.cap = len;
+	if (!rc && !*ret)
+		*ret = pk_ip_part_apply(t, ip, i, src[i].path, out, &part, o,
+					err);
+	dlfs_str_free(&part);
+	if (rc && !*ret)
+		*ret = dlfs_err_set(err, rc,
+				    "receiving archive %s's index "
+				    "from rank %d",
+				    src[i].path, r);
+	return rc;
+}
+
+/* A rank's parts to rank 0, in archive order. */
+static int send_parts(const struct dlfs_pack_comm *c, struct pk_inplace *ip,
+		      struct dlfs_err *err)
+{
+	int rc = 0;
+	for (uint32_t i = ip->part0; i < ip->part1 && !rc; i++) {
+		const struct dlfs_str *part = &ip->part[i - ip->part0];
+		uint64_t len = part->n;
+		rc = c->send(c->arg, &len, sizeof(len), 0);
+		if (!rc && len)
+			rc = c->send(c->arg, part->s, part->n, 0);
+	}
+	return rc ? dlfs_err_set(err, rc,
+				 "sending the archives' index to "
+				 "rank 0")
+		  : 0;
+}
+
+int pk_inplace_gather(const struct dlfs_pack_comm *c, struct pk_tree *t,
+		      const struct pk_source *src, unsigned n, const char *out,
+		      const struct dlfs_pack_opts *o, struct pk_inplace *ip,
+		      struct dlfs_err *err)
+{
+	if (c->rank != 0) {
+		int ret = send_parts(c, ip, err);
+		for (uint32_t i = ip->part0; i < ip->part1; i++)
+			dlfs_str_free(&ip->part[i - ip->part0]);
+		return ret;
+	}
+	uint32_t *share = calloc((size_t)c->size + 1, sizeof(*share));
+	struct prog g = {.o = o, .total = total_bytes(src, n)};
+	int ret = share ? 0 : dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (share)
+		share_out(src, n, c->size, share);
+	for (uint32_t i = 0; share && i < share[1]; i++)
+		g.bytes += src[i].size;
+	/* Every part is received, even after a failure, so no rank waits
+	 * on a send; none is applied past the first failure. */
+	for (int r = 1; share && r < c->size; r++)
+		for (uint32_t i = share[r]; i < share[r + 1]; i++) {
+			if (recv_part(c, r, i, t, src, out, o, ip, &ret, err))
+				goto out;
+			g.files = ip->files;
+			g.bytes += src[i].size;
+			report(&g, NULL);
+		}
+out:
+	free(share);
+	return ret;
+}
