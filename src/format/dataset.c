@@ -75,6 +75,8 @@ void dlfs_ds_close(struct dlfs_ds *ds)
 			close(s->fd);
 			if (s->dfd >= 0)
 				close(s->dfd);
+			if (s->rfd >= 0)
+				close(s->rfd);
 		}
 		free(s->msg);
 	}
@@ -219,10 +221,16 @@ static void open_chunk_fd(struct dlfs_ds *ds, struct dlfs_container_slot *s,
 			  const char *cpath)
 {
 	s->dfd = -1;
+	s->rfd = -1;
 	s->dfd_direct = 0;
 	if (ds->chunk_io == DLFS_CHUNK_IO_DIRECT) {
 		s->dfd = open(cpath, O_RDONLY | O_CLOEXEC | O_DIRECT);
 		s->dfd_direct = s->dfd >= 0;
+	}
+	if (s->dfd_direct && ds->ix.arc) {
+		s->rfd = open(cpath, O_RDONLY | O_CLOEXEC);
+		if (s->rfd >= 0)
+			posix_fadvise(s->rfd, 0, 0, POSIX_FADV_RANDOM);
 	}
 	if (s->dfd < 0 && ds->chunk_io != DLFS_CHUNK_IO_PLAIN) {
 		/* No read-ahead past the chunk: it would be read for nothing

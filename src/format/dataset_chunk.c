@@ -225,6 +225,8 @@ static int stored_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 		     cr->stored_offset + want <= slot->size; /* as read_range */
 	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
 		fd = slot->dfd;
+	else if (slot->rfd >= 0)
+		fd = slot->rfd; /* unaligned: no O_DIRECT, no read-ahead */
 	ssize_t n = dlfs_pread_full(fd, buf, want, cr->stored_offset);
 	dlfs_ds_cpath(ds, c, name, sizeof(name));
 	if (n < 0)

@@ -22,6 +22,12 @@ struct dlfs_container_slot {
 			* file_size in a container cut short */
 	int dfd; /* the same file for chunk reads (RANDOM, DIRECT), or -1 */
 	int dfd_direct; /* dfd has O_DIRECT */
+	/* With dfd O_DIRECT: the same file with no read-ahead (RANDOM), for
+	 * the reads O_DIRECT cannot do (an in-place dataset's chunks start
+	 * anywhere in their archive), or -1. Without it, such a read would
+	 * go through fd, whose read-ahead fetches bytes past the chunk that
+	 * the next read of another chunk has dropped already. */
+	int rfd;
 	char *msg; /* why it failed, when state < 0 */
 };
 
