@@ -155,43 +155,8 @@ flip "$DS/000000.dlc" $((CS + 7))
 # expect_chunk0_eio ROUND: EIO for exactly the files with bytes in
 # [CS, 2 CS) of container 0, the right bytes for every other.
 expect_chunk0_eio() {
-	tmo "$PYTHON" - "$SRC" "$MNT" "$T/map.json" "$CS" <<'PY' || fail "$1: wrong results reading the damaged dataset (see above)"
-import errno, json, os, sys
-src, mnt, m, cs = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3])), int(sys.argv[4])
-bad = good = 0
-errs = []
-for rel in sorted(m):
-    f = m[rel]
-    hit = f["container"] == 0 and f["size"] > 0 and f["offset"] < 2 * cs and f["offset"] + f["size"] > cs
-    try:
-        fd = os.open(os.path.join(mnt, rel), os.O_RDONLY)
-        try:
-            got = b""
-            while True:
-                b = os.read(fd, 1 << 20)
-                if not b:
-                    break
-                got += b
-        finally:
-            os.close(fd)
-        if hit:
-            errs.append("%s: read %d bytes, expected EIO" % (rel, len(got)))
-        elif got != open(os.path.join(src, rel), "rb").read():
-            errs.append("%s: wrong bytes" % rel)
-        else:
-            good += 1
-    except OSError as e:
-        if hit and e.errno == errno.EIO:
-            bad += 1
-        else:
-            errs.append("%s: %s" % (rel, errno.errorcode.get(e.errno, e.errno)))
-if bad == 0 or good == 0:
-    errs.append("%d files failed, %d read: want both" % (bad, good))
-for e in errs[:20]:
-    print("  " + e, file=sys.stderr)
-print(bad, good)
-sys.exit(1 if errs else 0)
-PY
+	tmo "$PYTHON" "$LIB_DIR/chunk_eio.py" "$SRC" "$MNT" "$T/map.json" 0 "$CS" $((2 * CS)) 1 ||
+		fail "$1: wrong results reading the damaged dataset (see above)"
 }
 for round in "no cache_dir" "fresh cache_dir" "the same cache_dir again"; do
 	case $round in
