@@ -278,7 +278,8 @@ static int evict(struct dlfs_cache *c)
 		s->state = SLOT_FREE;
 		c->ready--;
 		s->served += outside_served(c, i);
-		if (!dlfs_cache_key_is_file(s->key)) {
+		if (!dlfs_cache_key_is_file(s->key) &&
+		    !dlfs_cache_key_is_bag(s->key)) {
 			c->evicted_bytes += s->len;
 			if (!s->kept && s->served < s->len)
 				c->evicted_unused += s->len - s->served;

@@ -13,11 +13,11 @@
  * buffer rather than wait, so no set of readers can deadlock however small
  * the cache.
  *
- * Waste: each entry counts the bytes served from it. When a chunk entry is
- * evicted, the bytes never served count as evicted-unused, unless its
- * loader kept it elsewhere (the NVMe tier): then nothing was wasted. The
- * read core compares evicted-unused with loaded bytes to choose between
- * chunk and file reads.
+ * Waste: each entry counts the bytes served from it. When a chunk entry
+ * (not a file's, nor a bag's) is evicted, the bytes never served count as
+ * evicted-unused, unless its loader kept it elsewhere (the NVMe tier):
+ * then nothing was wasted. The read core compares evicted-unused with
+ * loaded bytes to choose between chunk and file reads.
  *
  * Prefetch: dlfs_cache_prefetch loads an entry nobody asked for yet. The
  * first demand get of it counts as a used prefetch; its eviction unread
@@ -42,7 +42,8 @@
 
 struct dlfs_cache;
 
-/* Keys: a chunk (container c < 2^16, chunk k < 2^32), or a file's bytes. */
+/* Keys: a chunk (container c < 2^16, chunk k < 2^32), a file's bytes, or
+ * a bag of files read ahead (bags.h; its id < 2^62). */
 static inline uint64_t dlfs_cache_chunk_key(uint32_t c, uint64_t k)
 {
 	return ((uint64_t)c << 40) | k;
@@ -54,6 +55,14 @@ static inline uint64_t dlfs_cache_file_key(uint64_t ino)
 static inline int dlfs_cache_key_is_file(uint64_t key)
 {
 	return (int)(key >> 63);
+}
+static inline uint64_t dlfs_cache_bag_key(uint64_t id)
+{
+	return (UINT64_C(1) << 62) | id;
+}
+static inline int dlfs_cache_key_is_bag(uint64_t key)
+{
+	return (int)((key >> 62) == 1);
 }
 
 /* What a load fills in. */

@@ -11,6 +11,9 @@
  *   - A file alone (what = its struct dlfs_inode): from the NVMe tier
  *     when all its chunks are there, else from the PFS in one aligned
  *     read of its pages; checked against the file's own XXH3.
+ *   - A bag (what = its struct dlfs_fetch_bag, bags.h): runs of files
+ *     from the PFS, one read each, at their places in the entry; its
+ *     planner checks the files.
  * Also the NVMe tier's small-file path (dlfs_fetch_file_nvme), the file
  * salvage path, and the "file verified" bits of this mount.
  *
@@ -54,6 +57,27 @@ struct dlfs_fetch_chunk_opts {
 	/* The load serves a peer's request (this node is the chunk's home,
 	 * or its gone home's substitute): never ask a peer for it. */
 	int serve;
+};
+
+/* A bag's load: run i is bytes [off, off + len) of container c, read in
+ * the whole pages around them into the entry at dst (a multiple of
+ * 4 KiB, with room for those pages); then its files f0 .. f0 + nf - 1,
+ * each len bytes at src from off, are moved to their own dst, in order
+ * (each dst at most its src's place, and past every earlier file's), so
+ * that the entry keeps their bytes alone, len in all. */
+struct dlfs_fetch_run {
+	uint32_t c;
+	uint64_t off, len;
+	size_t dst, f0, nf;
+};
+struct dlfs_fetch_piece {
+	uint64_t src;
+	size_t len, dst;
+};
+struct dlfs_fetch_bag {
+	const struct dlfs_fetch_run *runs;
+	const struct dlfs_fetch_piece *files;
+	size_t n_runs, len;
 };
 
 /* The chunks' homes over MPI, as the daemon provides them. */
@@ -101,7 +125,7 @@ void dlfs_fetch_place_files(struct dlfs_fetch *f, uint64_t *bits);
  * The RAM tier's loader (a dlfs_cache_load_fn; arg is a struct
  * dlfs_fetch, ctx the caller's struct dlfs_txn). For a chunk key, what is
  * NULL or a struct dlfs_fetch_chunk_opts; for a file key, the file's
- * struct dlfs_inode. @return 0, -EBADMSG (a chunk failed its checksum:
+ * struct dlfs_inode; for a bag key, its struct dlfs_fetch_bag. @return 0, -EBADMSG (a chunk failed its checksum:
  * salvage it file by file; or a file failed its own: its bytes or its
  * index record are wrong, err says where), -ENOENT/-EUCLEAN (unusable
  * container), -errno.

@@ -1,6 +1,7 @@
 /* Background reads: see fill.h. */
 #include "fill.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -10,8 +11,9 @@
 #define STREAM_Q 1024
 #define YIELD_MS 20  /* longest a background read waits for demand */
 #define RETRY_MS 100 /* longest it waits for room in the RAM tier */
+#define BAGS_IDLE_MS 50 /* bags with nothing to do: look again after */
 
-enum job_kind { JOB_KEEP, JOB_PLANNED, JOB_STREAM, JOB_SWEEP };
+enum job_kind { JOB_KEEP, JOB_PLANNED, JOB_BAG, JOB_STREAM, JOB_SWEEP };
 
 struct job {
 	enum job_kind kind;
@@ -41,12 +43,15 @@ struct dlfs_fill {
 	int stop;
 	uint64_t plan_gen;  /* bumped by replan */
 	int plan_dry;       /* the planner had nothing: wait for a replan */
+	struct dlfs_bags *bags; /* NULL: none */
+	int bags_idle;      /* they had nothing: until woken, or a while */
 	uint64_t sq[STREAM_Q];
 	unsigned sq_head, sq_len;
 	int sweeping;
 	uint64_t sweep_i, sweep_n, sweep_busy;
 	struct hold *holds;
 	unsigned n_holds;
+	unsigned holds_coming; /* planned chunks pulled, not held yet */
 	_Atomic unsigned holding; /* n_holds, read without the lock */
 	_Atomic int sweep_on;     /* sweeping, read without the lock */
 
@@ -70,6 +75,34 @@ static uint64_t data_bytes(struct dlfs_ds *ds)
 	for (uint32_t c = 0; c < nc; c++)
 		sum += dlfs_ds_container(ds, c)->data_size;
 	return sum;
+}
+
+/* A bag was let go: the workers may plan again. */
+static void bags_wake(void *arg)
+{
+	struct dlfs_fill *f = arg;
+	pthread_mutex_lock(&f->mu);
+	f->bags_idle = 0;
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* The bags, with conf.bags and no NVMe tier: the RAM tier's slots that
+ * the holds and one demand read leave. @return 0 or -errno. */
+static int new_bags(struct dlfs_fill *f, struct dlfs_err *err)
+{
+	unsigned slots = dlfs_cache_slots(f->conf.cache);
+	if (!f->conf.bags || f->conf.fetch->nvme || slots < f->hold_max + 2)
+		return 0;
+	struct dlfs_bags_conf bc = {
+		.cache = f->conf.cache,
+		.fetch = f->conf.fetch,
+		.max = slots - f->hold_max - 1,
+		.entry_size = (size_t)dlfs_ds_info(f->ds)->super.chunk_size,
+		.wake = bags_wake,
+		.wake_arg = f,
+	};
+	return dlfs_bags_new(&bc, &f->bags, err);
 }
 
 int dlfs_fill_new(const struct dlfs_fill_conf *conf, struct dlfs_fill **out,
@@ -109,6 +142,11 @@ int dlfs_fill_new(const struct dlfs_fill_conf *conf, struct dlfs_fill **out,
 	pthread_mutex_init(&f->plan_mu, NULL);
 	pthread_mutex_init(&f->mu, NULL);
 	pthread_cond_init(&f->cv, NULL);
+	int ret = new_bags(f, err);
+	if (ret) {
+		dlfs_fill_free(f);
+		return ret;
+	}
 	*out = f;
 	return 0;
 }
@@ -132,7 +170,10 @@ static int next_job(struct dlfs_fill *f, struct dlfs_txn *txn, struct job *j)
 	}
 	pthread_mutex_lock(&f->mu);
 	while (!f->stop) {
-		int hold_room = f->conf.fetch->nvme || f->n_holds < f->hold_max;
+		/* Without an NVMe tier, only as many planned chunks as the
+		 * holds have room for: one more would be read and let go. */
+		int hold_room = f->conf.fetch->nvme ||
+				f->n_holds + f->holds_coming < f->hold_max;
 		if (f->plan && !f->plan_dry && hold_room) {
 			uint64_t gen = f->plan_gen, g;
 			uint32_t uses = 0;
@@ -143,11 +184,25 @@ static int next_job(struct dlfs_fill *f, struct dlfs_txn *txn, struct job *j)
 			pthread_mutex_lock(&f->mu);
 			if (got == 1 && g < f->n_chunks) {
 				*j = (struct job){JOB_PLANNED, g, uses};
+				f->holds_coming += !f->conf.fetch->nvme;
 				pthread_mutex_unlock(&f->mu);
 				return 1;
 			}
 			if (gen == f->plan_gen)
 				f->plan_dry = 1;
+			continue;
+		}
+		if (f->bags && !f->bags_idle && (!hold_room || f->plan_dry)) {
+			unsigned bag;
+			pthread_mutex_unlock(&f->mu);
+			int got = dlfs_bags_next(f->bags, txn, &bag);
+			pthread_mutex_lock(&f->mu);
+			if (got) {
+				*j = (struct job){JOB_BAG, bag, 0};
+				pthread_mutex_unlock(&f->mu);
+				return 1;
+			}
+			f->bags_idle = 1;
 			continue;
 		}
 		if (f->sq_len) {
@@ -165,6 +220,21 @@ static int next_job(struct dlfs_fill *f, struct dlfs_txn *txn, struct job *j)
 			f->sweep_busy++;
 			pthread_mutex_unlock(&f->mu);
 			return 1;
+		}
+		if (f->bags_idle) {
+			/* Readers that pass a bag without reading it let it
+			 * go only when the planner looks again. */
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += BAGS_IDLE_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			if (pthread_cond_timedwait(&f->cv, &f->mu, &ts) ==
+			    ETIMEDOUT)
+				f->bags_idle = 0;
+			continue;
 		}
 		pthread_cond_wait(&f->cv, &f->mu);
 	}
@@ -245,6 +315,15 @@ static int keep_from_ram(struct dlfs_fill *f, struct dlfs_nvme *nv,
 static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
 		    struct dlfs_decoder *dec, const struct job *j)
 {
+	if (j->kind == JOB_BAG) {
+		yield_to_demand(f);
+		if (dlfs_bags_load(f->bags, txn, (unsigned)j->g) == -EAGAIN) {
+			pthread_mutex_lock(&f->mu);
+			f->bags_idle = 1; /* until an entry is let go */
+			pthread_mutex_unlock(&f->mu);
+		}
+		return;
+	}
 	struct dlfs_nvme *nv = f->conf.fetch->nvme;
 	/* The load leaves the tier to this thread (to_tier, after it): a
 	 * full write queue must not keep the chunk from its readers. It
@@ -317,6 +396,12 @@ static void *worker(void *arg)
 		dlfs_decoder_new(f->ds, &dec, NULL);
 	while (next_job(f, txn, &j)) {
 		run_job(f, txn, dec, &j);
+		if (j.kind == JOB_PLANNED && !f->conf.fetch->nvme) {
+			pthread_mutex_lock(&f->mu);
+			f->holds_coming--;
+			pthread_cond_broadcast(&f->cv); /* room to plan */
+			pthread_mutex_unlock(&f->mu);
+		}
 		if (j.kind == JOB_SWEEP) {
 			pthread_mutex_lock(&f->mu);
 			if (--f->sweep_busy == 0 && f->sweep_i >= f->sweep_n)
@@ -356,6 +441,7 @@ void dlfs_fill_free(struct dlfs_fill *f)
 		pthread_join(f->threads[i], NULL);
 	for (unsigned i = 0; i < f->n_holds; i++)
 		dlfs_cache_put(f->conf.cache, &f->holds[i].ref, 0);
+	dlfs_bags_free(f->bags);
 	dlfs_cache_set_prefetch_limit(f->conf.cache, 0);
 	pthread_mutex_destroy(&f->plan_mu);
 	pthread_mutex_destroy(&f->mu);
@@ -375,13 +461,28 @@ void dlfs_fill_set_planner(struct dlfs_fill *f, dlfs_plan_next_fn fn,
 	dlfs_fill_replan(f);
 }
 
+void dlfs_fill_set_file_planner(struct dlfs_fill *f, dlfs_plan_files_fn fn,
+				void *arg)
+{
+	if (f->bags)
+		dlfs_bags_set_planner(f->bags, fn, arg);
+}
+
+struct dlfs_bags *dlfs_fill_bags(struct dlfs_fill *f)
+{
+	return f ? f->bags : NULL;
+}
+
 void dlfs_fill_replan(struct dlfs_fill *f)
 {
 	struct hold *old = NULL;
 	unsigned n = 0;
+	if (f->bags)
+		dlfs_bags_reset(f->bags);
 	pthread_mutex_lock(&f->mu);
 	f->plan_gen++;
 	f->plan_dry = 0;
+	f->bags_idle = 0;
 	/* The old plan's holds go: the new one counts its own uses. */
 	if (f->n_holds) {
 		old = malloc(f->n_holds * sizeof(*old));
@@ -464,6 +565,7 @@ void dlfs_fill_get_stats(struct dlfs_fill *f, struct dlfs_fill_stats *s)
 	s->held = atomic_load(&f->holding);
 	s->swept_all = atomic_load(&f->swept_all);
 	s->depth = f->conf.depth;
+	dlfs_bags_get_stats(f->bags, &s->bags);
 	pthread_mutex_lock(&f->mu);
 	s->sweeping = f->sweeping;
 	pthread_mutex_unlock(&f->mu);

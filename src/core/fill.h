@@ -13,6 +13,11 @@
  *      an NVMe tier each is held in RAM (pinned) until every file of the
  *      reader's share in it has been read (dlfs_fill_used), within half
  *      the RAM tier; with one it is written there and needs no hold.
+ *   1b. bags (bags.h): when there is no NVMe tier and the planned chunks
+ *      held fill the hold budget (or the planner has given every chunk),
+ *      the plan's next files not in RAM are read in merged runs into
+ *      entries of their own, in the RAM tier's slots beside the holds
+ *      (conf.bags: the dataset is larger than the RAM tier).
  *   2. streams: sequential read-ahead (dlfs_fill_stream, from prefetch.c).
  *   3. the sweep: every chunk not in the NVMe tier yet, this rank's home
  *      range first, so that the tier is full after one pass at the PFS's
@@ -37,6 +42,7 @@
 
 #include <stdint.h>
 
+#include "bags.h"
 #include "cache.h"
 #include "reader.h"
 #include "fetch.h"
@@ -49,6 +55,7 @@ struct dlfs_fill_conf {
 	unsigned depth;            /* threads, and PFS reads in flight */
 	enum dlfs_fill_mode mode;
 	uint64_t home_lo, home_hi; /* this rank's global chunks [lo, hi) */
+	int bags;                  /* read the plan's files in bags */
 };
 
 struct dlfs_fill_stats {
@@ -59,6 +66,7 @@ struct dlfs_fill_stats {
 	uint64_t waits;                    /* times it yielded to demand */
 	int sweeping, swept_all;           /* the sweep runs; it is over */
 	unsigned depth;
+	struct dlfs_bags_stats bags;
 };
 
 int dlfs_fill_new(const struct dlfs_fill_conf *conf, struct dlfs_fill **out,
@@ -70,6 +78,11 @@ void dlfs_fill_free(struct dlfs_fill *f);
 
 void dlfs_fill_set_planner(struct dlfs_fill *f, dlfs_plan_next_fn fn,
 			   void *arg);
+/* The plan's files, for the bags (with conf.bags). */
+void dlfs_fill_set_file_planner(struct dlfs_fill *f, dlfs_plan_files_fn fn,
+				void *arg);
+/* The bags (with conf.bags), for the readers; NULL without. */
+struct dlfs_bags *dlfs_fill_bags(struct dlfs_fill *f);
 /* The plan changed: drop what was pulled and not loaded, ask again. */
 void dlfs_fill_replan(struct dlfs_fill *f);
 

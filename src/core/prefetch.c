@@ -14,12 +14,21 @@
  * whole chunks and queues more (measured: 307 chunks streamed, 206 of
  * them wasted, in 30 s of random reads over 66 chunks). */
 #define MIN_RUN 2
+/* Fewer chunks make false runs likelier: a random reader steps to the
+ * next chunk once per n reads, and staying on its chunk (once per n) does
+ * not break a run, so a run of r steps comes about once per n^r reads.
+ * A container of fewer than about 32 chunks needs longer runs, so that
+ * false streams stay near one in 10^3 reads (measured: 4,000 random
+ * reads over one container of 14 chunks started 9-23 streams with runs
+ * of 2, each reading whole chunks nobody asked for). */
+#define FALSE_RUN_ODDS 1000.0
 
 struct stream {
 	uint64_t last; /* last chunk a demand read touched; UINT64_MAX none */
 	uint64_t next; /* first chunk not queued yet */
 	uint32_t window; /* chunks ahead; 0 = no stream */
 	uint32_t run;    /* steps to the next chunk in a row */
+	uint32_t min_run; /* steps that make a stream, for its container */
 	uint64_t wasted_seen;
 };
 
@@ -47,7 +56,7 @@ void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 	/* The same chunk again; or, in a stream, the chunk before the last:
 	 * a second reader of the stream just behind the first. */
 	if (k == s->last ||
-	    (s->run >= MIN_RUN && s->last != UINT64_MAX && k + 1 == s->last)) {
+	    (s->run >= s->min_run && s->last != UINT64_MAX && k + 1 == s->last)) {
 		pthread_mutex_unlock(mu);
 		return;
 	}
@@ -55,7 +64,7 @@ void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 		s->run++;
 	else
 		s->run = 0;
-	if (s->run >= MIN_RUN && pf->window_max) {
+	if (s->run >= s->min_run && pf->window_max) {
 		dlfs_cache_get_stats(pf->cache, &cs);
 		if (cs.pf_wasted > s->wasted_seen && s->window > 1)
 			s->window /= 2; /* guesses were wasted */
@@ -93,11 +102,25 @@ int dlfs_prefetch_in_stream(struct dlfs_prefetch *pf, uint32_t c,
 	pthread_mutex_lock(mu);
 	uint64_t last = pf->streams[c].last;
 	uint32_t run = pf->streams[c].run;
+	uint32_t min_run = pf->streams[c].min_run;
 	pthread_mutex_unlock(mu);
 	/* Steps to the next chunk were seen: random readers that happen to
 	 * touch the same chunk twice, or the next one once, are not a
 	 * stream. */
-	return run >= MIN_RUN && (k == last || k == last + 1);
+	return run >= min_run && (k == last || k == last + 1);
+}
+
+/* The steps that make a stream in a container of n chunks: the fewest r
+ * >= MIN_RUN with n^r >= FALSE_RUN_ODDS. */
+static uint32_t min_run(uint64_t n)
+{
+	uint32_t r = MIN_RUN;
+	double odds = 1.0;
+	for (uint32_t i = 0; i < r; i++)
+		odds *= (double)(n > 1 ? n : 2);
+	for (; odds < FALSE_RUN_ODDS && r < 16; r++)
+		odds *= (double)(n > 1 ? n : 2);
+	return r;
 }
 
 int dlfs_prefetch_new(const struct dlfs_prefetch_conf *conf,
@@ -120,8 +143,11 @@ int dlfs_prefetch_new(const struct dlfs_prefetch_conf *conf,
 		free(pf);
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	}
-	for (uint32_t c = 0; c < pf->n_containers; c++)
+	for (uint32_t c = 0; c < pf->n_containers; c++) {
 		pf->streams[c].last = UINT64_MAX;
+		pf->streams[c].min_run =
+			min_run(dlfs_ds_container(conf->ds, c)->n_chunks);
+	}
 	for (int i = 0; i < STRIPES; i++)
 		pthread_mutex_init(&pf->stripe[i], NULL);
 	*out = pf;

@@ -283,6 +283,8 @@ int dlfs_reader_start(struct dlfs_reader *r, struct dlfs_err *err)
 					    "(pfs_depth > 0)");
 		return 0;
 	}
+	struct dlfs_cache_stats cs;
+	dlfs_cache_get_stats(r->cache, &cs);
 	struct dlfs_fill_conf fc = {
 		.cache = r->cache,
 		.fetch = &r->fetch,
@@ -290,9 +292,16 @@ int dlfs_reader_start(struct dlfs_reader *r, struct dlfs_err *err)
 		.mode = r->conf.fill,
 		.home_lo = r->home_lo,
 		.home_hi = r->home_hi,
+		/* Files read ahead in bags: only where a file can be read
+		 * alone and the RAM tier is the only tier, too small. */
+		.bags = !r->fetch.compressed && !r->nvme &&
+			r->data_bytes > cs.capacity_bytes,
 	};
 	if ((ret = dlfs_fill_new(&fc, &r->fill, err)))
 		return ret;
+	if (r->file_planner)
+		dlfs_fill_set_file_planner(r->fill, r->file_planner,
+					   r->file_planner_arg);
 	if (r->planner)
 		dlfs_fill_set_planner(r->fill, r->planner, r->planner_arg);
 	dlfs_prefetch_set_fill(r->prefetch, r->fill);
@@ -346,6 +355,15 @@ void dlfs_reader_set_planner(struct dlfs_reader *r, dlfs_plan_next_fn fn,
 	r->planner_arg = arg;
 	if (r->fill)
 		dlfs_fill_set_planner(r->fill, fn, arg);
+}
+
+void dlfs_reader_set_file_planner(struct dlfs_reader *r,
+				  dlfs_plan_files_fn fn, void *arg)
+{
+	r->file_planner = fn;
+	r->file_planner_arg = arg;
+	if (r->fill)
+		dlfs_fill_set_file_planner(r->fill, fn, arg);
 }
 
 void dlfs_reader_replan(struct dlfs_reader *r)

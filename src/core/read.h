@@ -47,6 +47,8 @@ struct dlfs_reader {
 	void *observer_arg;
 	dlfs_plan_next_fn planner;
 	void *planner_arg;
+	dlfs_plan_files_fn file_planner;
+	void *file_planner_arg;
 	uint64_t home_lo, home_hi;        /* this rank's chunks */
 	pthread_mutex_t log_lock;         /* guards logged, logged_key */
 	uint64_t logged[64];              /* inodes already named */

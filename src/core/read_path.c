@@ -316,6 +316,21 @@ static int file_cached(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 	return 0;
 }
 
+/* The RAM tier's bag of file ino (bags.h), when the background reads put
+ * it in one: checked there. @return 0 with out set, or -ENOENT. */
+static int bag_cached(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
+		      uint64_t len, struct dlfs_read_out *out)
+{
+	struct dlfs_bags *b = dlfs_fill_bags(x->r->fill);
+	struct dlfs_chunk_ref *ref = &x->refs[0];
+	size_t at;
+	if (!b || dlfs_bags_get(b, x->txn, ino, off == 0, ref, &at))
+		return -ENOENT;
+	x->served[x->n_refs++] = (size_t)len;
+	piece(x, out, ref->data + at + off, (size_t)len);
+	return 0;
+}
+
 /* The RAM tier did not hold it all: let go of what it held. */
 static void ram_missed(struct dlfs_reader_ctx *x, struct dlfs_read_out *out)
 {
@@ -372,7 +387,8 @@ int dlfs_read(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 		dlfs_fill_demand(r->fill);
 
 	/* 1. The RAM tier: the file's own entry, or all its chunks. */
-	if (one_chunk && !file_cached(x, ino, off, len, out)) {
+	if (one_chunk && (!file_cached(x, ino, off, len, out) ||
+			  !bag_cached(x, ino, off, len, out))) {
 		from_ram = 1;
 		goto served;
 	}

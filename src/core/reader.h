@@ -130,6 +130,19 @@ typedef int (*dlfs_plan_next_fn)(void *arg, struct dlfs_txn *txn,
 				 uint64_t *g, uint32_t *uses);
 void dlfs_reader_set_planner(struct dlfs_reader *r, dlfs_plan_next_fn fn,
 			     void *arg);
+/*
+ * The planned order, file by file (the epoch views): up to max inode
+ * numbers of the current epoch's share from share position from on, into
+ * ino; *epoch is that epoch and *reader the furthest share position the
+ * readers reached. @return the number given: 0 at the share's end, or
+ * with no current epoch (*epoch is then UINT64_MAX). Called from the
+ * reader's background threads, with their own txn.
+ */
+typedef size_t (*dlfs_plan_files_fn)(void *arg, struct dlfs_txn *txn,
+				     uint64_t from, uint64_t *ino, size_t max,
+				     uint64_t *epoch, uint64_t *reader);
+void dlfs_reader_set_file_planner(struct dlfs_reader *r,
+				  dlfs_plan_files_fn fn, void *arg);
 /* The plan changed (a new epoch, the reader moved): ask again. */
 void dlfs_reader_replan(struct dlfs_reader *r);
 

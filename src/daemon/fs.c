@@ -361,6 +361,8 @@ int dlfs_fs_start(struct dlfs_fs *fs, struct dlfs_err *err)
 		return ret;
 	dlfs_reader_set_observer(fs->reader, dlfs_views_note_read, fs->views);
 	dlfs_reader_set_planner(fs->reader, dlfs_views_plan_next, fs->views);
+	dlfs_reader_set_file_planner(fs->reader, dlfs_views_plan_files,
+				     fs->views);
 	ret = dlfs_ctl_init(&fs->ctl, fs->ds, fs->views,
 			    fs->mountpoint ? fs->mountpoint : "",
 			    fs->uid, fs->gid, fs->timeout, render_stats, fs);

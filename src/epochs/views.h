@@ -121,6 +121,14 @@ int dlfs_views_plan_next(void *arg, struct dlfs_txn *txn, uint64_t *g,
 			 uint32_t *uses);
 
 /*
+ * The planner's files (a dlfs_plan_files_fn; arg is the views): the
+ * current epoch's share from position from on, and where the reader is.
+ */
+size_t dlfs_views_plan_files(void *arg, struct dlfs_txn *txn, uint64_t from,
+			     uint64_t *ino, size_t max, uint64_t *epoch,
+			     uint64_t *reader);
+
+/*
  * The share positions of files ino[0 .. n-1] in epoch e, into j (the
  * same length): UINT64_MAX for one that is not in this rank's share or
  * not a file. One lock for all of them.

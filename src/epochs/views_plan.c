@@ -1,8 +1,9 @@
 /*
  * The planner of the epoch views (dlfs_views_plan_next, views.h): the
  * chunks of the current epoch's share in order of first use, each once,
- * from the reader's position on, for the read core's background reads.
- * See views_priv.h.
+ * from the reader's position on, for the read core's background reads;
+ * and the share's files themselves from a position on, for its bags
+ * (dlfs_views_plan_files). See views_priv.h.
  */
 #include "views_priv.h"
 
@@ -158,4 +159,31 @@ int dlfs_views_plan_next(void *arg, struct dlfs_txn *txn, uint64_t *g,
 out:
 	pthread_mutex_unlock(&v->mu);
 	return got;
+}
+
+size_t dlfs_views_plan_files(void *arg, struct dlfs_txn *txn, uint64_t from,
+			     uint64_t *ino, size_t max, uint64_t *epoch,
+			     uint64_t *reader)
+{
+	struct dlfs_views *v = arg;
+	struct dlfs_epoch *o;
+	size_t n = 0;
+	*epoch = UINT64_MAX;
+	*reader = 0;
+	pthread_mutex_lock(&v->mu);
+	uint64_t e = dlfs_views_current(v);
+	if (e == UINT64_MAX || dlfs_views_order_of(v, txn, e, &o, NULL))
+		goto out;
+	*epoch = e;
+	*reader = v->reader_pos;
+	uint64_t len = dlfs_epoch_share_len(o);
+	if (from >= len || !max)
+		goto out;
+	n = len - from < max ? (size_t)(len - from) : max;
+	dlfs_epoch_at_many(o, dlfs_epoch_share_start(o) + from, n, ino);
+	for (size_t i = 0; i < n; i++)
+		ino[i] += v->first_file;
+out:
+	pthread_mutex_unlock(&v->mu);
+	return n;
 }

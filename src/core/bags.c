@@ -1,0 +1,878 @@
+/* Files read ahead in runs, packed into RAM-tier entries: see bags.h. */
+#include "bags.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <xxhash.h>
+
+#include "dlfs/format.h"
+
+#define PAGE UINT64_C(4096)
+#define PLAN_STEP 1024       /* files asked of the planner at a time */
+#define WINDOW_MAX 65536     /* files in one window */
+#define BAG_FILES_MAX 16384  /* files in one bag */
+#define LAG_MIN 256          /* readers this far past a bag let it go */
+#define RETRY_MS 100         /* longest a load waits for a free entry */
+
+enum bag_state { BAG_FREE, BAG_PENDING, BAG_LOADING, BAG_LIVE };
+
+struct bfile {
+	uint64_t ino, xxh3, pos; /* pos: its share position */
+	uint32_t off, size;      /* its bytes in the entry */
+};
+
+struct bag {
+	enum bag_state state;
+	uint64_t id, gen, last_pos;
+	struct bfile *files;
+	struct dlfs_fetch_piece *pieces; /* where each file goes */
+	size_t n_files, left; /* left: mapped files not read yet */
+	uint8_t *used;        /* a bit a file */
+	struct dlfs_fetch_run *runs;
+	size_t n_runs, len;
+	struct dlfs_chunk_ref hold;
+};
+
+/* The map: ino -> (bag, file), open addressing; bag UINT32_MAX: empty. */
+struct ment {
+	uint64_t ino;
+	uint32_t bag, file;
+};
+
+struct dlfs_bags {
+	struct dlfs_bags_conf conf;
+	pthread_mutex_t mu; /* guards everything below */
+	pthread_cond_t loaded; /* a bag left the loading state */
+	dlfs_plan_files_fn plan;
+	void *plan_arg;
+	struct bag *bags;
+	uint64_t next_id, gen;
+	uint64_t epoch, cursor, lag;
+	int dry, planning;
+	struct ment *map;
+	size_t map_cap;
+	_Atomic size_t map_n; /* read without the lock: any mapped? */
+	_Atomic uint64_t n_bags, n_files, n_runs, n_bytes, hits, unread, bad;
+	_Atomic unsigned live; /* read without the lock */
+};
+
+static uint64_t page_down(uint64_t x)
+{
+	return x & ~(PAGE - 1);
+}
+
+static uint64_t page_up(uint64_t x)
+{
+	return (x + PAGE - 1) & ~(PAGE - 1);
+}
+
+/* ---- runs (pure) ---- */
+
+static size_t find(size_t *parent, size_t i)
+{
+	while (parent[i] != i) {
+		parent[i] = parent[parent[i]];
+		i = parent[i];
+	}
+	return i;
+}
+
+/* A gap between file i and file i + 1 of one container. */
+struct gap {
+	uint64_t bytes;
+	size_t i;
+};
+
+static int by_gap(const void *a, const void *b)
+{
+	const struct gap *x = a, *y = b;
+	if (x->bytes != y->bytes)
+		return x->bytes < y->bytes ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Merge the runs of files i and i + 1 if the bounds allow (heads keep
+ * lo, hi). */
+static void try_merge(size_t *parent, uint64_t *lo, uint64_t *hi, size_t i,
+		      uint64_t max_run, uint64_t budget, uint64_t *total)
+{
+	size_t a = find(parent, i), b = find(parent, i + 1);
+	uint64_t nlo = lo[a] < lo[b] ? lo[a] : lo[b];
+	uint64_t nhi = hi[a] > hi[b] ? hi[a] : hi[b];
+	uint64_t pa = page_up(hi[a]) - page_down(lo[a]);
+	uint64_t pb = page_up(hi[b]) - page_down(lo[b]);
+	uint64_t pn = page_up(nhi) - page_down(nlo);
+	if (pn > max_run || *total + pn > budget + pa + pb)
+		return;
+	*total = *total + pn - pa - pb;
+	parent[b] = a;
+	lo[a] = nlo;
+	hi[a] = nhi;
+}
+
+size_t dlfs_bags_runs(const uint32_t *c, const uint64_t *off,
+		      const uint64_t *size, size_t n, uint64_t max_run,
+		      double waste, uint32_t *run)
+{
+	size_t m = n ? n : 1;
+	size_t *parent = malloc(m * sizeof(*parent));
+	uint64_t *lo = malloc(m * sizeof(*lo));
+	uint64_t *hi = malloc(m * sizeof(*hi));
+	struct gap *gap = malloc(m * sizeof(*gap));
+	size_t n_gaps = 0, runs = 0;
+	uint64_t bytes = 0, total = 0;
+	if (!parent || !lo || !hi || !gap) {
+		/* No room to plan: every file its own run. */
+		for (size_t i = 0; i < n; i++)
+			run[i] = (uint32_t)i;
+		runs = n;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		parent[i] = i;
+		lo[i] = off[i];
+		hi[i] = off[i] + size[i];
+		bytes += size[i];
+		total += page_up(hi[i]) - page_down(lo[i]);
+		if (i + 1 < n && c[i + 1] == c[i])
+			gap[n_gaps++] = (struct gap){
+				off[i + 1] > hi[i] ? off[i + 1] - hi[i] : 0, i};
+	}
+	uint64_t budget = (uint64_t)(waste * (double)bytes);
+	if (budget < total)
+		budget = total;
+	qsort(gap, n_gaps, sizeof(*gap), by_gap);
+	for (size_t j = 0; j < n_gaps; j++)
+		try_merge(parent, lo, hi, gap[j].i, max_run, budget, &total);
+	for (size_t i = 0; i < n; i++) {
+		if (i && find(parent, i) != find(parent, i - 1))
+			runs++;
+		run[i] = (uint32_t)runs;
+	}
+	runs = n ? runs + 1 : 0;
+out:
+	free(parent);
+	free(lo);
+	free(hi);
+	free(gap);
+	return runs;
+}
+
+/* ---- the map ---- */
+
+static size_t map_home(const struct dlfs_bags *b, uint64_t ino)
+{
+	return (size_t)((ino * UINT64_C(0x9E3779B97F4A7C15)) >> 17) &
+	       (b->map_cap - 1);
+}
+
+static struct ment *map_find(struct dlfs_bags *b, uint64_t ino)
+{
+	if (!b->map_n)
+		return NULL;
+	for (size_t i = map_home(b, ino);; i = (i + 1) & (b->map_cap - 1)) {
+		struct ment *e = &b->map[i];
+		if (e->bag == UINT32_MAX)
+			return NULL;
+		if (e->ino == ino)
+			return e;
+	}
+}
+
+static void map_clear(struct dlfs_bags *b)
+{
+	for (size_t i = 0; i < b->map_cap; i++)
+		b->map[i].bag = UINT32_MAX;
+	b->map_n = 0;
+}
+
+static void map_insert(struct dlfs_bags *b, const struct ment *m)
+{
+	size_t i = map_home(b, m->ino);
+	while (b->map[i].bag != UINT32_MAX && b->map[i].ino != m->ino)
+		i = (i + 1) & (b->map_cap - 1);
+	if (b->map[i].bag == UINT32_MAX)
+		b->map_n++;
+	b->map[i] = *m;
+}
+
+/* Room for one more entry (load at most a half). @return 0 or -ENOMEM. */
+static int map_room(struct dlfs_bags *b)
+{
+	if (2 * (b->map_n + 1) <= b->map_cap)
+		return 0;
+	size_t cap = b->map_cap ? 2 * b->map_cap : 1024;
+	struct ment *old = b->map, *m = malloc(cap * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	size_t old_cap = b->map_cap;
+	b->map = m;
+	b->map_cap = cap;
+	map_clear(b);
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].bag != UINT32_MAX)
+			map_insert(b, &old[i]);
+	free(old);
+	return 0;
+}
+
+/* Remove e (linear probing: shift the entries after it back). */
+static void map_remove(struct dlfs_bags *b, struct ment *e)
+{
+	size_t mask = b->map_cap - 1, i = (size_t)(e - b->map);
+	for (size_t j = (i + 1) & mask; b->map[j].bag != UINT32_MAX;
+	     j = (j + 1) & mask) {
+		size_t h = map_home(b, b->map[j].ino);
+		/* Entry j may fill hole i unless its home lies in (i, j]. */
+		if (i <= j ? (h > i && h <= j) : (h > i || h <= j))
+			continue;
+		b->map[i] = b->map[j];
+		i = j;
+	}
+	b->map[i].bag = UINT32_MAX;
+	b->map_n--;
+}
+
+/* ---- bags ---- */
+
+int dlfs_bags_new(const struct dlfs_bags_conf *conf, struct dlfs_bags **out,
+		  struct dlfs_err *err)
+{
+	*out = NULL;
+	if (!conf->max || conf->entry_size < 2 * PAGE)
+		return dlfs_err_set(err, -EINVAL, "bags: %u entries of %zu bytes",
+				    conf->max, conf->entry_size);
+	struct dlfs_bags *b = calloc(1, sizeof(*b));
+	if (!b || !(b->bags = calloc(conf->max, sizeof(*b->bags)))) {
+		free(b);
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	}
+	b->conf = *conf;
+	b->epoch = UINT64_MAX;
+	b->lag = LAG_MIN;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_cond_init(&b->loaded, NULL);
+	*out = b;
+	return 0;
+}
+
+static void bag_clear(struct bag *g)
+{
+	free(g->files);
+	free(g->pieces);
+	free(g->used);
+	free(g->runs);
+	*g = (struct bag){.state = BAG_FREE};
+}
+
+/* Remove bag g's files from the map (caller holds mu). */
+static void unmap(struct dlfs_bags *b, struct bag *g)
+{
+	uint32_t gi = (uint32_t)(g - b->bags);
+	for (size_t i = 0; i < g->n_files; i++) {
+		struct ment *e = map_find(b, g->files[i].ino);
+		if (e && e->bag == gi)
+			map_remove(b, e);
+	}
+}
+
+/* Let live bag g go (caller holds mu): its map entries, its counts; its
+ * hold is the caller's to put (returned). */
+static struct dlfs_chunk_ref let_go(struct dlfs_bags *b, struct bag *g)
+{
+	unmap(b, g);
+	atomic_fetch_add(&b->unread, g->left);
+	struct dlfs_chunk_ref hold = g->hold;
+	bag_clear(g);
+	atomic_fetch_sub(&b->live, 1);
+	return hold;
+}
+
+void dlfs_bags_reset(struct dlfs_bags *b)
+{
+	pthread_mutex_lock(&b->mu);
+	b->gen++;
+	for (unsigned i = 0; i < b->conf.max; i++) {
+		struct bag *g = &b->bags[i];
+		if (g->state == BAG_LIVE) {
+			struct dlfs_chunk_ref hold = let_go(b, g);
+			dlfs_cache_put(b->conf.cache, &hold, 0);
+		} else if (g->state == BAG_PENDING) {
+			bag_clear(g);
+		} /* a loading one: its loader sees the new gen */
+	}
+	map_clear(b);
+	b->epoch = UINT64_MAX;
+	b->cursor = 0;
+	b->dry = 0;
+	pthread_cond_broadcast(&b->loaded);
+	pthread_mutex_unlock(&b->mu);
+}
+
+void dlfs_bags_free(struct dlfs_bags *b)
+{
+	if (!b)
+		return;
+	dlfs_bags_reset(b);
+	for (unsigned i = 0; i < b->conf.max; i++)
+		bag_clear(&b->bags[i]);
+	pthread_mutex_destroy(&b->mu);
+	pthread_cond_destroy(&b->loaded);
+	free(b->map);
+	free(b->bags);
+	free(b);
+}
+
+void dlfs_bags_set_planner(struct dlfs_bags *b, dlfs_plan_files_fn fn,
+			   void *arg)
+{
+	pthread_mutex_lock(&b->mu);
+	b->plan = fn;
+	b->plan_arg = arg;
+	pthread_mutex_unlock(&b->mu);
+	dlfs_bags_reset(b);
+}
+
+/* ---- planning ---- */
+
+/* A file of the window. */
+struct wfile {
+	uint64_t ino, pos, off, size, xxh3;
+	uint32_t c;
+};
+
+/* A run of the window: files [f0, f1) of the sorted window. */
+struct wrun {
+	uint64_t lo, hi, first;
+	size_t f0, f1;
+};
+
+struct window {
+	struct wfile *f;
+	size_t n, cap;
+	uint64_t bytes, target; /* the files' bytes; the most to take */
+	uint64_t next;          /* the position after the last looked at */
+};
+
+static int by_place(const void *a, const void *b)
+{
+	const struct wfile *x = a, *y = b;
+	if (x->c != y->c)
+		return x->c < y->c ? -1 : 1;
+	if (x->off != y->off)
+		return x->off < y->off ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static int by_first(const void *a, const void *b)
+{
+	const struct wrun *x = a, *y = b;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Is file ino (its inode in) worth a place in a bag? */
+static int wanted(struct dlfs_bags *b, const struct dlfs_inode *in)
+{
+	uint64_t cs = b->conf.entry_size, k0, k1;
+	if (!S_ISREG(in->mode) || !in->size || in->size > cs / 2)
+		return 0;
+	dlfs_file_chunks(cs, in, 0, in->size, &k0, &k1);
+	if (k0 != k1)
+		return 0;
+	struct dlfs_cache *cache = b->conf.cache;
+	if (dlfs_cache_contains(cache, dlfs_cache_chunk_key(in->container, k0)) ||
+	    dlfs_cache_contains(cache, dlfs_cache_file_key(in->ino)))
+		return 0;
+	pthread_mutex_lock(&b->mu);
+	int mapped = map_find(b, in->ino) != NULL;
+	pthread_mutex_unlock(&b->mu);
+	return !mapped;
+}
+
+/* Add the files at positions from on (ino) to w, up to its target.
+ * @return how many of ino were looked at. */
+static size_t take(struct dlfs_bags *b, struct dlfs_txn *txn,
+		   struct window *w, uint64_t from, const uint64_t *ino,
+		   size_t n)
+{
+	size_t i;
+	for (i = 0; i < n && w->bytes < w->target && w->n < w->cap; i++) {
+		struct dlfs_inode in;
+		if (dlfs_stat(txn, ino[i], &in, NULL) || !wanted(b, &in))
+			continue;
+		w->f[w->n++] = (struct wfile){in.ino, from + i, in.offset,
+					      in.size, in.xxh3, in.container};
+		w->bytes += in.size;
+	}
+	return i;
+}
+
+/* Fill w from position from on. @return 0, or 1: nothing is planned now
+ * (no epoch, or the share's end). */
+static int gather(struct dlfs_bags *b, struct dlfs_txn *txn,
+		  dlfs_plan_files_fn plan, void *arg, uint64_t from,
+		  uint64_t epoch, struct window *w)
+{
+	uint64_t ino[PLAN_STEP], e, reader;
+	w->next = from;
+	while (w->bytes < w->target && w->n < w->cap) {
+		size_t got = plan(arg, txn, w->next, ino, PLAN_STEP, &e, &reader);
+		if (e != epoch)
+			return 1; /* the plan moved on: a reset follows */
+		if (!got)
+			return w->n == 0;
+		w->next += take(b, txn, w, w->next, ino, got);
+	}
+	return 0;
+}
+
+/* The runs of w (sorted by place) in order of first use, into *out.
+ * @return their number, or 0 (none, or out of memory). */
+static size_t window_runs(struct dlfs_bags *b, const struct window *w,
+			  struct wrun **out)
+{
+	size_t n = w->n, nr = 0;
+	uint32_t *c = malloc(n * sizeof(*c)), *run = malloc(n * sizeof(*run));
+	uint64_t *off = malloc(n * sizeof(*off)), *size = malloc(n * sizeof(*size));
+	struct wrun *r = NULL;
+	if (!c || !run || !off || !size)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		c[i] = w->f[i].c;
+		off[i] = w->f[i].off;
+		size[i] = w->f[i].size;
+	}
+	size_t want = dlfs_bags_runs(c, off, size, n, b->conf.entry_size / 4,
+				     DLFS_BAGS_WASTE, run);
+	if (!(r = malloc((want ? want : 1) * sizeof(*r))))
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const struct wfile *f = &w->f[i];
+		if (!i || run[i] != run[i - 1]) {
+			r[nr++] = (struct wrun){f->off, f->off + f->size, f->pos,
+						i, i + 1};
+			continue;
+		}
+		struct wrun *x = &r[nr - 1];
+		if (f->off + f->size > x->hi)
+			x->hi = f->off + f->size;
+		if (f->pos < x->first)
+			x->first = f->pos;
+		x->f1 = i + 1;
+	}
+	qsort(r, nr, sizeof(*r), by_first);
+out:
+	free(c);
+	free(run);
+	free(off);
+	free(size);
+	if (!nr) {
+		free(r);
+		r = NULL;
+	}
+	*out = r;
+	return nr;
+}
+
+/* A new bag for at most nf files and nr runs. @return 0 or -ENOMEM. */
+static int bag_start(struct bag *g, size_t nf, size_t nr)
+{
+	g->files = malloc((nf ? nf : 1) * sizeof(*g->files));
+	g->pieces = malloc((nf ? nf : 1) * sizeof(*g->pieces));
+	g->runs = malloc((nr ? nr : 1) * sizeof(*g->runs));
+	return g->files && g->pieces && g->runs ? 0 : -ENOMEM;
+}
+
+/* Put run r's files in bag g (room checked): read at the first page past
+ * the files before, each moved down to follow them. */
+static void place(struct bag *g, const struct window *w, const struct wrun *r)
+{
+	size_t dst = (size_t)page_up(g->len), f0 = g->n_files;
+	uint64_t end = 0; /* past the last file placed */
+	for (size_t j = r->f0; j < r->f1; j++) {
+		const struct wfile *f = &w->f[j];
+		if (f->off < end)
+			continue; /* the same bytes as another: read alone */
+		end = f->off + f->size;
+		g->files[g->n_files] = (struct bfile){f->ino, f->xxh3, f->pos,
+						      (uint32_t)g->len,
+						      (uint32_t)f->size};
+		g->pieces[g->n_files++] = (struct dlfs_fetch_piece){
+			f->off - r->lo, (size_t)f->size, g->len};
+		g->len += f->size;
+		if (f->pos > g->last_pos)
+			g->last_pos = f->pos;
+	}
+	g->runs[g->n_runs++] = (struct dlfs_fetch_run){
+		w->f[r->f0].c, r->lo, r->hi - r->lo, dst, f0, g->n_files - f0};
+}
+
+/* Pack the runs, in order, into at most max bags (bag[] zeroed).
+ * @return the bags made. */
+static unsigned pack(struct dlfs_bags *b, const struct window *w,
+		     const struct wrun *r, size_t nr, struct bag *bag,
+		     unsigned max)
+{
+	unsigned nb = 0;
+	for (size_t i = 0; i < nr; i++) {
+		uint64_t pages = page_up(r[i].hi) - page_down(r[i].lo);
+		size_t nf = r[i].f1 - r[i].f0;
+		struct bag *g = nb ? &bag[nb - 1] : NULL;
+		if (nf > BAG_FILES_MAX)
+			continue; /* tiny files: read by their chunk */
+		if (!g || page_up(g->len) + pages > b->conf.entry_size ||
+		    g->n_files + nf > BAG_FILES_MAX) {
+			if (nb == max)
+				break;
+			g = &bag[nb++];
+			if (bag_start(g, w->n < BAG_FILES_MAX ? w->n
+							     : BAG_FILES_MAX,
+				      nr - i))
+				break;
+		}
+		place(g, w, &r[i]);
+	}
+	while (nb && !bag[nb - 1].n_files)
+		nb--;
+	return nb;
+}
+
+/* A pending bag made loading (caller holds mu). @return its index, or
+ * -1. */
+static int take_pending(struct dlfs_bags *b)
+{
+	for (unsigned i = 0; i < b->conf.max; i++)
+		if (b->bags[i].state == BAG_PENDING) {
+			b->bags[i].state = BAG_LOADING;
+			return (int)i;
+		}
+	return -1;
+}
+
+/* Where the plan is (caller holds mu): follow a new epoch and readers
+ * that ran ahead; let go of the bags they passed. @return the free bags,
+ * or -1 when nothing is planned now. */
+static int follow(struct dlfs_bags *b, uint64_t epoch, uint64_t reader)
+{
+	if (epoch == UINT64_MAX) {
+		b->dry = 1;
+		return -1;
+	}
+	if (epoch != b->epoch) {
+		b->epoch = epoch;
+		b->cursor = reader;
+	}
+	if (b->cursor + b->lag < reader)
+		b->cursor = reader;
+	int n_free = 0;
+	for (unsigned i = 0; i < b->conf.max; i++) {
+		struct bag *g = &b->bags[i];
+		if (g->state == BAG_LIVE && g->last_pos + b->lag < reader) {
+			struct dlfs_chunk_ref hold = let_go(b, g);
+			dlfs_cache_put(b->conf.cache, &hold, 0);
+		}
+		n_free += g->state == BAG_FREE;
+	}
+	return n_free;
+}
+
+/* Put the bags made (nb of made) in free places as pending (caller holds
+ * mu). */
+static void install(struct dlfs_bags *b, struct bag *made, unsigned nb)
+{
+	unsigned j = 0;
+	for (unsigned i = 0; i < b->conf.max && j < nb; i++) {
+		struct bag *g = &b->bags[i];
+		if (g->state != BAG_FREE)
+			continue;
+		*g = made[j];
+		made[j++] = (struct bag){.state = BAG_FREE};
+		g->state = BAG_PENDING;
+		g->id = ++b->next_id;
+		g->gen = b->gen;
+		/* Mapped now: a reader of one of its files waits for the
+		 * bag, or loads it, rather than read the file alone too. */
+		for (size_t k = 0; k < g->n_files; k++) {
+			if (map_room(b))
+				break;
+			map_insert(b, &(struct ment){g->files[k].ino,
+						     (uint32_t)i, (uint32_t)k});
+		}
+	}
+	for (; j < nb; j++)
+		bag_clear(&made[j]);
+}
+
+/* Plan the window from the cursor into at most n_free bags (without mu).
+ * @return the bags made into made, and *end when the plan has no more. */
+static unsigned plan_window(struct dlfs_bags *b, struct dlfs_txn *txn,
+			    dlfs_plan_files_fn plan, void *arg,
+			    uint64_t epoch, uint64_t from, int n_free,
+			    struct bag *made, struct window *w, int *end)
+{
+	unsigned nb = 0;
+	struct wrun *r = NULL;
+	w->cap = WINDOW_MAX;
+	w->target = (uint64_t)n_free * b->conf.entry_size / 4 * 3;
+	if (!(w->f = malloc(w->cap * sizeof(*w->f)))) {
+		*end = 0;
+		w->next = from;
+		return 0;
+	}
+	*end = gather(b, txn, plan, arg, from, epoch, w);
+	qsort(w->f, w->n, sizeof(*w->f), by_place);
+	size_t nr = w->n ? window_runs(b, w, &r) : 0;
+	if (nr)
+		nb = pack(b, w, r, nr, made, (unsigned)n_free);
+	free(r);
+	free(w->f);
+	return nb;
+}
+
+int dlfs_bags_next(struct dlfs_bags *b, struct dlfs_txn *txn, unsigned *bag)
+{
+	uint64_t e, reader;
+	pthread_mutex_lock(&b->mu);
+	int i = take_pending(b);
+	dlfs_plan_files_fn plan = b->plan;
+	void *arg = b->plan_arg;
+	uint64_t gen = b->gen;
+	int busy = b->planning || b->dry || !plan;
+	pthread_mutex_unlock(&b->mu);
+	if (i >= 0 || busy)
+		goto out;
+	plan(arg, txn, 0, NULL, 0, &e, &reader); /* where it is */
+	pthread_mutex_lock(&b->mu);
+	int n_free = gen == b->gen && !b->planning ? follow(b, e, reader) : -1;
+	uint64_t from = b->cursor;
+	/* Half the bags at a time: the others are being read meanwhile. */
+	if (n_free < (int)((b->conf.max + 1) / 2))
+		n_free = 0;
+	b->planning = n_free > 0;
+	pthread_mutex_unlock(&b->mu);
+	if (n_free <= 0)
+		goto out;
+
+	struct bag *made = calloc((size_t)n_free, sizeof(*made));
+	struct window w = {0};
+	int end = 0;
+	unsigned nb = made ? plan_window(b, txn, plan, arg, e, from, n_free,
+					 made, &w, &end)
+			   : 0;
+	pthread_mutex_lock(&b->mu);
+	b->planning = 0;
+	if (gen == b->gen && made) {
+		b->cursor = w.next > from ? w.next : from;
+		b->lag = w.n > LAG_MIN ? w.n : LAG_MIN;
+		b->dry = end && !nb;
+		install(b, made, nb);
+	} else {
+		for (unsigned j = 0; made && j < nb; j++)
+			bag_clear(&made[j]);
+	}
+	i = take_pending(b);
+	pthread_mutex_unlock(&b->mu);
+	free(made);
+out:
+	if (i < 0)
+		return 0;
+	*bag = (unsigned)i;
+	return 1;
+}
+
+/* ---- loading and reading ---- */
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {0, (long)ms * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* Bag g failed to load, or was planned for an old plan: drop it. */
+static void drop(struct dlfs_bags *b, struct bag *g)
+{
+	pthread_mutex_lock(&b->mu);
+	unmap(b, g);
+	bag_clear(g);
+	pthread_cond_broadcast(&b->loaded);
+	pthread_mutex_unlock(&b->mu);
+	if (b->conf.wake)
+		b->conf.wake(b->conf.wake_arg);
+}
+
+/* Check the files of loaded bag g against their checksums; unmap those
+ * that fail (caller holds mu). @return how many passed. */
+static size_t check_files(struct dlfs_bags *b, struct bag *g,
+			  const uint8_t *data)
+{
+	uint32_t gi = (uint32_t)(g - b->bags);
+	size_t good = 0;
+	for (size_t i = 0; i < g->n_files; i++) {
+		struct bfile *f = &g->files[i];
+		struct ment *e = map_find(b, f->ino);
+		int mapped = e && e->bag == gi && e->file == i;
+		if (mapped && XXH3_64bits(data + f->off, f->size) == f->xxh3) {
+			dlfs_fetch_file_set(b->conf.fetch, f->ino, 1);
+			good++;
+			continue;
+		}
+		if (mapped) {
+			atomic_fetch_add(&b->bad, 1);
+			map_remove(b, e);
+		}
+		g->used[i / 8] |= (uint8_t)(1u << (i % 8));
+	}
+	return good;
+}
+
+/* Read bag g (loading: its fields are ours) into a held entry. @return 0
+ * with *ref, or -errno. */
+static int read_bag(struct dlfs_bags *b, struct dlfs_txn *txn, struct bag *g,
+		    int patient, struct dlfs_chunk_ref *ref)
+{
+	struct dlfs_fetch_bag what = {g->runs, g->pieces, g->n_runs, g->len};
+	struct dlfs_err err = {0};
+	int ret;
+	for (unsigned ms = 0;; ms += 2) {
+		ret = dlfs_cache_prefetch(b->conf.cache,
+					  dlfs_cache_bag_key(g->id), &what, txn,
+					  DLFS_CACHE_PF_QUIET, ref, &err);
+		if (ret != -EAGAIN || !patient || ms >= RETRY_MS)
+			break;
+		sleep_ms(2);
+	}
+	if (ret)
+		return ret; /* the files' own reads meet any error */
+	atomic_fetch_add(&b->n_runs, g->n_runs);
+	for (size_t i = 0; i < g->n_runs; i++)
+		atomic_fetch_add(&b->n_bytes,
+				 page_up(g->runs[i].off + g->runs[i].len) -
+					 page_down(g->runs[i].off));
+	return 0;
+}
+
+/* dlfs_bags_load; patient: wait a while for a free entry. */
+static int load(struct dlfs_bags *b, struct dlfs_txn *txn, unsigned bag,
+		int patient)
+{
+	struct bag *g = &b->bags[bag]; /* loading: its fields are ours */
+	struct dlfs_chunk_ref ref;
+	int ret = -ENOMEM;
+	if (!g->used && !(g->used = calloc(g->n_files / 8 + 1, 1)))
+		goto dropped;
+	if ((ret = read_bag(b, txn, g, patient, &ref)) == -EAGAIN) {
+		/* No entry free now: wait, its files planned still. */
+		pthread_mutex_lock(&b->mu);
+		g->state = BAG_PENDING;
+		pthread_cond_broadcast(&b->loaded);
+		pthread_mutex_unlock(&b->mu);
+		return ret;
+	}
+	if (ret)
+		goto dropped;
+	pthread_mutex_lock(&b->mu);
+	if (g->gen != b->gen) {
+		pthread_mutex_unlock(&b->mu);
+		dlfs_cache_put(b->conf.cache, &ref, 0);
+		ret = 0;
+		goto dropped;
+	}
+	g->left = check_files(b, g, ref.data);
+	g->hold = ref;
+	g->state = BAG_LIVE;
+	atomic_fetch_add(&b->live, 1);
+	atomic_fetch_add(&b->n_bags, 1);
+	atomic_fetch_add(&b->n_files, g->left);
+	if (!g->left) {
+		struct dlfs_chunk_ref hold = let_go(b, g);
+		dlfs_cache_put(b->conf.cache, &hold, 0);
+	}
+	pthread_cond_broadcast(&b->loaded);
+	pthread_mutex_unlock(&b->mu);
+	return 0;
+dropped:
+	drop(b, g);
+	return ret ? ret : -ESTALE;
+}
+
+int dlfs_bags_load(struct dlfs_bags *b, struct dlfs_txn *txn, unsigned bag)
+{
+	return load(b, txn, bag, 1);
+}
+
+/* File ino's bag, live (caller holds mu): a loading one is waited for, a
+ * pending one loaded here. @return its map entry, or NULL. */
+static struct ment *live_entry(struct dlfs_bags *b, struct dlfs_txn *txn,
+			       uint64_t ino)
+{
+	struct ment *e;
+	while ((e = map_find(b, ino))) {
+		struct bag *g = &b->bags[e->bag];
+		if (g->state == BAG_LIVE)
+			return e;
+		if (g->state == BAG_LOADING) {
+			pthread_cond_wait(&b->loaded, &b->mu);
+			continue;
+		}
+		/* Pending: this reader needs it first. */
+		g->state = BAG_LOADING;
+		pthread_mutex_unlock(&b->mu);
+		int ret = load(b, txn, e->bag, 0);
+		pthread_mutex_lock(&b->mu);
+		if (ret == -EAGAIN)
+			break; /* no entry: the file alone */
+	}
+	return NULL;
+}
+
+int dlfs_bags_get(struct dlfs_bags *b, struct dlfs_txn *txn, uint64_t ino,
+		  int first, struct dlfs_chunk_ref *ref, size_t *off)
+{
+	struct dlfs_chunk_ref done = {0};
+	if (!atomic_load_explicit(&b->map_n, memory_order_relaxed))
+		return -ENOENT;
+	pthread_mutex_lock(&b->mu);
+	struct ment *e = live_entry(b, txn, ino);
+	if (!e) {
+		pthread_mutex_unlock(&b->mu);
+		return -ENOENT;
+	}
+	struct bag *g = &b->bags[e->bag];
+	uint32_t fi = e->file;
+	uint64_t key = dlfs_cache_bag_key(g->id);
+	*off = g->files[fi].off;
+	if (first && !(g->used[fi / 8] & (1u << (fi % 8)))) {
+		g->used[fi / 8] |= (uint8_t)(1u << (fi % 8));
+		atomic_fetch_add(&b->hits, 1);
+		if (--g->left == 0)
+			done = let_go(b, g);
+	}
+	pthread_mutex_unlock(&b->mu);
+	int ret = dlfs_cache_get_cached(b->conf.cache, key, ref);
+	if (done.data) {
+		dlfs_cache_put(b->conf.cache, &done, 0);
+		if (b->conf.wake)
+			b->conf.wake(b->conf.wake_arg);
+	}
+	return ret ? -ENOENT : 0;
+}
+
+void dlfs_bags_get_stats(struct dlfs_bags *b, struct dlfs_bags_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (!b)
+		return;
+	s->bags = atomic_load(&b->n_bags);
+	s->files = atomic_load(&b->n_files);
+	s->runs = atomic_load(&b->n_runs);
+	s->bytes = atomic_load(&b->n_bytes);
+	s->hits = atomic_load(&b->hits);
+	s->unread = atomic_load(&b->unread);
+	s->bad = atomic_load(&b->bad);
+	s->live = atomic_load(&b->live);
+}
