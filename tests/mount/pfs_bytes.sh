@@ -16,6 +16,14 @@
 #     .dlfs/epochs/1/files reads every chunk from the PFS exactly once
 #     (pfs.reads = chunks, pfs.bytes = data), with the plan followed
 #     (fill.planned > 0); the same with -o stage=none (the plan alone).
+# (e) No cache_dir, a RAM tier of a half, every file read in the order of
+#     the epoch view: at least half the files come out of bags, read in
+#     merged runs, so the PFS sees at most 0.9x the reads of the same
+#     order on a mount that did not list the view (no plan: about a read a
+#     file, the control), still at most 1.5x the dataset, every byte
+#     correct. (With 5 files a chunk and RAM for half the data, few
+#     neighbours are in one window: bags merge little here; tools/bench/
+#     sampler measures a training set's shape.)
 # (d) An NVMe tier of a quarter of the dataset with cache_policy=lru, the
 #     RAM tier a quarter, two epochs in random order on one mount: the
 #     PFS reads at most 1.5x the dataset per epoch. (A full LRU tier that
@@ -75,6 +83,29 @@ for stage in auto none; do
 		'not any(errors.values())' ||
 		fail "(c) stage=$stage: epoch 1 through the view read some chunk from the PFS more than once (or never)"
 done
+# (e): the view's order, RAM a half, no cache_dir: bags.
+for plan in view none; do
+	dlfs_mount "$DS" "$MNT" -o "ram_cache=$((2 * RAM)),seed=7"
+	# Listing the view makes its epoch the plan; the control reads the
+	# same list from a file without listing it.
+	[ $plan = none ] || cp "$MNT/.dlfs/epochs/1/files" "$T/e1-bags"
+	readtree "$SRC" "$MNT" --list "$T/e1-auto" >/dev/null
+	snap "$MNT" "$T/bags-$plan.json"
+	dlfs_umount "$MNT"
+	note "view order, plan $plan, RAM a half: pfs $(sget "$T/bags-$plan.json" tiers.pfs.bytes) bytes in $(sget "$T/bags-$plan.json" tiers.pfs.reads) reads; bags $(sget "$T/bags-$plan.json" fill.bags.loaded), their files read $(sget "$T/bags-$plan.json" fill.bags.hits)"
+done
+cmp -s "$T/e1-bags" "$T/e1-auto" ||
+	fail "(e) the same seed gave another epoch list"
+sassert "$T/bags-view.json" DATA="$DATA" -- '2 * s.fill.bags.hits >= 600' \
+	'2 * pfs.bytes <= 3 * DATA' 'not any(errors.values())' ||
+	fail "(e) the view's order with a RAM tier of a half: half its files not from bags, or more than 1.5x the dataset from the PFS"
+V=$(sget "$T/bags-view.json" tiers.pfs.reads)
+N=$(sget "$T/bags-none.json" tiers.pfs.reads)
+[ "$N" -ge 540 ] ||
+	fail "(e) control: without a plan the same order should read about a file a read, not $N for 600 files"
+[ $((10 * V)) -le $((9 * N)) ] ||
+	fail "(e) the view's order read $V times from the PFS, not at most 0.9x the $N without a plan"
+
 # (d): a full LRU tier smaller than the dataset, random order.
 NV="$T/nvme-lru"
 dlfs_mount "$DS" "$MNT" -o "cache_dir=$NV,cache_size=$RAM,cache_policy=lru,ram_cache=$RAM"
