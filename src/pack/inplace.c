@@ -56,16 +56,33 @@ static int root_attrs(struct pk_tree *t, const struct ip_member *m,
 	return 0;
 }
 
+/* "ARCHIVE: member 'NAME' at offset N", for messages. */
+static void member_where(const char *path, const struct ip_member *m,
+			 char *out, size_t cap)
+{
+	char q[1024], dec[24];
+	size_t len = 0, k = sizeof(dec);
+	uint64_t v = m->offset;
+	dlfs_quote(m->name, strlen(m->name), q, sizeof(q));
+	do
+		dec[--k] = (char)('0' + v % 10);
+	while ((v /= 10));
+	out[0] = '\0';
+	ip_append(out, cap, &len, path, strlen(path));
+	ip_append(out, cap, &len, ": member '", 10);
+	ip_append(out, cap, &len, q, strlen(q));
+	ip_append(out, cap, &len, "' at offset ", 12);
+	ip_append(out, cap, &len, dec + k, sizeof(dec) - k);
+}
+
 /* One member into the tree (ip_put_fn). */
 static int put_member(void *arg, const struct ip_member *m,
 		      struct dlfs_err *err)
 {
 	struct pk_ip_apply *x = arg;
-	char norm[8192], where[8192 + 512], q[1024];
+	char norm[8192], where[8192 + 512];
 	ssize_t n = pk_scan_normalise(m->name, norm, sizeof(norm));
-	dlfs_quote(m->name, strlen(m->name), q, sizeof(q));
-	snprintf(where, sizeof(where), "%s: member '%s' at offset %llu",
-		 x->path, q, (unsigned long long)m->offset);
+	member_where(x->path, m, where, sizeof(where));
 	if (n == -EPERM)
 		return dlfs_err_set(err, -EINVAL,
 				    "%s: refusing a hostile path (absolute "
