@@ -33,6 +33,10 @@
  * cancel flag. */
 #define TICK_NS 250000000L
 #define MAX_WORKERS 256
+/* The most bytes of an archive's pieces waiting to be applied: a worker
+ * that reads faster than the tree grows waits, rather than holding the
+ * part whole after all. */
+#define QUEUE_MAX (4 * PK_IP_PIECE)
 
 /* A piece of a part, handed over (pk_ip_sink). */
 struct piece {
@@ -53,6 +57,7 @@ struct pool {
 	 * done (every piece handed over), the next archive to take, the
 	 * first that failed (hi when none), a part out of memory. */
 	struct piece **head, **tail;
+	size_t *queued; /* bytes in head[i - lo]'s pieces */
 	uint8_t *done;
 	uint32_t next, fail;
 	int oom;
@@ -104,11 +109,16 @@ static int give_piece(void *arg, struct dlfs_str *s)
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&p->mu);
 	uint32_t k = g->i - p->lo;
+	/* The calling thread takes archive k's pieces, or an earlier
+	 * archive's, whose worker never waits here for k: it drains. */
+	while (p->queued[k] >= QUEUE_MAX && !p->stop)
+		pthread_cond_wait(&p->cv, &p->mu);
 	if (p->tail[k])
 		p->tail[k]->next = pc;
 	else
 		p->head[k] = pc;
 	p->tail[k] = pc;
+	p->queued[k] += pc->s.n;
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	return 0;
@@ -166,8 +176,9 @@ static int pool_start(struct pool *p, const struct pk_source *src, uint32_t lo,
 	p->part = calloc(hi - lo + 1, sizeof(*p->part));
 	p->head = calloc(hi - lo + 1, sizeof(*p->head));
 	p->tail = calloc(hi - lo + 1, sizeof(*p->tail));
+	p->queued = calloc(hi - lo + 1, sizeof(*p->queued));
 	p->done = calloc(hi - lo + 1, 1);
-	if (!p->part || !p->head || !p->tail || !p->done)
+	if (!p->part || !p->head || !p->tail || !p->queued || !p->done)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	if (want > hi - lo)
 		want = hi - lo;
@@ -189,7 +200,10 @@ static void pool_end(struct pool *p)
 {
 	if (!p->started)
 		return;
-	p->stop = 1;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1; /* and a worker waiting for room wakes */
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
 	for (unsigned k = 0; k < p->nth; k++)
 		pthread_join(p->th[k], NULL);
 	for (uint32_t i = p->lo; p->part && i < p->hi; i++)
@@ -203,6 +217,7 @@ static void pool_end(struct pool *p)
 	free(p->part);
 	free(p->head);
 	free(p->tail);
+	free(p->queued);
 	free(p->done);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
@@ -242,6 +257,8 @@ static int wait_part(struct pool *p, uint32_t i, const struct prog *g,
 		*pc = p->head[k];
 		if (!(p->head[k] = (*pc)->next))
 			p->tail[k] = NULL;
+		p->queued[k] -= (*pc)->s.n;
+		pthread_cond_broadcast(&p->cv); /* room for its worker */
 	} else if (!ret && p->oom) {
 		ret = -ENOMEM;
 	}
