@@ -64,7 +64,8 @@ int pk_dataset_id(const struct pk_tree *t, const struct pk_layout *l,
 		dlfs_put_le32(b + 4, a->mtime_nsec);
 		dlfs_put_le64(b + 8, (uint64_t)a->mtime_sec);
 		dlfs_put_le64(b + 16, e->size);
-		dlfs_put_le64(b + 24, l->xxh3[e - t->e]);
+		dlfs_put_le64(b + 24, pk_file_xxh3(l, e, (uint64_t)(e - t->e),
+						    a));
 		dlfs_put_le32(b + 32, (uint32_t)plen);
 		XXH3_128bits_update(st, b, 36);
 		XXH3_128bits_update(st, pb, plen + 1);
@@ -102,6 +103,19 @@ static int name_cmp(const void *a, const void *b, void *arg)
 	if (c)
 		return c;
 	return xl < yl ? -1 : xl > yl;
+}
+
+/* ord[0..n) by name. A directory's entries often come in name order
+ * already (an archive's, in archive order): that is checked in one pass
+ * before qsort_r sorts them. Names in a directory differ, so the order
+ * is total and the result the same. */
+static void sort_names(uint32_t *ord, uint64_t n, const struct pk_entry *e)
+{
+	for (uint64_t j = 1; j < n; j++)
+		if (name_cmp(&ord[j - 1], &ord[j], (void *)e) > 0) {
+			qsort_r(ord, n, sizeof(*ord), name_cmp, (void *)e);
+			return;
+		}
 }
 
 /*
@@ -285,8 +299,8 @@ static int write_inodes(struct writer *w, const struct pk_tree *t,
 			.size = e->size,
 		};
 		if (S_ISREG(e->mode)) {
-			r.loc = l->loc[i];
-			r.xxh3 = l->xxh3[i];
+			r.loc = pk_file_loc(l, e, i, &ab[i % AB]);
+			r.xxh3 = pk_file_xxh3(l, e, i, &ab[i % AB]);
 		}
 		if (i) { /* parents are ino - 1, as in write_dirents */
 			size_t nl;
@@ -358,8 +372,7 @@ static int write_dirents(struct writer *w, const struct pk_tree *t,
 	/* at[d] is now where d's entries start; they end at at[d + 1]. */
 	for (uint64_t d = 1; d <= nd && !rc; d++) {
 		uint64_t end = d < nd ? at[d + 1] : n - 1;
-		qsort_r(ord + at[d], end - at[d], sizeof(*ord), name_cmp,
-			(void *)t->e);
+		sort_names(ord + at[d], end - at[d], t->e);
 		for (uint64_t j = at[d]; j < end && !rc; j++) {
 			const struct pk_entry *e = &t->e[ord[j]];
 			size_t nl;

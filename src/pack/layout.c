@@ -36,6 +36,34 @@ static int by_key(const void *a, const void *b, void *t)
 	return by_path(a, b, t);
 }
 
+/*
+ * it[0..n) sorted by cmp. Entries often come nearly in order (in-place
+ * files in archive order but for hard links and empty files;
+ * directories as archives list them), and those are sorted in place by
+ * insertion; past n moves, qsort_r sorts the rest, whose merge sort
+ * takes a copy of the array (16 bytes an entry, at the layout's peak of
+ * memory). Paths differ, so the order is total and both give the same.
+ */
+static void sort_items(struct sort_item *it, uint64_t n,
+		       int (*cmp)(const void *, const void *, void *),
+		       struct pk_tree *t)
+{
+	uint64_t moves = 0;
+	for (uint64_t i = 1; i < n; i++) {
+		struct sort_item x = it[i];
+		uint64_t j = i;
+		for (; j > 0 && cmp(&it[j - 1], &x, t) > 0; j--) {
+			if (++moves > n) {
+				it[j] = x; /* it stays a permutation */
+				qsort_r(it, n, sizeof(*it), cmp, t);
+				return;
+			}
+			it[j] = it[j - 1];
+		}
+		it[j] = x;
+	}
+}
+
 /* Sort the n entries of it in order ord; with keys (in-place files),
  * by keys[entry index] instead. */
 static int sort_group(struct pk_tree *t, struct sort_item *it, uint64_t n,
@@ -46,7 +74,7 @@ static int sort_group(struct pk_tree *t, struct sort_item *it, uint64_t n,
 	if (keys) {
 		for (uint64_t i = 0; i < n; i++)
 			it[i].key = keys[it[i].e - t->e];
-		qsort_r(it, n, sizeof(*it), by_key, t);
+		sort_items(it, n, by_key, t);
 		return 0;
 	}
 	for (uint64_t i = 0; i < n; i++) {
@@ -72,8 +100,7 @@ static int sort_group(struct pk_tree *t, struct sort_item *it, uint64_t n,
 		}
 	}
 	free(pb);
-	qsort_r(it, n, sizeof(*it), ord == DLFS_ORDER_SORTED ? by_path : by_key,
-		t);
+	sort_items(it, n, ord == DLFS_ORDER_SORTED ? by_path : by_key, t);
 	return 0;
 }
 
@@ -213,13 +240,25 @@ static int order_buckets(struct reorder *r, struct dlfs_err *err)
 	return ret;
 }
 
+/* Inos a bucket for n records: pass 1 holds BLOCK records a bucket
+ * (n / bucket buckets), pass 2 one bucket's records, so memory is least
+ * near sqrt(n * BLOCK): a power of two, 64K for 1M records (3.5 MiB
+ * each pass, where one bucket of 1M took 48 MiB at the layout's peak). */
+static uint64_t reorder_bucket(uint64_t n)
+{
+	uint64_t b = BLOCK;
+	while (b * b < n * BLOCK)
+		b *= 2;
+	return b;
+}
+
 /* t's attribute file replaced by one in ino order, through the two passes
  * above; l->max_mtime set. */
 static int reorder_attrs(struct pk_tree *t, struct pk_layout *l,
 			 struct dlfs_err *err)
 {
 	struct reorder r = {.t = t, .n = t->n, .sfd = -1, .ofd = -1};
-	r.bucket = t->bucket ? t->bucket : UINT64_C(1) << 20;
+	r.bucket = t->bucket ? t->bucket : reorder_bucket(r.n);
 	r.nb = (r.n + r.bucket - 1) / r.bucket;
 	struct pk_attr *in = malloc(BLOCK * sizeof(*in));
 	r.bb = calloc(r.nb * BLOCK, sizeof(*r.bb));
@@ -353,19 +392,21 @@ static void size_dirs(struct pk_tree *t)
 		t->e[t->e[i].parent].size++;
 }
 
-/* The placement arrays: per entry, and per container for the worst case
- * of one file each. */
+/* The placement arrays: per container for the worst case of one file
+ * each, and, unless in place, per entry. */
 static int alloc_placement(struct pk_layout *l, uint64_t n, uint64_t cap,
-			   struct dlfs_err *err)
+			   int in_place, struct dlfs_err *err)
 {
-	l->loc = calloc(n + 1, sizeof(uint64_t));
-	l->xxh3 = calloc(n + 1, sizeof(uint64_t));
+	if (!in_place) {
+		l->loc = calloc(n + 1, sizeof(uint64_t));
+		l->xxh3 = calloc(n + 1, sizeof(uint64_t));
+	}
 	l->data_size = calloc(cap, sizeof(uint64_t));
 	l->first_chunk = calloc(cap, sizeof(uint64_t));
 	l->first_file = calloc(cap, sizeof(uint64_t));
 	l->n_cfiles = calloc(cap, sizeof(uint64_t));
-	if (!l->loc || !l->xxh3 || !l->data_size || !l->first_chunk ||
-	    !l->first_file || !l->n_cfiles)
+	if ((!in_place && (!l->loc || !l->xxh3)) || !l->data_size ||
+	    !l->first_chunk || !l->first_file || !l->n_cfiles)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -399,7 +440,7 @@ static int place_files(const struct pk_tree *t,
 		       const struct dlfs_pack_opts *o, struct pk_layout *l,
 		       struct dlfs_err *err)
 {
-	int ret = alloc_placement(l, t->n, 1 + l->n_files, err);
+	int ret = alloc_placement(l, t->n, 1 + l->n_files, 0, err);
 	if (ret)
 		return ret;
 	const uint64_t cs = o->chunk_size;
@@ -503,34 +544,24 @@ static int in_place_keys(struct pk_tree *t, uint64_t **keys,
 }
 
 /* Each file where its archive has it: container = source, offset = its
- * logical place; attributes in ino order by now. */
+ * logical place (pk_file_loc). */
 static int place_in_place(struct pk_tree *t, const struct pk_inplace *ip,
 			  uint64_t cs, struct pk_layout *l,
 			  struct dlfs_err *err)
 {
-	enum { AB = 1024 };
-	struct pk_attr a[AB];
 	uint64_t first = l->n_dirs + l->n_symlinks, cc = 0;
-	int ret = alloc_placement(l, t->n, 1 + ip->n, err);
-	for (uint64_t i = first; !ret && i < t->n; i += AB) {
-		uint64_t m = t->n - i < AB ? t->n - i : AB;
-		if ((ret = pk_attr_read(t, i, m, a, err)))
-			break;
-		for (uint64_t j = 0; j < m; j++) {
-			uint32_t c = t->e[i + j].src;
-			while (cc <= c)
-				l->first_file[cc++] = i + j;
-			l->loc[i + j] = (uint64_t)c << DLFS_LOC_CONTAINER_SHIFT |
-					a[j].spool_off;
-			l->xxh3[i + j] = a[j].sum;
-			l->n_cfiles[c]++;
-			l->total_bytes += t->e[i + j].size;
-		}
-	}
-	while (!ret && cc < ip->n)
-		l->first_file[cc++] = t->n;
+	int ret = alloc_placement(l, t->n, 1 + ip->n, 1, err);
 	if (ret)
 		return ret;
+	for (uint64_t i = first; i < t->n; i++) {
+		uint32_t c = t->e[i].src;
+		while (cc <= c)
+			l->first_file[cc++] = i;
+		l->n_cfiles[c]++;
+		l->total_bytes += t->e[i].size;
+	}
+	while (cc < ip->n)
+		l->first_file[cc++] = t->n;
 	l->n_containers = ip->n;
 	for (uint32_t c = 0; c < ip->n; c++)
 		l->data_size[c] = ip->arc[c].data_size;
