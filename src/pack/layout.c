@@ -158,9 +158,24 @@ static int flush_bucket(struct reorder *r, uint64_t k, struct dlfs_err *err)
 	return 0;
 }
 
-/* Pass 1: each record, its data_from made an ino, to its bucket, read
- * BLOCK at a time into in; the newest mtime to *max. The root counts only
- * if a source described it, and implied directories never do. */
+/* What pass 1 does to every record k: data_from made an ino, and the
+ * newest mtime to *max. The root counts only if a source described it,
+ * and implied directories never do. */
+static void prepare_rec(const struct pk_tree *t, uint64_t k,
+			struct pk_attr *a, int64_t *max)
+{
+	if (k == 0) {
+		if (t->root_set)
+			*max = a->mtime_sec;
+	} else if (!a->implicit && a->mtime_sec > *max) {
+		*max = a->mtime_sec;
+	}
+	if (a->data_from)
+		a->data_from = t->e[a->data_from - 1].ino;
+}
+
+/* Pass 1: each record, prepared, to its bucket, read BLOCK at a time
+ * into in. */
 static int bucket_attrs(struct reorder *r, struct pk_attr *in, int64_t *max,
 			struct dlfs_err *err)
 {
@@ -172,14 +187,7 @@ static int bucket_attrs(struct reorder *r, struct pk_attr *in, int64_t *max,
 			break;
 		for (uint64_t i = 0; i < m && !ret; i++) {
 			struct pk_attr *a = &in[i];
-			if (j + i == 0) {
-				if (t->root_set)
-					*max = a->mtime_sec;
-			} else if (!a->implicit && a->mtime_sec > *max) {
-				*max = a->mtime_sec;
-			}
-			if (a->data_from)
-				a->data_from = t->e[a->data_from - 1].ino;
+			prepare_rec(t, j + i, a, max);
 			uint64_t to = t->e[j + i].ino - 1, k = to / r->bucket;
 			r->bb[k * BLOCK + r->fill[k]++] = (struct brec){to, *a};
 			if (r->fill[k] == BLOCK)
@@ -252,30 +260,94 @@ static uint64_t reorder_bucket(uint64_t n)
 	return b;
 }
 
-/* t's attribute file replaced by one in ino order, through the two passes
- * above; l->max_mtime set. */
+/* The two passes, their buffers and scratch file made here. */
+static int reorder_by_buckets(struct reorder *r, struct pk_attr *in,
+			      int64_t *max, struct dlfs_err *err)
+{
+	r->bucket = r->t->bucket ? r->t->bucket : reorder_bucket(r->n);
+	r->nb = (r->n + r->bucket - 1) / r->bucket;
+	r->bb = calloc(r->nb * BLOCK, sizeof(*r->bb));
+	r->fill = calloc(r->nb, sizeof(*r->fill));
+	r->done = calloc(r->nb, sizeof(*r->done));
+	if (!r->bb || !r->fill || !r->done)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	int ret = open_scratch(r->t->attr_path, ".sort", &r->spath, &r->sfd,
+			       err);
+	if (!ret)
+		ret = bucket_attrs(r, in, max, err);
+	return ret ? ret : order_buckets(r, err);
+}
+
+/* Runs of consecutive inos among the entries, in entry order. */
+static uint64_t count_runs(const struct pk_tree *t)
+{
+	uint64_t runs = t->n ? 1 : 0;
+	for (uint64_t i = 1; i < t->n; i++)
+		runs += t->e[i].ino != t->e[i - 1].ino + 1;
+	return runs;
+}
+
+/* out's m records, inos first + 1 on, where they go. */
+static int write_run(struct reorder *r, const struct pk_attr *out,
+		     uint64_t first, uint64_t m, struct dlfs_err *err)
+{
+	int ret = dlfs_pwrite_full(r->ofd, out, m * sizeof(*out),
+				   (off_t)(first * sizeof(*out)));
+	return ret ? dlfs_err_sys(err, ret, "%s: write", r->opath) : 0;
+}
+
+/*
+ * One pass, for entries that come in long runs of consecutive inos
+ * (in-place files in archive order, between their directories): each
+ * record, prepared, joins its run in out (BLOCK records), and a run is
+ * written where it goes. The file is read and written once, where the
+ * buckets read and write it twice.
+ */
+static int reorder_by_runs(struct reorder *r, struct pk_attr *in,
+			   int64_t *max, struct dlfs_err *err)
+{
+	struct pk_tree *t = r->t;
+	struct pk_attr *out = malloc(BLOCK * sizeof(*out));
+	uint64_t first = 0, m = 0; /* out holds inos first + 1 .. + m */
+	int ret = out ? 0 : dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (uint64_t j = 0; j < r->n && !ret; j += BLOCK) {
+		uint64_t c = r->n - j < BLOCK ? r->n - j : BLOCK;
+		if ((ret = pk_attr_read(t, j, c, in, err)))
+			break;
+		for (uint64_t i = 0; i < c && !ret; i++) {
+			uint64_t to = t->e[j + i].ino - 1;
+			prepare_rec(t, j + i, &in[i], max);
+			if (m && (to != first + m || m == BLOCK)) {
+				ret = write_run(r, out, first, m, err);
+				m = 0;
+			}
+			if (!m)
+				first = to;
+			out[m++] = in[i];
+		}
+	}
+	if (!ret && m)
+		ret = write_run(r, out, first, m, err);
+	free(out);
+	return ret;
+}
+
+/* t's attribute file replaced by one in ino order, in runs when the
+ * entries come in runs of 64 records or more on average, else through
+ * the two passes above; l->max_mtime set. */
 static int reorder_attrs(struct pk_tree *t, struct pk_layout *l,
 			 struct dlfs_err *err)
 {
 	struct reorder r = {.t = t, .n = t->n, .sfd = -1, .ofd = -1};
-	r.bucket = t->bucket ? t->bucket : reorder_bucket(r.n);
-	r.nb = (r.n + r.bucket - 1) / r.bucket;
 	struct pk_attr *in = malloc(BLOCK * sizeof(*in));
-	r.bb = calloc(r.nb * BLOCK, sizeof(*r.bb));
-	r.fill = calloc(r.nb, sizeof(*r.fill));
-	r.done = calloc(r.nb, sizeof(*r.done));
 	int64_t max = INT64_MIN;
-	int ret = 0;
-	if (!in || !r.bb || !r.fill || !r.done)
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-	if (!ret)
-		ret = open_scratch(t->attr_path, ".sort", &r.spath, &r.sfd, err);
+	int ret = in ? 0 : dlfs_err_set(err, -ENOMEM, "out of memory");
 	if (!ret)
 		ret = open_scratch(t->attr_path, ".ino", &r.opath, &r.ofd, err);
 	if (!ret)
-		ret = bucket_attrs(&r, in, &max, err);
-	if (!ret)
-		ret = order_buckets(&r, err);
+		ret = !t->bucket && count_runs(t) * 64 <= r.n
+			      ? reorder_by_runs(&r, in, &max, err)
+			      : reorder_by_buckets(&r, in, &max, err);
 	if (!ret) {
 		close(t->attr_fd);
 		t->attr_fd = r.ofd;
