@@ -134,6 +134,11 @@ struct writer {
 	const char *path; /* the index, for messages */
 	uint64_t features; /* pk_features of the pack's options */
 	MDB_dbi meta, inodes, symlinks, dirents, chunks, conts, arcs;
+	/* A cursor per database in t, kept from put to put (LMDB closes
+	 * them as t ends): mdb_put opens one each time, and an appending
+	 * put then searches from the root for the last key, where a kept
+	 * cursor already is. Indexed by dbi, below 2 + the 8 named. */
+	MDB_cursor *cur[16];
 };
 
 /* An LMDB failure in step what, as an error that names the index.
@@ -149,11 +154,16 @@ static int put(struct writer *w, MDB_dbi dbi, void *k, size_t kl, void *v,
 	       size_t vl, unsigned flags)
 {
 	MDB_val key = {kl, k}, val = {vl, v};
-	int rc = mdb_put(w->t, dbi, &key, &val, flags);
+	int rc = dbi < 16 ? 0 : EINVAL;
+	if (!rc && !w->cur[dbi])
+		rc = mdb_cursor_open(w->t, dbi, &w->cur[dbi]);
+	if (!rc)
+		rc = mdb_cursor_put(w->cur[dbi], &key, &val, flags);
 	w->bytes += kl + vl + 16;
 	if (rc || w->bytes < TXN_BYTES)
 		return rc;
 	w->bytes = 0;
+	memset(w->cur, 0, sizeof(w->cur)); /* the commit closes them */
 	rc = mdb_txn_commit(w->t);
 	w->t = NULL;
 	return rc ? rc : mdb_txn_begin(w->env, NULL, 0, &w->t);
