@@ -64,8 +64,8 @@ int pk_dataset_id(const struct pk_tree *t, const struct pk_layout *l,
 		dlfs_put_le32(b + 4, a->mtime_nsec);
 		dlfs_put_le64(b + 8, (uint64_t)a->mtime_sec);
 		dlfs_put_le64(b + 16, e->size);
-		dlfs_put_le64(b + 24, pk_file_xxh3(l, e, (uint64_t)(e - t->e),
-						    a));
+		dlfs_put_le64(b + 24,
+			      pk_file_xxh3(l, e, (uint64_t)(e - t->e), a));
 		dlfs_put_le32(b + 32, (uint32_t)plen);
 		XXH3_128bits_update(st, b, 36);
 		XXH3_128bits_update(st, pb, plen + 1);

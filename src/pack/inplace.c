@@ -57,8 +57,8 @@ static int root_attrs(struct pk_tree *t, const struct ip_member *m,
 }
 
 /* "ARCHIVE: member 'NAME' at offset N", for messages. */
-static void member_where(const char *path, const struct ip_member *m,
-			 char *out, size_t cap)
+static void member_where(const char *path, const struct ip_member *m, char *out,
+			 size_t cap)
 {
 	char q[1024], dec[24];
 	size_t len = 0, k = sizeof(dec);
@@ -217,8 +217,8 @@ void pk_ip_apply_begin(struct pk_ip_apply *x, struct pk_tree *t,
 		       struct pk_inplace *ip, uint32_t i, const char *path,
 		       const char *out, const struct dlfs_pack_opts *o)
 {
-	*x = (struct pk_ip_apply){.t = t, .ip = ip, .src = i, .path = path,
-				  .out = out, .o = o};
+	*x = (struct pk_ip_apply){
+		.t = t, .ip = ip, .src = i, .path = path, .out = out, .o = o};
 	ip->arc[i].first_chunk = ip->n_ch;
 }
 

@@ -33,8 +33,8 @@ struct ip_member {
  * snprintf would. For the strings made once a member (names, where a
  * member is), where snprintf cost a fifth of indexing a tar of small
  * members. */
-static inline void ip_append(char *out, size_t cap, size_t *len,
-			     const char *s, size_t n)
+static inline void ip_append(char *out, size_t cap, size_t *len, const char *s,
+			     size_t n)
 {
 	if (n > cap - 1 - *len)
 		n = cap - 1 - *len;

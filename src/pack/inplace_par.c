@@ -296,8 +296,8 @@ static uint64_t total_bytes(const struct pk_source *src, unsigned n)
 /* Rank 0: archive i's part into t and ip, a piece at a time as its
  * worker hands them over. */
 static int apply_part(struct pool *p, uint32_t i, const struct prog *g,
-		      struct pk_tree *t, const char *out,
-		      struct pk_inplace *ip, struct dlfs_err *err)
+		      struct pk_tree *t, const char *out, struct pk_inplace *ip,
+		      struct dlfs_err *err)
 {
 	struct pk_ip_apply x;
 	struct piece *pc;

@@ -161,8 +161,8 @@ static int flush_bucket(struct reorder *r, uint64_t k, struct dlfs_err *err)
 /* What pass 1 does to every record k: data_from made an ino, and the
  * newest mtime to *max. The root counts only if a source described it,
  * and implied directories never do. */
-static void prepare_rec(const struct pk_tree *t, uint64_t k,
-			struct pk_attr *a, int64_t *max)
+static void prepare_rec(const struct pk_tree *t, uint64_t k, struct pk_attr *a,
+			int64_t *max)
 {
 	if (k == 0) {
 		if (t->root_set)
@@ -303,8 +303,8 @@ static int write_run(struct reorder *r, const struct pk_attr *out,
  * written where it goes. The file is read and written once, where the
  * buckets read and write it twice.
  */
-static int reorder_by_runs(struct reorder *r, struct pk_attr *in,
-			   int64_t *max, struct dlfs_err *err)
+static int reorder_by_runs(struct reorder *r, struct pk_attr *in, int64_t *max,
+			   struct dlfs_err *err)
 {
 	struct pk_tree *t = r->t;
 	struct pk_attr *out = malloc(BLOCK * sizeof(*out));
