@@ -64,7 +64,8 @@ int pk_dataset_id(const struct pk_tree *t, const struct pk_layout *l,
 		dlfs_put_le32(b + 4, a->mtime_nsec);
 		dlfs_put_le64(b + 8, (uint64_t)a->mtime_sec);
 		dlfs_put_le64(b + 16, e->size);
-		dlfs_put_le64(b + 24, l->xxh3[e - t->e]);
+		dlfs_put_le64(b + 24,
+			      pk_file_xxh3(l, e, (uint64_t)(e - t->e), a));
 		dlfs_put_le32(b + 32, (uint32_t)plen);
 		XXH3_128bits_update(st, b, 36);
 		XXH3_128bits_update(st, pb, plen + 1);
@@ -104,6 +105,19 @@ static int name_cmp(const void *a, const void *b, void *arg)
 	return xl < yl ? -1 : xl > yl;
 }
 
+/* ord[0..n) by name. A directory's entries often come in name order
+ * already (an archive's, in archive order): that is checked in one pass
+ * before qsort_r sorts them. Names in a directory differ, so the order
+ * is total and the result the same. */
+static void sort_names(uint32_t *ord, uint64_t n, const struct pk_entry *e)
+{
+	for (uint64_t j = 1; j < n; j++)
+		if (name_cmp(&ord[j - 1], &ord[j], (void *)e) > 0) {
+			qsort_r(ord, n, sizeof(*ord), name_cmp, (void *)e);
+			return;
+		}
+}
+
 /*
  * The index is written in transactions of about TXN_BYTES: LMDB keeps a
  * transaction's dirty pages in memory (up to 512 MiB before it spills
@@ -120,6 +134,11 @@ struct writer {
 	const char *path; /* the index, for messages */
 	uint64_t features; /* pk_features of the pack's options */
 	MDB_dbi meta, inodes, symlinks, dirents, chunks, conts, arcs;
+	/* A cursor per database in t, kept from put to put (LMDB closes
+	 * them as t ends): mdb_put opens one each time, and an appending
+	 * put then searches from the root for the last key, where a kept
+	 * cursor already is. Indexed by dbi, below 2 + the 8 named. */
+	MDB_cursor *cur[16];
 };
 
 /* An LMDB failure in step what, as an error that names the index.
@@ -135,11 +154,16 @@ static int put(struct writer *w, MDB_dbi dbi, void *k, size_t kl, void *v,
 	       size_t vl, unsigned flags)
 {
 	MDB_val key = {kl, k}, val = {vl, v};
-	int rc = mdb_put(w->t, dbi, &key, &val, flags);
+	int rc = dbi < 16 ? 0 : EINVAL;
+	if (!rc && !w->cur[dbi])
+		rc = mdb_cursor_open(w->t, dbi, &w->cur[dbi]);
+	if (!rc)
+		rc = mdb_cursor_put(w->cur[dbi], &key, &val, flags);
 	w->bytes += kl + vl + 16;
 	if (rc || w->bytes < TXN_BYTES)
 		return rc;
 	w->bytes = 0;
+	memset(w->cur, 0, sizeof(w->cur)); /* the commit closes them */
 	rc = mdb_txn_commit(w->t);
 	w->t = NULL;
 	return rc ? rc : mdb_txn_begin(w->env, NULL, 0, &w->t);
@@ -285,8 +309,8 @@ static int write_inodes(struct writer *w, const struct pk_tree *t,
 			.size = e->size,
 		};
 		if (S_ISREG(e->mode)) {
-			r.loc = l->loc[i];
-			r.xxh3 = l->xxh3[i];
+			r.loc = pk_file_loc(l, e, i, &ab[i % AB]);
+			r.xxh3 = pk_file_xxh3(l, e, i, &ab[i % AB]);
 		}
 		if (i) { /* parents are ino - 1, as in write_dirents */
 			size_t nl;
@@ -358,8 +382,7 @@ static int write_dirents(struct writer *w, const struct pk_tree *t,
 	/* at[d] is now where d's entries start; they end at at[d + 1]. */
 	for (uint64_t d = 1; d <= nd && !rc; d++) {
 		uint64_t end = d < nd ? at[d + 1] : n - 1;
-		qsort_r(ord + at[d], end - at[d], sizeof(*ord), name_cmp,
-			(void *)t->e);
+		sort_names(ord + at[d], end - at[d], t->e);
 		for (uint64_t j = at[d]; j < end && !rc; j++) {
 			const struct pk_entry *e = &t->e[ord[j]];
 			size_t nl;

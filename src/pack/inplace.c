@@ -13,16 +13,8 @@
 #include "scan_kind.h"
 #include "util.h"
 
-/* One archive being read into the tree. */
-struct ipc {
-	struct pk_tree *t;
-	uint32_t src;
-	const char *path;
-	struct pk_inplace *ip;
-};
-
 /* A hard link: the earlier member hl's bytes, under a name of its own. */
-static int hard_link(struct ipc *x, const struct ip_member *m,
+static int hard_link(struct pk_ip_apply *x, const struct ip_member *m,
 		     struct pk_entry *e, struct pk_attr *at, const char *where,
 		     struct dlfs_err *err)
 {
@@ -64,16 +56,33 @@ static int root_attrs(struct pk_tree *t, const struct ip_member *m,
 	return 0;
 }
 
+/* "ARCHIVE: member 'NAME' at offset N", for messages. */
+static void member_where(const char *path, const struct ip_member *m, char *out,
+			 size_t cap)
+{
+	char q[1024], dec[24];
+	size_t len = 0, k = sizeof(dec);
+	uint64_t v = m->offset;
+	dlfs_quote(m->name, strlen(m->name), q, sizeof(q));
+	do
+		dec[--k] = (char)('0' + v % 10);
+	while ((v /= 10));
+	out[0] = '\0';
+	ip_append(out, cap, &len, path, strlen(path));
+	ip_append(out, cap, &len, ": member '", 10);
+	ip_append(out, cap, &len, q, strlen(q));
+	ip_append(out, cap, &len, "' at offset ", 12);
+	ip_append(out, cap, &len, dec + k, sizeof(dec) - k);
+}
+
 /* One member into the tree (ip_put_fn). */
 static int put_member(void *arg, const struct ip_member *m,
 		      struct dlfs_err *err)
 {
-	struct ipc *x = arg;
-	char norm[8192], where[8192 + 512], q[1024];
+	struct pk_ip_apply *x = arg;
+	char norm[8192], where[8192 + 512];
 	ssize_t n = pk_scan_normalise(m->name, norm, sizeof(norm));
-	dlfs_quote(m->name, strlen(m->name), q, sizeof(q));
-	snprintf(where, sizeof(where), "%s: member '%s' at offset %llu",
-		 x->path, q, (unsigned long long)m->offset);
+	member_where(x->path, m, where, sizeof(where));
 	if (n == -EPERM)
 		return dlfs_err_set(err, -EINVAL,
 				    "%s: refusing a hostile path (absolute "
@@ -165,10 +174,10 @@ static int record_path(const char *archive, const char *out, char **rec)
 }
 
 /* Record rec of archive x->src's part into the tree and ip. */
-static int apply_rec(struct ipc *x, const struct pk_ip_rec *rec,
-		     const char *out, const struct dlfs_pack_opts *o,
+static int apply_rec(struct pk_ip_apply *x, const struct pk_ip_rec *rec,
 		     struct dlfs_err *err)
 {
+	const struct dlfs_pack_opts *o = x->o;
 	struct pk_ip_archive *a = &x->ip->arc[x->src];
 	int ret;
 	switch (rec->type) {
@@ -176,9 +185,9 @@ static int apply_rec(struct ipc *x, const struct pk_ip_rec *rec,
 		a->size = rec->size;
 		a->mtime_sec = rec->mtime_sec;
 		a->mtime_nsec = rec->mtime_nsec;
-		ret = record_path(x->path, out, &a->path);
+		ret = record_path(x->path, x->out, &a->path);
 		return ret ? dlfs_err_sys(err, ret, "%s: its path from %s",
-					  x->path, out)
+					  x->path, x->out)
 			   : 0;
 	case 'M':
 		return put_member(x, &rec->m, err);
@@ -204,27 +213,56 @@ static int apply_rec(struct ipc *x, const struct pk_ip_rec *rec,
 	return err->code;
 }
 
+void pk_ip_apply_begin(struct pk_ip_apply *x, struct pk_tree *t,
+		       struct pk_inplace *ip, uint32_t i, const char *path,
+		       const char *out, const struct dlfs_pack_opts *o)
+{
+	*x = (struct pk_ip_apply){
+		.t = t, .ip = ip, .src = i, .path = path, .out = out, .o = o};
+	ip->arc[i].first_chunk = ip->n_ch;
+}
+
+static int damaged(const struct pk_ip_apply *x, struct dlfs_err *err)
+{
+	return dlfs_err_set(err, -EPROTO,
+			    "%s: its index from the worker that read it is "
+			    "damaged (a bug)",
+			    x->path);
+}
+
+int pk_ip_apply_piece(struct pk_ip_apply *x, const char *p, size_t n,
+		      struct dlfs_err *err)
+{
+	struct pk_ip_part_rd rd = {p, p + n};
+	struct pk_ip_rec rec;
+	int ret = 0;
+	while (!ret && rd.p != rd.end) {
+		/* Nothing may follow the end record. */
+		if (x->ended || pk_ip_part_next(&rd, &rec) < 0)
+			return damaged(x, err);
+		ret = apply_rec(x, &rec, err);
+		if (ret == 1) { /* the end */
+			x->ended = 1;
+			ret = 0;
+		}
+	}
+	return ret == -EPROTO ? damaged(x, err) : ret;
+}
+
+int pk_ip_apply_end(struct pk_ip_apply *x, struct dlfs_err *err)
+{
+	return x->ended ? 0 : damaged(x, err);
+}
+
 int pk_ip_part_apply(struct pk_tree *t, struct pk_inplace *ip, uint32_t i,
 		     const char *path, const char *out,
 		     const struct dlfs_str *part,
 		     const struct dlfs_pack_opts *o, struct dlfs_err *err)
 {
-	struct ipc x = {.t = t, .src = i, .path = path, .ip = ip};
-	struct pk_ip_part_rd rd = {part->s, part->s + part->n};
-	struct pk_ip_rec rec;
-	int ret;
-	ip->arc[i].first_chunk = ip->n_ch;
-	while ((ret = pk_ip_part_next(&rd, &rec)) == 1)
-		if ((ret = apply_rec(&x, &rec, out, o, err)))
-			break;
-	if (ret == 1 && rd.p == rd.end)
-		return 0; /* ended by its end record */
-	if (ret == 0 || ret == -EPROTO)
-		return dlfs_err_set(err, -EPROTO,
-				    "%s: its index from the worker that read "
-				    "it is damaged (a bug)",
-				    path);
-	return ret;
+	struct pk_ip_apply x;
+	pk_ip_apply_begin(&x, t, ip, i, path, out, o);
+	int ret = pk_ip_apply_piece(&x, part->s, part->n, err);
+	return ret ? ret : pk_ip_apply_end(&x, err);
 }
 
 void pk_inplace_free(struct pk_inplace *ip)

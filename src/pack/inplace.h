@@ -90,6 +90,25 @@ int pk_ip_part_apply(struct pk_tree *t, struct pk_inplace *ip, uint32_t i,
 		     const char *path, const char *out,
 		     const struct dlfs_str *part,
 		     const struct dlfs_pack_opts *o, struct dlfs_err *err);
+
+/* The same, a piece at a time as the worker hands them over: begin,
+ * then each piece (whole records) in order, then end, which fails
+ * unless the part's end record came. */
+struct pk_ip_apply {
+	struct pk_tree *t;
+	struct pk_inplace *ip;
+	uint32_t src;
+	const char *path, *out;
+	const struct dlfs_pack_opts *o;
+	int ended; /* its end record applied */
+};
+
+void pk_ip_apply_begin(struct pk_ip_apply *x, struct pk_tree *t,
+		       struct pk_inplace *ip, uint32_t i, const char *path,
+		       const char *out, const struct dlfs_pack_opts *o);
+int pk_ip_apply_piece(struct pk_ip_apply *x, const char *p, size_t n,
+		      struct dlfs_err *err);
+int pk_ip_apply_end(struct pk_ip_apply *x, struct dlfs_err *err);
 void pk_inplace_free(struct pk_inplace *ip);
 
 /* Append a chunk record to ip (inplace_run.c). @return 0 or -ENOMEM. */

@@ -11,6 +11,7 @@
 #define DLFS_PACK_INPLACE_FMT_H
 
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "dlfs/pack.h"
@@ -27,6 +28,20 @@ struct ip_member {
 	int hard;           /* link names an earlier member: same file */
 	uint64_t offset;    /* of its header in the archive, for messages */
 };
+
+/* s[0..n) appended to out (cap bytes, *len used so far), cut to fit as
+ * snprintf would. For the strings made once a member (names, where a
+ * member is), where snprintf cost a fifth of indexing a tar of small
+ * members. */
+static inline void ip_append(char *out, size_t cap, size_t *len, const char *s,
+			     size_t n)
+{
+	if (n > cap - 1 - *len)
+		n = cap - 1 - *len;
+	memcpy(out + *len, s, n);
+	*len += n;
+	out[*len] = '\0';
+}
 
 typedef int (*ip_put_fn)(void *arg, const struct ip_member *m,
 			 struct dlfs_err *err);

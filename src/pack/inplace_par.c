@@ -5,6 +5,10 @@
  * from a counter, each reading whole archives into parts
  * (inplace_part.h), while the calling thread waits for the parts in
  * archive order, puts them into the tree (rank 0) and reports progress.
+ * On rank 0 a worker hands its part over in pieces as it reads, and the
+ * calling thread applies each piece as it comes: the tree grows while
+ * the archive is read, on the other CPU, and a large archive's part is
+ * never held whole (it is some 80 bytes a member).
  * Threads, not processes: the walk and hash need no library lock (HDF5's
  * is why the ingest forks), and a part is handed over in memory. A
  * worker that meets a failed archive takes no archive after it: the
@@ -29,16 +33,31 @@
  * cancel flag. */
 #define TICK_NS 250000000L
 #define MAX_WORKERS 256
+/* The most bytes of an archive's pieces waiting to be applied: a worker
+ * that reads faster than the tree grows waits, rather than holding the
+ * part whole after all. */
+#define QUEUE_MAX (4 * PK_IP_PIECE)
+
+/* A piece of a part, handed over (pk_ip_sink). */
+struct piece {
+	struct piece *next;
+	struct dlfs_str s;
+};
 
 /* The workers of one rank and what they share. */
 struct pool {
 	const struct pk_source *src;
 	uint32_t lo, hi;       /* this rank's archives */
 	struct dlfs_str *part; /* part[i - lo] */
+	int stream;            /* parts handed over in pieces (rank 0) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	/* Under mu: which parts are done, the next archive to take, the
+	/* Under mu: the pieces handed over and not taken yet, per archive
+	 * (head[i - lo], oldest first, and tail[i - lo]); which parts are
+	 * done (every piece handed over), the next archive to take, the
 	 * first that failed (hi when none), a part out of memory. */
+	struct piece **head, **tail;
+	size_t *queued; /* bytes in head[i - lo]'s pieces */
 	uint8_t *done;
 	uint32_t next, fail;
 	int oom;
@@ -71,6 +90,47 @@ static void report(const struct prog *g, const struct pk_ip_counters *c)
 	g->o->progress(g->o->cb_arg, &pr);
 }
 
+/* What a worker's sink hands pieces to: archive i of the pool. */
+struct giver {
+	struct pool *p;
+	uint32_t i;
+};
+
+/* A piece into archive g->i's queue (pk_ip_sink). */
+static int give_piece(void *arg, struct dlfs_str *s)
+{
+	struct giver *g = arg;
+	struct pool *p = g->p;
+	struct piece *pc = malloc(sizeof(*pc));
+	if (!pc)
+		return -ENOMEM;
+	pc->next = NULL;
+	pc->s = *s;
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_lock(&p->mu);
+	uint32_t k = g->i - p->lo;
+	/* The calling thread takes archive k's pieces, or an earlier
+	 * archive's, whose worker never waits here for k: it drains. */
+	while (p->queued[k] >= QUEUE_MAX && !p->stop)
+		pthread_cond_wait(&p->cv, &p->mu);
+	if (p->tail[k])
+		p->tail[k]->next = pc;
+	else
+		p->head[k] = pc;
+	p->tail[k] = pc;
+	p->queued[k] += pc->s.n;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return 0;
+}
+
+static void piece_free(struct piece *pc)
+{
+	if (pc)
+		dlfs_str_free(&pc->s);
+	free(pc);
+}
+
 static void *worker(void *arg)
 {
 	struct pool *p = arg;
@@ -78,10 +138,14 @@ static void *worker(void *arg)
 	while (p->next < p->hi) {
 		uint32_t i = p->next++;
 		int skip = i > p->fail || p->stop;
+		struct giver g = {p, i};
+		struct pk_ip_sink sink = {give_piece, &g};
 		pthread_mutex_unlock(&p->mu);
 		int ret = skip ? 0
 			       : pk_ip_part_make(p->src[i].path, &p->wo,
-						 &p->cnt, &p->part[i - p->lo]);
+						 &p->cnt,
+						 p->stream ? &sink : NULL,
+						 &p->part[i - p->lo]);
 		pthread_mutex_lock(&p->mu);
 		if (ret && i < p->fail)
 			p->fail = i;
@@ -95,12 +159,13 @@ static void *worker(void *arg)
 
 /* The pool for archives [lo, hi), its workers started. */
 static int pool_start(struct pool *p, const struct pk_source *src, uint32_t lo,
-		      uint32_t hi, const struct dlfs_pack_opts *o,
+		      uint32_t hi, int stream, const struct dlfs_pack_opts *o,
 		      struct dlfs_err *err)
 {
 	unsigned want = o->procs ? o->procs : pk_cpus_here();
 	memset(p, 0, sizeof(*p));
 	p->src = src;
+	p->stream = stream;
 	p->lo = p->next = lo;
 	p->hi = p->fail = hi;
 	p->wo = *o;
@@ -109,8 +174,11 @@ static int pool_start(struct pool *p, const struct pk_source *src, uint32_t lo,
 	pthread_cond_init(&p->cv, NULL);
 	p->started = 1;
 	p->part = calloc(hi - lo + 1, sizeof(*p->part));
+	p->head = calloc(hi - lo + 1, sizeof(*p->head));
+	p->tail = calloc(hi - lo + 1, sizeof(*p->tail));
+	p->queued = calloc(hi - lo + 1, sizeof(*p->queued));
 	p->done = calloc(hi - lo + 1, 1);
-	if (!p->part || !p->done)
+	if (!p->part || !p->head || !p->tail || !p->queued || !p->done)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	if (want > hi - lo)
 		want = hi - lo;
@@ -132,25 +200,42 @@ static void pool_end(struct pool *p)
 {
 	if (!p->started)
 		return;
-	p->stop = 1;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1; /* and a worker waiting for room wakes */
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
 	for (unsigned k = 0; k < p->nth; k++)
 		pthread_join(p->th[k], NULL);
 	for (uint32_t i = p->lo; p->part && i < p->hi; i++)
 		dlfs_str_free(&p->part[i - p->lo]);
+	for (uint32_t i = p->lo; p->head && i < p->hi; i++)
+		while (p->head[i - p->lo]) {
+			struct piece *pc = p->head[i - p->lo];
+			p->head[i - p->lo] = pc->next;
+			piece_free(pc);
+		}
 	free(p->part);
+	free(p->head);
+	free(p->tail);
+	free(p->queued);
 	free(p->done);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 }
 
-/* Wait until archive i's part is done, reporting progress meanwhile
- * and passing a cancel on to the workers. @return 0 or -ECANCELED. */
-static int wait_part(struct pool *p, uint32_t i, const struct prog *g)
+/* Wait until archive i's part is done or a piece of it is there,
+ * reporting progress meanwhile and passing a cancel on to the workers.
+ * *pc is the oldest piece, taken, or NULL once the part is done and
+ * every piece taken. @return 0, -ECANCELED or -ENOMEM. */
+static int wait_part(struct pool *p, uint32_t i, const struct prog *g,
+		     struct piece **pc)
 {
 	const struct dlfs_pack_opts *o = g->o;
+	const uint32_t k = i - p->lo;
 	int ret = 0;
+	*pc = NULL;
 	pthread_mutex_lock(&p->mu);
-	while (!p->done[i - p->lo] && !ret) {
+	while (!p->done[k] && !p->head[k] && !ret) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += TICK_NS;
@@ -168,8 +253,15 @@ static int wait_part(struct pool *p, uint32_t i, const struct prog *g)
 		}
 		pthread_mutex_lock(&p->mu);
 	}
-	if (!ret && p->oom)
+	if (!ret && p->head[k]) {
+		*pc = p->head[k];
+		if (!(p->head[k] = (*pc)->next))
+			p->tail[k] = NULL;
+		p->queued[k] -= (*pc)->s.n;
+		pthread_cond_broadcast(&p->cv); /* room for its worker */
+	} else if (!ret && p->oom) {
 		ret = -ENOMEM;
+	}
 	pthread_mutex_unlock(&p->mu);
 	return ret;
 }
@@ -201,25 +293,45 @@ static uint64_t total_bytes(const struct pk_source *src, unsigned n)
 	return total;
 }
 
+/* Rank 0: archive i's part into t and ip, a piece at a time as its
+ * worker hands them over. */
+static int apply_part(struct pool *p, uint32_t i, const struct prog *g,
+		      struct pk_tree *t, const char *out, struct pk_inplace *ip,
+		      struct dlfs_err *err)
+{
+	struct pk_ip_apply x;
+	struct piece *pc;
+	int ret;
+	pk_ip_apply_begin(&x, t, ip, i, p->src[i].path, out, g->o);
+	while (!(ret = wait_part(p, i, g, &pc)) && pc) {
+		ret = pk_ip_apply_piece(&x, pc->s.s, pc->s.n, err);
+		piece_free(pc);
+		if (ret)
+			return ret;
+	}
+	if (ret)
+		return dlfs_err_set(err, ret,
+				    ret == -ECANCELED ? "cancelled"
+						      : "out of memory");
+	return pk_ip_apply_end(&x, err);
+}
+
 /* The parts of [p->lo, p->hi) in order: into t and ip on rank 0, kept
- * in ip on the others. */
+ * whole in ip on the others. */
 static int take_parts(struct pool *p, int rank, struct pk_tree *t,
 		      const char *out, const struct dlfs_pack_opts *o,
 		      struct pk_inplace *ip, struct dlfs_err *err)
 {
 	struct prog g = {.o = o, .total = total_bytes(p->src, ip->n)};
+	struct piece *none;
 	int ret = 0;
 	for (uint32_t i = p->lo; i < p->hi && !ret; i++) {
-		struct dlfs_str *part = &p->part[i - p->lo];
-		if ((ret = wait_part(p, i, &g))) {
+		if (rank == 0)
+			ret = apply_part(p, i, &g, t, out, ip, err);
+		else if ((ret = wait_part(p, i, &g, &none)))
 			dlfs_err_set(err, ret,
 				     ret == -ECANCELED ? "cancelled"
 						       : "out of memory");
-		} else if (rank == 0) {
-			ret = pk_ip_part_apply(t, ip, i, p->src[i].path, out,
-					       part, o, err);
-			dlfs_str_free(part);
-		}
 	}
 	if (!ret && rank != 0) { /* the parts move to ip */
 		ip->part = p->part;
@@ -258,7 +370,8 @@ int pk_inplace_index(const struct dlfs_pack_comm *c, struct pk_tree *t,
 	struct pk_attr *ra;
 	ret = rank == 0 ? pk_tree_root(t, &root, &ra, err) : 0;
 	if (!ret)
-		ret = pool_start(&p, src, share[rank], share[rank + 1], o, err);
+		ret = pool_start(&p, src, share[rank], share[rank + 1],
+				 rank == 0, o, err);
 	if (!ret)
 		ret = take_parts(&p, rank, t, out, o, ip, err);
 	pool_end(&p);

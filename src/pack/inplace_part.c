@@ -38,11 +38,24 @@ static void put_type(struct dlfs_str *b, char t)
 	dlfs_str_add(b, &t, 1);
 }
 
-/* A worker's archive: its part and the counters. */
+/* A worker's archive: its part, where it goes, and the counters. */
 struct pw {
 	struct dlfs_str *part;
+	const struct pk_ip_sink *sink; /* NULL: the part is kept whole */
 	struct pk_ip_counters *c;
 };
+
+/* The part to the sink once it holds a piece's worth. */
+static int hand_over(struct pw *w, struct dlfs_err *err)
+{
+	if (w->part->oom)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	if (!w->sink || w->part->n < PK_IP_PIECE)
+		return 0;
+	return w->sink->give(w->sink->arg, w->part)
+		       ? dlfs_err_set(err, -ENOMEM, "out of memory")
+		       : 0;
+}
 
 /* A member, recorded (ip_put_fn). */
 static int rec_member(void *arg, const struct ip_member *m,
@@ -64,7 +77,7 @@ static int rec_member(void *arg, const struct ip_member *m,
 	if (S_ISREG(m->mode) && !m->hard)
 		atomic_fetch_add_explicit(&w->c->files, 1,
 					  memory_order_relaxed);
-	return b->oom ? dlfs_err_set(err, -ENOMEM, "out of memory") : 0;
+	return hand_over(w, err);
 }
 
 /* A warning, recorded in its place (dlfs_warn_cb). */
@@ -176,9 +189,10 @@ static int read_archive(struct pw *w, const char *path, int fd,
 }
 
 int pk_ip_part_make(const char *path, const struct dlfs_pack_opts *o,
-		    struct pk_ip_counters *c, struct dlfs_str *part)
+		    struct pk_ip_counters *c, const struct pk_ip_sink *sink,
+		    struct dlfs_str *part)
 {
-	struct pw w = {.part = part, .c = c};
+	struct pw w = {.part = part, .sink = sink, .c = c};
 	struct dlfs_err err = {0};
 	struct stat st;
 	int early = 1, ret = 0;
@@ -204,7 +218,11 @@ int pk_ip_part_make(const char *path, const struct dlfs_pack_opts *o,
 		close(fd);
 	if (ret)
 		rec_fail(part, early, &err);
-	return part->oom ? -ENOMEM : ret != 0;
+	if (part->oom)
+		return -ENOMEM;
+	if (sink && sink->give(sink->arg, part))
+		return -ENOMEM;
+	return ret != 0;
 }
 
 /* ---- reading ---- */

@@ -57,14 +57,31 @@ struct pk_ip_rec {
 };
 
 /*
+ * Where a worker hands its part over while it reads, so that the part
+ * is applied as it grows and never held whole: give takes the bytes of
+ * *piece, whole records, and leaves it empty. It is called when the
+ * part reaches PK_IP_PIECE bytes, and at its end. @return 0 or -ENOMEM.
+ */
+struct pk_ip_sink {
+	int (*give)(void *arg, struct dlfs_str *piece);
+	void *arg;
+};
+
+/* About 3,000 members of a tar of small files. */
+#define PK_IP_PIECE ((size_t)256 << 10)
+
+/*
  * Read the archive at path whole, front to back, into part (empty
  * before), with o's chunk size and cancel flag; its warnings become
  * records rather than going to o->warn. A failure of the archive is a
- * record (F), the part's last. @return 0, 1 when the archive failed, or
- * -ENOMEM when the part could not hold its records (part->oom).
+ * record (F), the part's last. With a sink, the part goes to it in
+ * pieces, the last one included, and part ends empty. @return 0, 1
+ * when the archive failed, or -ENOMEM when the part could not hold its
+ * records (part->oom).
  */
 int pk_ip_part_make(const char *path, const struct dlfs_pack_opts *o,
-		    struct pk_ip_counters *c, struct dlfs_str *part);
+		    struct pk_ip_counters *c, const struct pk_ip_sink *sink,
+		    struct dlfs_str *part);
 
 /* Where a reading of a part is. */
 struct pk_ip_part_rd {

@@ -2,6 +2,7 @@
  * One archive read in place: the window and the runs (inplace_run.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +12,8 @@
 
 /* The window: reads of up to this much, front to back. */
 #define IP_WINDOW ((size_t)8 << 20)
+/* How far past the window the kernel is asked to read. */
+#define IP_AHEAD (2 * IP_WINDOW)
 
 int pk_ip_add_chunk(struct pk_inplace *ip, uint64_t xxh3, uint64_t sum,
 		    uint64_t stored_offset, uint32_t stored_length,
@@ -119,6 +122,25 @@ static void open_run(struct ip_run *r, uint64_t off)
 }
 
 /*
+ * The bytes after the window asked of the kernel, to be read while the
+ * window is parsed and hashed: a read of the whole window otherwise
+ * waits for all of it, the kernel's own read-ahead being far shorter,
+ * and the file system would idle while the CPU works. Asked again once
+ * half of what was asked is in the window.
+ */
+static void read_ahead(struct ip_run *r)
+{
+	uint64_t top = r->base + r->len;
+	if (r->ra_end >= r->size || top + IP_AHEAD / 2 < r->ra_end)
+		return;
+	uint64_t from = top > r->ra_end ? top : r->ra_end;
+	uint64_t to = top + IP_AHEAD < r->size ? top + IP_AHEAD : r->size;
+	posix_fadvise(r->fd, (off_t)from, (off_t)(to - from),
+		      POSIX_FADV_WILLNEED);
+	r->ra_end = to;
+}
+
+/*
  * Make [off, off + n) sit in the window, keeping what the open run has
  * not hashed yet (from its end) unless that cannot fit: then the run is
  * closed first, which is always a valid place to end it.
@@ -172,6 +194,7 @@ static int fill(struct ip_run *r, uint64_t off, size_t n,
 			atomic_fetch_add_explicit(r->progress, (uint64_t)got,
 						  memory_order_relaxed);
 	}
+	read_ahead(r);
 	return 0;
 }
 

@@ -53,6 +53,7 @@ struct ip_run {
 	uint8_t *ubuf;           /* a deflated member, inflated */
 	z_stream zs;
 	int zs_init;
+	uint64_t ra_end;     /* asked of the kernel up to here */
 	uint64_t bytes_read; /* from the archive, for tests and reports */
 	/* NULL, or where bytes read are added as they come: the progress
 	 * of several runs at once, read by another thread. */

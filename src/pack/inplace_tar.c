@@ -82,18 +82,38 @@ static int num(const uint8_t *f, size_t n, uint64_t *v)
 	return 0;
 }
 
+/* The sum of a block's bytes, eight at a time: a word's bytes go to four
+ * 16-bit lanes, two each, which the 64 words of a block cannot overflow
+ * (128 * 255 < 65536). A byte at a time, this was a third of indexing a
+ * tar of small members. */
+static uint64_t block_sum(const uint8_t *h)
+{
+	const uint64_t m = 0x00ff00ff00ff00ffULL;
+	uint64_t lanes = 0;
+	for (int i = 0; i < BLK; i += 8) {
+		uint64_t w;
+		memcpy(&w, h + i, 8);
+		lanes += (w & m) + ((w >> 8) & m);
+	}
+	lanes = (lanes & 0x0000ffff0000ffffULL) +
+		((lanes >> 16) & 0x0000ffff0000ffffULL);
+	return (lanes & 0xffffffffULL) + (lanes >> 32);
+}
+
 int ip_tar_header_ok(const uint8_t h[BLK])
 {
-	uint64_t want, sum = 0;
-	int64_t ssum = 0;
+	uint64_t want, sum = block_sum(h) + 8 * ' ';
 	if (num(h + 148, 8, &want))
 		return 0;
-	for (int i = 0; i < BLK; i++) {
-		uint8_t b = i >= 148 && i < 156 ? ' ' : h[i];
-		sum += b;
-		ssum += (int8_t)b; /* old tars summed signed bytes */
-	}
-	return sum == want || (uint64_t)ssum == want;
+	for (int i = 148; i < 156; i++) /* the field counts as spaces */
+		sum -= h[i];
+	if (sum == want)
+		return 1;
+	/* Old tars summed signed bytes: each byte >= 128 counts 256 less. */
+	for (int i = 0; i < BLK; i++)
+		if ((i < 148 || i >= 156) && h[i] >= 0x80)
+			sum -= 256;
+	return sum == want;
 }
 
 static int zero_block(const uint8_t *h)
@@ -205,20 +225,44 @@ static int extension(struct walk *w, struct ext *next, char type,
 	return *slot ? 0 : dlfs_err_set(w->err, -ENOMEM, "out of memory");
 }
 
-/* A header's own name (ustar's prefix/name), or the long one. */
-static void header_name(const uint8_t *h, const struct ext *next,
-			char *out, size_t cap)
+/* A header field of up to n bytes, NUL-terminated if shorter. */
+static void append_field(char *out, size_t cap, size_t *len,
+			 const uint8_t *f, size_t n)
 {
+	ip_append(out, cap, len, (const char *)f, strnlen((const char *)f, n));
+}
+
+/* A header's own name (ustar's prefix/name), or the long one, after
+ * prefix and a slash (none for the archive's root). */
+static void header_name(const uint8_t *h, const struct ext *next,
+			const char *prefix, char *out, size_t cap)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	ip_append(out, cap, &len, prefix, strlen(prefix));
+	if (*prefix)
+		ip_append(out, cap, &len, "/", 1);
 	if (next->path) {
-		snprintf(out, cap, "%s", next->path);
+		ip_append(out, cap, &len, next->path, strlen(next->path));
 		return;
 	}
-	int ustar = !memcmp(h + 257, "ustar\0", 6);
-	if (ustar && h[345])
-		snprintf(out, cap, "%.155s/%.100s", (const char *)h + 345,
-			 (const char *)h);
+	if (!memcmp(h + 257, "ustar\0", 6) && h[345]) {
+		append_field(out, cap, &len, h + 345, 155);
+		ip_append(out, cap, &len, "/", 1);
+	}
+	append_field(out, cap, &len, h, 100);
+}
+
+/* A link's target: the long one, or the header's. */
+static void link_name(const uint8_t *h, const struct ext *next, char *out,
+		      size_t cap)
+{
+	size_t len = 0;
+	out[0] = '\0';
+	if (next->link)
+		ip_append(out, cap, &len, next->link, strlen(next->link));
 	else
-		snprintf(out, cap, "%.100s", (const char *)h);
+		append_field(out, cap, &len, h + 157, 100);
 }
 
 static int walk_tar(struct walk *w, uint64_t off, uint64_t limit,
@@ -254,13 +298,9 @@ static int member(struct walk *w, const uint8_t *h, char t, uint64_t off,
 {
 	char name[8192], full[8192 + 1024], link[8192];
 	uint64_t mode = 0, mt = 0;
-	header_name(h, next, name, sizeof(name));
-	snprintf(full, sizeof(full), "%s%s%s", prefix, *prefix ? "/" : "",
-		 name);
-	if (next->link)
-		snprintf(link, sizeof(link), "%s", next->link);
-	else
-		snprintf(link, sizeof(link), "%.100s", (const char *)h + 157);
+	header_name(h, next, prefix, full, sizeof(full));
+	if (t == '1' || t == '2')
+		link_name(h, next, link, sizeof(link));
 	num(h + 100, 8, &mode);
 	num(h + 136, 12, &mt);
 	struct ip_member m = {.name = full, .mode = (uint32_t)(mode & 07777),

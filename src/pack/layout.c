@@ -36,6 +36,34 @@ static int by_key(const void *a, const void *b, void *t)
 	return by_path(a, b, t);
 }
 
+/*
+ * it[0..n) sorted by cmp. Entries often come nearly in order (in-place
+ * files in archive order but for hard links and empty files;
+ * directories as archives list them), and those are sorted in place by
+ * insertion; past n moves, qsort_r sorts the rest, whose merge sort
+ * takes a copy of the array (16 bytes an entry, at the layout's peak of
+ * memory). Paths differ, so the order is total and both give the same.
+ */
+static void sort_items(struct sort_item *it, uint64_t n,
+		       int (*cmp)(const void *, const void *, void *),
+		       struct pk_tree *t)
+{
+	uint64_t moves = 0;
+	for (uint64_t i = 1; i < n; i++) {
+		struct sort_item x = it[i];
+		uint64_t j = i;
+		for (; j > 0 && cmp(&it[j - 1], &x, t) > 0; j--) {
+			if (++moves > n) {
+				it[j] = x; /* it stays a permutation */
+				qsort_r(it, n, sizeof(*it), cmp, t);
+				return;
+			}
+			it[j] = it[j - 1];
+		}
+		it[j] = x;
+	}
+}
+
 /* Sort the n entries of it in order ord; with keys (in-place files),
  * by keys[entry index] instead. */
 static int sort_group(struct pk_tree *t, struct sort_item *it, uint64_t n,
@@ -46,7 +74,7 @@ static int sort_group(struct pk_tree *t, struct sort_item *it, uint64_t n,
 	if (keys) {
 		for (uint64_t i = 0; i < n; i++)
 			it[i].key = keys[it[i].e - t->e];
-		qsort_r(it, n, sizeof(*it), by_key, t);
+		sort_items(it, n, by_key, t);
 		return 0;
 	}
 	for (uint64_t i = 0; i < n; i++) {
@@ -72,8 +100,7 @@ static int sort_group(struct pk_tree *t, struct sort_item *it, uint64_t n,
 		}
 	}
 	free(pb);
-	qsort_r(it, n, sizeof(*it), ord == DLFS_ORDER_SORTED ? by_path : by_key,
-		t);
+	sort_items(it, n, ord == DLFS_ORDER_SORTED ? by_path : by_key, t);
 	return 0;
 }
 
@@ -131,9 +158,24 @@ static int flush_bucket(struct reorder *r, uint64_t k, struct dlfs_err *err)
 	return 0;
 }
 
-/* Pass 1: each record, its data_from made an ino, to its bucket, read
- * BLOCK at a time into in; the newest mtime to *max. The root counts only
- * if a source described it, and implied directories never do. */
+/* What pass 1 does to every record k: data_from made an ino, and the
+ * newest mtime to *max. The root counts only if a source described it,
+ * and implied directories never do. */
+static void prepare_rec(const struct pk_tree *t, uint64_t k, struct pk_attr *a,
+			int64_t *max)
+{
+	if (k == 0) {
+		if (t->root_set)
+			*max = a->mtime_sec;
+	} else if (!a->implicit && a->mtime_sec > *max) {
+		*max = a->mtime_sec;
+	}
+	if (a->data_from)
+		a->data_from = t->e[a->data_from - 1].ino;
+}
+
+/* Pass 1: each record, prepared, to its bucket, read BLOCK at a time
+ * into in. */
 static int bucket_attrs(struct reorder *r, struct pk_attr *in, int64_t *max,
 			struct dlfs_err *err)
 {
@@ -145,14 +187,7 @@ static int bucket_attrs(struct reorder *r, struct pk_attr *in, int64_t *max,
 			break;
 		for (uint64_t i = 0; i < m && !ret; i++) {
 			struct pk_attr *a = &in[i];
-			if (j + i == 0) {
-				if (t->root_set)
-					*max = a->mtime_sec;
-			} else if (!a->implicit && a->mtime_sec > *max) {
-				*max = a->mtime_sec;
-			}
-			if (a->data_from)
-				a->data_from = t->e[a->data_from - 1].ino;
+			prepare_rec(t, j + i, a, max);
 			uint64_t to = t->e[j + i].ino - 1, k = to / r->bucket;
 			r->bb[k * BLOCK + r->fill[k]++] = (struct brec){to, *a};
 			if (r->fill[k] == BLOCK)
@@ -213,30 +248,106 @@ static int order_buckets(struct reorder *r, struct dlfs_err *err)
 	return ret;
 }
 
-/* t's attribute file replaced by one in ino order, through the two passes
- * above; l->max_mtime set. */
+/* Inos a bucket for n records: pass 1 holds BLOCK records a bucket
+ * (n / bucket buckets), pass 2 one bucket's records, so memory is least
+ * near sqrt(n * BLOCK): a power of two, 64K for 1M records (3.5 MiB
+ * each pass, where one bucket of 1M took 48 MiB at the layout's peak). */
+static uint64_t reorder_bucket(uint64_t n)
+{
+	uint64_t b = BLOCK;
+	while (b * b < n * BLOCK)
+		b *= 2;
+	return b;
+}
+
+/* The two passes, their buffers and scratch file made here. */
+static int reorder_by_buckets(struct reorder *r, struct pk_attr *in,
+			      int64_t *max, struct dlfs_err *err)
+{
+	r->bucket = r->t->bucket ? r->t->bucket : reorder_bucket(r->n);
+	r->nb = (r->n + r->bucket - 1) / r->bucket;
+	r->bb = calloc(r->nb * BLOCK, sizeof(*r->bb));
+	r->fill = calloc(r->nb, sizeof(*r->fill));
+	r->done = calloc(r->nb, sizeof(*r->done));
+	if (!r->bb || !r->fill || !r->done)
+		return dlfs_err_set(err, -ENOMEM, "out of memory");
+	int ret = open_scratch(r->t->attr_path, ".sort", &r->spath, &r->sfd,
+			       err);
+	if (!ret)
+		ret = bucket_attrs(r, in, max, err);
+	return ret ? ret : order_buckets(r, err);
+}
+
+/* Runs of consecutive inos among the entries, in entry order. */
+static uint64_t count_runs(const struct pk_tree *t)
+{
+	uint64_t runs = t->n ? 1 : 0;
+	for (uint64_t i = 1; i < t->n; i++)
+		runs += t->e[i].ino != t->e[i - 1].ino + 1;
+	return runs;
+}
+
+/* out's m records, inos first + 1 on, where they go. */
+static int write_run(struct reorder *r, const struct pk_attr *out,
+		     uint64_t first, uint64_t m, struct dlfs_err *err)
+{
+	int ret = dlfs_pwrite_full(r->ofd, out, m * sizeof(*out),
+				   (off_t)(first * sizeof(*out)));
+	return ret ? dlfs_err_sys(err, ret, "%s: write", r->opath) : 0;
+}
+
+/*
+ * One pass, for entries that come in long runs of consecutive inos
+ * (in-place files in archive order, between their directories): each
+ * record, prepared, joins its run in out (BLOCK records), and a run is
+ * written where it goes. The file is read and written once, where the
+ * buckets read and write it twice.
+ */
+static int reorder_by_runs(struct reorder *r, struct pk_attr *in, int64_t *max,
+			   struct dlfs_err *err)
+{
+	struct pk_tree *t = r->t;
+	struct pk_attr *out = malloc(BLOCK * sizeof(*out));
+	uint64_t first = 0, m = 0; /* out holds inos first + 1 .. + m */
+	int ret = out ? 0 : dlfs_err_set(err, -ENOMEM, "out of memory");
+	for (uint64_t j = 0; j < r->n && !ret; j += BLOCK) {
+		uint64_t c = r->n - j < BLOCK ? r->n - j : BLOCK;
+		if ((ret = pk_attr_read(t, j, c, in, err)))
+			break;
+		for (uint64_t i = 0; i < c && !ret; i++) {
+			uint64_t to = t->e[j + i].ino - 1;
+			prepare_rec(t, j + i, &in[i], max);
+			if (m && (to != first + m || m == BLOCK)) {
+				ret = write_run(r, out, first, m, err);
+				m = 0;
+			}
+			if (!m)
+				first = to;
+			out[m++] = in[i];
+		}
+	}
+	if (!ret && m)
+		ret = write_run(r, out, first, m, err);
+	free(out);
+	return ret;
+}
+
+/* t's attribute file replaced by one in ino order, in runs when the
+ * entries come in runs of 64 records or more on average, else through
+ * the two passes above; l->max_mtime set. */
 static int reorder_attrs(struct pk_tree *t, struct pk_layout *l,
 			 struct dlfs_err *err)
 {
 	struct reorder r = {.t = t, .n = t->n, .sfd = -1, .ofd = -1};
-	r.bucket = t->bucket ? t->bucket : UINT64_C(1) << 20;
-	r.nb = (r.n + r.bucket - 1) / r.bucket;
 	struct pk_attr *in = malloc(BLOCK * sizeof(*in));
-	r.bb = calloc(r.nb * BLOCK, sizeof(*r.bb));
-	r.fill = calloc(r.nb, sizeof(*r.fill));
-	r.done = calloc(r.nb, sizeof(*r.done));
 	int64_t max = INT64_MIN;
-	int ret = 0;
-	if (!in || !r.bb || !r.fill || !r.done)
-		ret = dlfs_err_set(err, -ENOMEM, "out of memory");
-	if (!ret)
-		ret = open_scratch(t->attr_path, ".sort", &r.spath, &r.sfd, err);
+	int ret = in ? 0 : dlfs_err_set(err, -ENOMEM, "out of memory");
 	if (!ret)
 		ret = open_scratch(t->attr_path, ".ino", &r.opath, &r.ofd, err);
 	if (!ret)
-		ret = bucket_attrs(&r, in, &max, err);
-	if (!ret)
-		ret = order_buckets(&r, err);
+		ret = !t->bucket && count_runs(t) * 64 <= r.n
+			      ? reorder_by_runs(&r, in, &max, err)
+			      : reorder_by_buckets(&r, in, &max, err);
 	if (!ret) {
 		close(t->attr_fd);
 		t->attr_fd = r.ofd;
@@ -353,19 +464,21 @@ static void size_dirs(struct pk_tree *t)
 		t->e[t->e[i].parent].size++;
 }
 
-/* The placement arrays: per entry, and per container for the worst case
- * of one file each. */
+/* The placement arrays: per container for the worst case of one file
+ * each, and, unless in place, per entry. */
 static int alloc_placement(struct pk_layout *l, uint64_t n, uint64_t cap,
-			   struct dlfs_err *err)
+			   int in_place, struct dlfs_err *err)
 {
-	l->loc = calloc(n + 1, sizeof(uint64_t));
-	l->xxh3 = calloc(n + 1, sizeof(uint64_t));
+	if (!in_place) {
+		l->loc = calloc(n + 1, sizeof(uint64_t));
+		l->xxh3 = calloc(n + 1, sizeof(uint64_t));
+	}
 	l->data_size = calloc(cap, sizeof(uint64_t));
 	l->first_chunk = calloc(cap, sizeof(uint64_t));
 	l->first_file = calloc(cap, sizeof(uint64_t));
 	l->n_cfiles = calloc(cap, sizeof(uint64_t));
-	if (!l->loc || !l->xxh3 || !l->data_size || !l->first_chunk ||
-	    !l->first_file || !l->n_cfiles)
+	if ((!in_place && (!l->loc || !l->xxh3)) || !l->data_size ||
+	    !l->first_chunk || !l->first_file || !l->n_cfiles)
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	return 0;
 }
@@ -399,7 +512,7 @@ static int place_files(const struct pk_tree *t,
 		       const struct dlfs_pack_opts *o, struct pk_layout *l,
 		       struct dlfs_err *err)
 {
-	int ret = alloc_placement(l, t->n, 1 + l->n_files, err);
+	int ret = alloc_placement(l, t->n, 1 + l->n_files, 0, err);
 	if (ret)
 		return ret;
 	const uint64_t cs = o->chunk_size;
@@ -503,34 +616,24 @@ static int in_place_keys(struct pk_tree *t, uint64_t **keys,
 }
 
 /* Each file where its archive has it: container = source, offset = its
- * logical place; attributes in ino order by now. */
+ * logical place (pk_file_loc). */
 static int place_in_place(struct pk_tree *t, const struct pk_inplace *ip,
 			  uint64_t cs, struct pk_layout *l,
 			  struct dlfs_err *err)
 {
-	enum { AB = 1024 };
-	struct pk_attr a[AB];
 	uint64_t first = l->n_dirs + l->n_symlinks, cc = 0;
-	int ret = alloc_placement(l, t->n, 1 + ip->n, err);
-	for (uint64_t i = first; !ret && i < t->n; i += AB) {
-		uint64_t m = t->n - i < AB ? t->n - i : AB;
-		if ((ret = pk_attr_read(t, i, m, a, err)))
-			break;
-		for (uint64_t j = 0; j < m; j++) {
-			uint32_t c = t->e[i + j].src;
-			while (cc <= c)
-				l->first_file[cc++] = i + j;
-			l->loc[i + j] = (uint64_t)c << DLFS_LOC_CONTAINER_SHIFT |
-					a[j].spool_off;
-			l->xxh3[i + j] = a[j].sum;
-			l->n_cfiles[c]++;
-			l->total_bytes += t->e[i + j].size;
-		}
-	}
-	while (!ret && cc < ip->n)
-		l->first_file[cc++] = t->n;
+	int ret = alloc_placement(l, t->n, 1 + ip->n, 1, err);
 	if (ret)
 		return ret;
+	for (uint64_t i = first; i < t->n; i++) {
+		uint32_t c = t->e[i].src;
+		while (cc <= c)
+			l->first_file[cc++] = i;
+		l->n_cfiles[c]++;
+		l->total_bytes += t->e[i].size;
+	}
+	while (cc < ip->n)
+		l->first_file[cc++] = t->n;
 	l->n_containers = ip->n;
 	for (uint32_t c = 0; c < ip->n; c++)
 		l->data_size[c] = ip->arc[c].data_size;

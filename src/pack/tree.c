@@ -272,6 +272,9 @@ int64_t pk_tree_find(const struct pk_tree *t, const char *p, size_t n)
 {
 	if (!t->map_cap)
 		return -1;
+	if (t->last_dir && n == t->last_dir_len &&
+	    !memcmp(t->e[t->last_dir - 1].name, p, n))
+		return (int64_t)t->last_dir - 1;
 	uint64_t h = path_hash(p, n);
 	for (;; h++) {
 		uint32_t v = t->map[h & (t->map_cap - 1)];
@@ -425,6 +428,8 @@ static int add_entry(struct pk_tree *t, const char *p, size_t n,
 	if (parent < 0 || !S_ISDIR(t->e[parent].mode))
 		return dlfs_err_set(err, -EINVAL, "'%.*s': no parent directory",
 				    (int)n, p);
+	t->last_dir = (uint64_t)parent + 1;
+	t->last_dir_len = d;
 	if ((t->n + 1) * 2 > t->map_cap && map_grow(t))
 		return dlfs_err_set(err, -ENOMEM, "out of memory");
 	const char *nm = S_ISDIR(mode) || !s ? p : s + 1;

@@ -82,6 +82,12 @@ struct pk_tree {
 	uint64_t slab_used; /* bytes of the last slab */
 	uint32_t *map;      /* open addressing over e, by path; 0 = empty */
 	uint64_t map_cap;
+	/* The directory add_entry last put an entry in (1 + its index, 0
+	 * for none; its name is its whole path, of last_dir_len bytes):
+	 * pk_tree_find answers for it without the map, since sources give
+	 * a directory's entries one after another. */
+	uint64_t last_dir;
+	size_t last_dir_len;
 	/*
 	 * The attribute file (unlinked once open): records up to n_done are
 	 * in it, those after in abuf; the last entry put is in cur until

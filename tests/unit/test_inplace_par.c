@@ -15,6 +15,9 @@
  *    order, as one worker gives, though the later one fails first (at
  *    once; the earlier one 50 MiB into it): a worker's failure that
  *    stopped the others fails it.
+ *  - a worker with a sink hands its part over in pieces of about
+ *    PK_IP_PIECE bytes as it reads, whose bytes in order are the part it
+ *    makes without one: a part handed over whole at the end fails it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,6 +28,7 @@
 #include <unistd.h>
 
 #include "dlfs/pack.h"
+#include "inplace_part.h"
 #include "tutil.h"
 
 #define NARC 5
@@ -218,6 +222,59 @@ static void test_first_failure(const char *dir, const char **srcs)
 	free(junk);
 }
 
+/* Pieces a sink was given, in order, and the largest. */
+struct pieces {
+	struct dlfs_str all;
+	int n;
+	size_t max, last;
+};
+
+static int take_piece(void *arg, struct dlfs_str *piece)
+{
+	struct pieces *p = arg;
+	dlfs_str_add(&p->all, piece->s, piece->n);
+	p->max = piece->n > p->max ? piece->n : p->max;
+	p->last = piece->n;
+	p->n++;
+	dlfs_str_free(piece);
+	memset(piece, 0, sizeof(*piece));
+	return 0;
+}
+
+/* 20,000 members (a part of some 1.4 MB) through a sink and without. */
+static void test_pieces(const char *dir)
+{
+	char *path = t_path(dir, "many.tar");
+	FILE *f = fopen(path, "wb");
+	char name[64], zero[1024] = {0};
+	CHECK(f != NULL);
+	for (unsigned i = 0; i < 20000; i++) {
+		snprintf(name, sizeof(name), "m/f%05u", i);
+		tar_file(f, name, 16, i);
+	}
+	fwrite(zero, 1, sizeof(zero), f);
+	fclose(f);
+	struct dlfs_pack_opts o;
+	dlfs_pack_opts_init(&o);
+	struct pk_ip_counters c1 = {0}, c2 = {0};
+	struct dlfs_str whole = {0}, rest = {0};
+	struct pieces got = {0};
+	struct pk_ip_sink sink = {take_piece, &got};
+	CHECK_EQ(pk_ip_part_make(path, &o, &c1, NULL, &whole), 0);
+	CHECK_EQ(pk_ip_part_make(path, &o, &c2, &sink, &rest), 0);
+	CHECK(whole.n > 4 * PK_IP_PIECE);
+	CHECK_EQ(rest.n, 0);
+	CHECK(got.n > 4);
+	CHECK(got.max < PK_IP_PIECE + 1024); /* a piece and one record */
+	CHECK(got.last < PK_IP_PIECE);
+	CHECK_EQ(got.all.n, whole.n);
+	CHECK(!memcmp(got.all.s, whole.s, whole.n));
+	dlfs_str_free(&whole);
+	dlfs_str_free(&rest);
+	dlfs_str_free(&got.all);
+	free(path);
+}
+
 int main(void)
 {
 	char *dir = t_tmpdir();
@@ -237,6 +294,7 @@ int main(void)
 	}
 	test_same_index(dir, srcs, bytes, files);
 	test_first_failure(dir, srcs);
+	test_pieces(dir);
 	for (int k = 0; k < NARC; k++)
 		free(paths[k]);
 	t_rmrf(dir);
