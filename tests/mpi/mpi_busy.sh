@@ -13,11 +13,14 @@
 #     peer was found gone, and heartbeats were heard.
 # (s) four ranks, defaults: each rank reads the first 20 files of its
 #     share; rank 2 is stopped (SIGSTOP), the others read the rest of
-#     theirs (they wait on rank 2 for its chunks); 30 s later rank 2 goes
+#     theirs (they wait on rank 2 for its chunks); 15 s later rank 2 goes
 #     on (SIGCONT). The others finish with the right bytes, every PFS read
 #     was a home's and the PFS bytes are the containers' at most (each of
 #     rank 2's chunks read once, by rank 2), no peer was found gone, and
-#     the job ends cleanly.
+#     the job ends cleanly. 15 s of silence is past the old rule (a PFS
+#     read after 2 s, the home then skipped for 10 s) and a quarter of
+#     the default peer_timeout (60 s): a default that took a stopped node
+#     for a gone one within 15 s fails here.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
 mount_setup
@@ -88,7 +91,7 @@ pfs_check b 1.1 $ALL
 [ "$(stat_sum b peer.heartbeats_heard $ALL)" -gt 0 ] || note "(b) no heartbeat was needed"
 job_stop b
 
-note "(s) four ranks, rank 2 stopped for 30 s mid-epoch"
+note "(s) four ranks, rank 2 stopped for 15 s mid-epoch"
 NP=4
 job_start s "cache_dir=NV,stage=none"
 read_shares s 1 head 0 1 2 3
@@ -98,7 +101,7 @@ kill -STOP "$P2"
 # Never leave it stopped, whatever happens below.
 at_exit sh -c "kill -CONT $P2 2>/dev/null || :"
 read_shares s 1 tail 0 1 3
-(sleep 30 && kill -CONT "$P2") &
+(sleep 15 && kill -CONT "$P2") &
 CONT=$!
 wait_all 300
 wait "$CONT"
