@@ -7,9 +7,9 @@
  * hold budget early. Every other file would then be read alone: one PFS
  * request each. A bag costs one request a run of files.
  *
- * Planning (dlfs_bags_next, from a background read thread): the next
- * files of the plan (dlfs_plan_files_fn) from the bags' cursor on, as
- * many as fill about two thirds of the free bags. Files that are empty,
+ * Planning (dlfs_bags_next, from a background read thread, whenever a
+ * bag is free): the next files of the plan (dlfs_plan_files_fn) from the
+ * bags' cursor on, as many as fill about 7/8 of the free bags. Files that are empty,
  * larger than half a chunk, across two chunks, mapped already, or whose
  * chunk or own entry the RAM tier has are passed over. The rest are
  * sorted by container and offset and neighbours merged into one read, the
@@ -18,20 +18,26 @@
  * when more) and a run within an entry. Runs are then packed, in order
  * of their first file's use, into bags of one entry each.
  *
- * Loading (dlfs_bags_load): a bag's runs are read into a RAM-tier entry
- * of its own (dlfs_cache_bag_key; the loader is dlfs_fetch_load with a
- * struct dlfs_fetch_bag), held there, and each file is checked against
- * its own checksum and mapped. One that fails is left out: its reader
- * takes the usual path and meets the error there.
+ * Loading (dlfs_bags_load): a bag is a RAM-tier entry of its own
+ * (dlfs_cache_bag_key; the loader is dlfs_fetch_load with a struct
+ * dlfs_fetch_bag whose fill is here). Its runs are read one PFS request
+ * each, in parallel, by its loader and by idle background threads
+ * (dlfs_bags_help), each into a scratch buffer of its own, whose files
+ * are then copied to their places, so the entry keeps file bytes alone.
+ * It is held, and each file is checked against its own checksum. One
+ * that fails is left out: its reader takes the usual path and meets the
+ * error there.
  *
- * Reading: dlfs_bags_get pins the entry of a mapped file. A bag is let go
+ * Reading: dlfs_bags_get pins the entry of a file in a loaded bag; a
+ * file whose bag is not loaded yet is read as usual. A bag is let go
  * when each of its files was read from its start, when the readers went
  * a window past its last file (a file a reader skipped must not keep it),
  * or at a new plan (dlfs_bags_reset). Letting one go calls conf.wake, so
  * that the background reads plan again.
  *
  * Thread-safety: every call is safe from any thread. One mutex, never
- * held across the cache, the planner or a PFS read.
+ * held across the planner, a PFS read or a cache load; dlfs_cache_put
+ * may be called under it (the cache calls nothing here).
  */
 #ifndef DLFS_BAGS_H
 #define DLFS_BAGS_H
@@ -45,6 +51,9 @@
 
 /* The pages a bag reads, at most this times its files' bytes. */
 #define DLFS_BAGS_WASTE 1.5
+/* A thread's scratch buffer for a run: this many bytes, 4 KiB aligned
+ * (a run's pages fit). */
+#define DLFS_BAGS_SCRATCH DLFS_FETCH_BUF_SIZE
 
 struct dlfs_bags;
 
@@ -79,24 +88,31 @@ void dlfs_bags_set_planner(struct dlfs_bags *b, dlfs_plan_files_fn fn,
 void dlfs_bags_reset(struct dlfs_bags *b);
 
 /*
- * The next bag to load, planning a window when none is waiting and there
- * is room. @return 1 with *bag set (pass it to dlfs_bags_load), 0 when
- * there is nothing to do until a bag is let go or the plan changes.
+ * The next work: a bag being loaded whose runs are not all taken (help
+ * it), else one to load, planning a window when none is waiting and there
+ * is room. @return 2 with *bag (pass it to dlfs_bags_help), 1 with *bag
+ * (pass it to dlfs_bags_load), 0 when there is nothing to do until a bag
+ * is let go or the plan changes.
  */
 int dlfs_bags_next(struct dlfs_bags *b, struct dlfs_txn *txn, unsigned *bag);
-/* Load bag (from dlfs_bags_next): read, check and hold it. @return 0,
- * -EAGAIN (no RAM-tier entry free: it waits for the next try), or
- * -errno (it was dropped: its files are read alone). */
-int dlfs_bags_load(struct dlfs_bags *b, struct dlfs_txn *txn, unsigned bag);
+/* Load bag (from dlfs_bags_next): read its runs (with any helpers),
+ * check and hold it; scratch: DLFS_BAGS_SCRATCH bytes. @return 0, -EAGAIN
+ * (no RAM-tier entry free: it waits for the next try), or -errno (it was
+ * dropped: its files are read alone). */
+int dlfs_bags_load(struct dlfs_bags *b, struct dlfs_txn *txn, unsigned bag,
+		   uint8_t *scratch);
+/* Read runs of bag (from dlfs_bags_next) that nobody took yet, each one
+ * PFS read into scratch, its files then copied into the entry. */
+void dlfs_bags_help(struct dlfs_bags *b, unsigned bag, uint8_t *scratch);
 
 /*
- * Pin the entry of file ino if a bag holds it: its bytes start at
- * ref->data + *off. A bag still loading is waited for; one not started
- * yet is loaded here, with txn. first: this read starts at the file's
- * offset 0 (a use of it). @return 0, or -ENOENT.
+ * Pin the entry of file ino if a loaded bag holds it: its bytes start at
+ * ref->data + *off. A bag not loaded yet is not waited for. first: this
+ * read starts at the file's offset 0 (a use of it). @return 0, or
+ * -ENOENT.
  */
-int dlfs_bags_get(struct dlfs_bags *b, struct dlfs_txn *txn, uint64_t ino,
-		  int first, struct dlfs_chunk_ref *ref, size_t *off);
+int dlfs_bags_get(struct dlfs_bags *b, uint64_t ino, int first,
+		  struct dlfs_chunk_ref *ref, size_t *off);
 
 void dlfs_bags_get_stats(struct dlfs_bags *b, struct dlfs_bags_stats *s);
 

@@ -253,41 +253,23 @@ static int load_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
 	return 0;
 }
 
-/* A bag's runs, each one read of the PFS, at their places in l. */
-static int load_bag(struct dlfs_fetch *f, const struct dlfs_fetch_bag *b,
-		    struct dlfs_load *l)
+int dlfs_fetch_pfs_range(struct dlfs_fetch *f, uint32_t c, uint64_t off,
+			 size_t len, void *buf, size_t cap, size_t *head,
+			 struct dlfs_err *err)
 {
-	if (b->len > l->cap)
-		return dlfs_err_set(l->err, -EINVAL,
-				    "a bag of %zu bytes in an entry of %zu",
-				    b->len, l->cap);
-	for (size_t i = 0; i < b->n_runs; i++) {
-		const struct dlfs_fetch_run *run = &b->runs[i];
-		size_t head;
-		if (run->dst >= l->cap)
-			return dlfs_err_set(l->err, -EINVAL,
-					    "bag run %zu at %zu past its entry",
-					    i, run->dst);
-		uint64_t t0 = pfs_begin(f);
-		int ret = dlfs_ds_read_range(f->ds, run->c, run->off,
-					     (size_t)run->len,
-					     (uint8_t *)l->buf + run->dst,
-					     l->cap - run->dst, &head, l->err);
-		pfs_end(f, t0, ret,
-			dlfs_roundup(run->off + run->len, 4096) -
-				(run->off & ~UINT64_C(4095)),
-			DLFS_PFS_MISS);
-		if (ret)
-			return ret;
-		uint8_t *at = (uint8_t *)l->buf + run->dst + head;
-		for (size_t j = run->f0; j < run->f0 + run->nf; j++) {
-			const struct dlfs_fetch_piece *p = &b->files[j];
-			memmove((uint8_t *)l->buf + p->dst, at + p->src, p->len);
-		}
-	}
+	uint64_t t0 = pfs_begin(f);
+	int ret = dlfs_ds_read_range(f->ds, c, off, len, buf, cap, head, err);
+	pfs_end(f, t0, ret,
+		dlfs_roundup(off + len, 4096) - (off & ~UINT64_C(4095)),
+		DLFS_PFS_MISS);
+	return ret;
+}
+
+/* A bag: its own fill. */
+static int load_bag(const struct dlfs_fetch_bag *b, struct dlfs_load *l)
+{
 	l->off = 0;
-	l->len = b->len;
-	return 0;
+	return b->fill(b->arg, l->buf, l->cap, &l->len, l->err);
 }
 
 int dlfs_fetch_load(void *arg, void *ctx, uint64_t key, const void *what,
@@ -297,7 +279,7 @@ int dlfs_fetch_load(void *arg, void *ctx, uint64_t key, const void *what,
 	if (dlfs_cache_key_is_file(key))
 		return load_file(f, what, l);
 	if (dlfs_cache_key_is_bag(key))
-		return load_bag(f, what, l);
+		return load_bag(what, l);
 	uint32_t c = (uint32_t)(key >> 40);
 	uint64_t k = key & ((UINT64_C(1) << 40) - 1);
 	return load_chunk(f, ctx, c, k, what, l);

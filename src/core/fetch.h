@@ -11,9 +11,9 @@
  *   - A file alone (what = its struct dlfs_inode): from the NVMe tier
  *     when all its chunks are there, else from the PFS in one aligned
  *     read of its pages; checked against the file's own XXH3.
- *   - A bag (what = its struct dlfs_fetch_bag, bags.h): runs of files
- *     from the PFS, one read each, at their places in the entry; its
- *     planner checks the files.
+ *   - A bag (what = its struct dlfs_fetch_bag, bags.h): its own fill
+ *     puts its files' bytes there, read from the PFS with
+ *     dlfs_fetch_pfs_range; its planner checks them.
  * Also the NVMe tier's small-file path (dlfs_fetch_file_nvme), the file
  * salvage path, and the "file verified" bits of this mount.
  *
@@ -59,25 +59,12 @@ struct dlfs_fetch_chunk_opts {
 	int serve;
 };
 
-/* A bag's load: run i is bytes [off, off + len) of container c, read in
- * the whole pages around them into the entry at dst (a multiple of
- * 4 KiB, with room for those pages); then its files f0 .. f0 + nf - 1,
- * each len bytes at src from off, are moved to their own dst, in order
- * (each dst at most its src's place, and past every earlier file's), so
- * that the entry keeps their bytes alone, len in all. */
-struct dlfs_fetch_run {
-	uint32_t c;
-	uint64_t off, len;
-	size_t dst, f0, nf;
-};
-struct dlfs_fetch_piece {
-	uint64_t src;
-	size_t len, dst;
-};
+/* A bag's load (bags.h): fill writes the entry's bytes into buf (cap
+ * bytes, 4 KiB aligned). @return 0 with *len, or -errno with err. */
 struct dlfs_fetch_bag {
-	const struct dlfs_fetch_run *runs;
-	const struct dlfs_fetch_piece *files;
-	size_t n_runs, len;
+	int (*fill)(void *arg, uint8_t *buf, size_t cap, size_t *len,
+		    struct dlfs_err *err);
+	void *arg;
 };
 
 /* The chunks' homes over MPI, as the daemon provides them. */
@@ -132,6 +119,16 @@ void dlfs_fetch_place_files(struct dlfs_fetch *f, uint64_t *bits);
  */
 int dlfs_fetch_load(void *arg, void *ctx, uint64_t key, const void *what,
 		    struct dlfs_load *l);
+
+/*
+ * Bytes [off, off + len) of container c from the PFS, in the whole pages
+ * around them, into buf (cap bytes, 4 KiB aligned): one PFS read,
+ * counted as one. @return 0 with *head (where byte off is in buf), or
+ * -errno with err.
+ */
+int dlfs_fetch_pfs_range(struct dlfs_fetch *f, uint32_t c, uint64_t off,
+			 size_t len, void *buf, size_t cap, size_t *head,
+			 struct dlfs_err *err);
 
 /*
  * Bytes [off, off + len) of regular file in, read from the NVMe tier

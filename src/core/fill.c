@@ -198,7 +198,8 @@ static int next_job(struct dlfs_fill *f, struct dlfs_txn *txn, struct job *j)
 			int got = dlfs_bags_next(f->bags, txn, &bag);
 			pthread_mutex_lock(&f->mu);
 			if (got) {
-				*j = (struct job){JOB_BAG, bag, 0};
+				/* uses: 2 to help another's load */
+				*j = (struct job){JOB_BAG, bag, (uint32_t)got};
 				pthread_mutex_unlock(&f->mu);
 				return 1;
 			}
@@ -313,11 +314,17 @@ static int keep_from_ram(struct dlfs_fill *f, struct dlfs_nvme *nv,
 }
 
 static void run_job(struct dlfs_fill *f, struct dlfs_txn *txn,
-		    struct dlfs_decoder *dec, const struct job *j)
+		    struct dlfs_decoder *dec, uint8_t *scratch,
+		    const struct job *j)
 {
+	if (j->kind == JOB_BAG && j->uses == 2) {
+		dlfs_bags_help(f->bags, (unsigned)j->g, scratch);
+		return;
+	}
 	if (j->kind == JOB_BAG) {
 		yield_to_demand(f);
-		if (dlfs_bags_load(f->bags, txn, (unsigned)j->g) == -EAGAIN) {
+		if (dlfs_bags_load(f->bags, txn, (unsigned)j->g, scratch) ==
+		    -EAGAIN) {
 			pthread_mutex_lock(&f->mu);
 			f->bags_idle = 1; /* until an entry is let go */
 			pthread_mutex_unlock(&f->mu);
@@ -388,14 +395,20 @@ static void *worker(void *arg)
 	struct dlfs_fill *f = arg;
 	struct dlfs_txn *txn = NULL;
 	struct dlfs_decoder *dec = NULL;
+	void *scratch = NULL;
 	struct job j;
-	if (dlfs_txn_begin(f->ds, &txn, NULL))
+	/* Bags read their runs into a buffer of the thread's own. */
+	if (f->bags && posix_memalign(&scratch, 4096, DLFS_BAGS_SCRATCH))
 		return NULL;
+	if (dlfs_txn_begin(f->ds, &txn, NULL)) {
+		free(scratch);
+		return NULL;
+	}
 	/* Without one (out of memory), the decode threads do its loads. */
 	if (f->conf.fetch->compressed)
 		dlfs_decoder_new(f->ds, &dec, NULL);
 	while (next_job(f, txn, &j)) {
-		run_job(f, txn, dec, &j);
+		run_job(f, txn, dec, scratch, &j);
 		if (j.kind == JOB_PLANNED && !f->conf.fetch->nvme) {
 			pthread_mutex_lock(&f->mu);
 			f->holds_coming--;
@@ -411,6 +424,7 @@ static void *worker(void *arg)
 	}
 	dlfs_decoder_free(dec);
 	dlfs_txn_end(txn);
+	free(scratch);
 	return NULL;
 }
 

@@ -324,7 +324,7 @@ static int bag_cached(struct dlfs_reader_ctx *x, uint64_t ino, uint64_t off,
 	struct dlfs_bags *b = dlfs_fill_bags(x->r->fill);
 	struct dlfs_chunk_ref *ref = &x->refs[0];
 	size_t at;
-	if (!b || dlfs_bags_get(b, x->txn, ino, off == 0, ref, &at))
+	if (!b || dlfs_bags_get(b, ino, off == 0, ref, &at))
 		return -ENOENT;
 	x->served[x->n_refs++] = (size_t)len;
 	piece(x, out, ref->data + at + off, (size_t)len);
