@@ -117,10 +117,10 @@ int dlfs_bags_get(struct dlfs_bags *b, uint64_t ino, int first,
 void dlfs_bags_get_stats(struct dlfs_bags *b, struct dlfs_bags_stats *s);
 
 /*
- * The runs of files sorted by container and offset (pure; bags.c's
- * planner, exposed for its tests): c, off and size per file (n of them),
- * into run (n entries: the index of each file's run, runs numbered in
- * file order from 0). Merges neighbours, the smallest gaps first, while
+ * The runs of files sorted by container and offset (pure; the
+ * planner's, bags_plan.c, exposed for its tests): c, off and size per
+ * file (n of them), into run (n entries: the index of each file's run,
+ * runs numbered in file order from 0). Merges neighbours, the smallest gaps first, while
  * runs stay within max_run bytes of whole pages and all their pages
  * within the larger of waste times the files' bytes and their pages
  * read one by one. @return the number of runs.

@@ -151,6 +151,37 @@ int dlfs_fill_new(const struct dlfs_fill_conf *conf, struct dlfs_fill **out,
 	return 0;
 }
 
+/* Idle bags wait for a wake, or a while (caller holds mu): readers that
+ * pass a bag without reading it let it go only when the planner looks
+ * again. */
+static void bags_wait(struct dlfs_fill *f)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += BAGS_IDLE_MS * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	if (pthread_cond_timedwait(&f->cv, &f->mu, &ts) == ETIMEDOUT)
+		f->bags_idle = 0;
+}
+
+/* A bag to load or help (caller holds mu, released meanwhile). @return 1
+ * with *j, or 0: the bags are idle until woken. */
+static int bag_job(struct dlfs_fill *f, struct dlfs_txn *txn, struct job *j)
+{
+	unsigned bag;
+	pthread_mutex_unlock(&f->mu);
+	int got = dlfs_bags_next(f->bags, txn, &bag);
+	pthread_mutex_lock(&f->mu);
+	if (got) /* uses: 2 to help another's load */
+		*j = (struct job){JOB_BAG, bag, (uint32_t)got};
+	else
+		f->bags_idle = 1;
+	return got != 0;
+}
+
 /* The next piece of work; 0 when stopping. */
 static int next_job(struct dlfs_fill *f, struct dlfs_txn *txn, struct job *j)
 {
@@ -193,17 +224,10 @@ static int next_job(struct dlfs_fill *f, struct dlfs_txn *txn, struct job *j)
 			continue;
 		}
 		if (f->bags && !f->bags_idle && (!hold_room || f->plan_dry)) {
-			unsigned bag;
-			pthread_mutex_unlock(&f->mu);
-			int got = dlfs_bags_next(f->bags, txn, &bag);
-			pthread_mutex_lock(&f->mu);
-			if (got) {
-				/* uses: 2 to help another's load */
-				*j = (struct job){JOB_BAG, bag, (uint32_t)got};
+			if (bag_job(f, txn, j)) {
 				pthread_mutex_unlock(&f->mu);
 				return 1;
 			}
-			f->bags_idle = 1;
 			continue;
 		}
 		if (f->sq_len) {
@@ -222,22 +246,10 @@ static int next_job(struct dlfs_fill *f, struct dlfs_txn *txn, struct job *j)
 			pthread_mutex_unlock(&f->mu);
 			return 1;
 		}
-		if (f->bags_idle) {
-			/* Readers that pass a bag without reading it let it
-			 * go only when the planner looks again. */
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += BAGS_IDLE_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			if (pthread_cond_timedwait(&f->cv, &f->mu, &ts) ==
-			    ETIMEDOUT)
-				f->bags_idle = 0;
-			continue;
-		}
-		pthread_cond_wait(&f->cv, &f->mu);
+		if (f->bags_idle)
+			bags_wait(f);
+		else
+			pthread_cond_wait(&f->cv, &f->mu);
 	}
 	pthread_mutex_unlock(&f->mu);
 	return 0;
