@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util.h"
+
 #define STREAM_Q 1024
 #define YIELD_MS 20  /* longest a background read waits for demand */
 #define RETRY_MS 100 /* longest it waits for room in the RAM tier */
@@ -157,12 +159,7 @@ int dlfs_fill_new(const struct dlfs_fill_conf *conf, struct dlfs_fill **out,
 static void bags_wait(struct dlfs_fill *f)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += BAGS_IDLE_MS * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	dlfs_deadline(CLOCK_REALTIME, BAGS_IDLE_MS, &ts);
 	if (pthread_cond_timedwait(&f->cv, &f->mu, &ts) == ETIMEDOUT)
 		f->bags_idle = 0;
 }

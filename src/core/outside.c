@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "util.h"
+
 struct dlfs_outside {
 	struct dlfs_share *sh;
 	dlfs_outside_fn fn;
@@ -53,12 +55,7 @@ static void *outside_main(void *arg)
 		}
 		long ms = idle < 100 ? 1 : 20;
 		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += ms * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		dlfs_deadline(CLOCK_MONOTONIC, ms, &ts);
 		pthread_mutex_lock(&o->mu);
 		if (!o->stop)
 			pthread_cond_timedwait(&o->wake, &o->mu, &ts);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/types.h>
+#include <time.h>
 
 /* pread until len bytes or EOF. @return bytes read (< len only at EOF), or
  * a negative errno. */
@@ -48,6 +49,20 @@ int dlfs_open_long(const char *path, int flags, int mode);
 void dlfs_hex(const uint8_t *in, size_t n, char *out);
 
 /* Round v up to a multiple of a (a power of two). */
+/* *ts = now on clock clk plus ms milliseconds: a deadline for
+ * pthread_cond_timedwait (CLOCK_REALTIME unless the condition variable
+ * was made for another clock). */
+static inline void dlfs_deadline(clockid_t clk, long ms, struct timespec *ts)
+{
+	clock_gettime(clk, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 static inline uint64_t dlfs_roundup(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) & ~(a - 1);
