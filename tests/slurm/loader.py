@@ -8,11 +8,13 @@ source file's bytes. Prints "FILES BYTES" for one pass and exits 0, or
 names the first differences on stderr and exits 1. --started FILE is
 written once the first pass has checked out; --forever then reads pass
 after pass until killed (for a job that is cancelled or runs out of
-time while reading).
+time while reading), a second apart: the job's mount stays in use
+without taking the CPUs the tests that run beside it need.
 """
 import argparse
 import os
 import sys
+import time
 import warnings
 
 import torch
@@ -91,6 +93,7 @@ def main():
         if not a.forever:
             return 0
         seed += 1
+        time.sleep(1)
 
 
 if __name__ == "__main__":
