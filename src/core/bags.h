@@ -11,7 +11,11 @@
  * bag is free): the next files of the plan (dlfs_plan_files_fn) from the
  * bags' cursor on, as many as fill about 7/8 of the free bags. Files that are empty,
  * larger than half a chunk, across two chunks, mapped already, or whose
- * chunk or own entry the RAM tier has are passed over. The rest are
+ * own entry the RAM tier has, or whose chunk it holds for the plan, are
+ * passed over. A chunk that is merely cached is not counted: bags load
+ * by evicting such entries, and each file passed over for one evicted
+ * before its reader came was read alone (measured: an epoch 2 at 25,145
+ * PFS reads for 80,000 files, against 7,563 when they are planned). The rest are
  * sorted by container and offset and neighbours merged into one read, the
  * smallest gaps first, while the pages read stay within DLFS_BAGS_WASTE
  * times the files' bytes (or what reading them one by one would read,

@@ -155,7 +155,7 @@ static int wanted(struct dlfs_bags *b, const struct dlfs_inode *in)
 	    page_up(in->offset + in->size) - page_down(in->offset) > max_run(b))
 		return 0;
 	struct dlfs_cache *cache = b->conf.cache;
-	if (dlfs_cache_contains(cache, dlfs_cache_chunk_key(in->container, k0)) ||
+	if (dlfs_cache_held(cache, dlfs_cache_chunk_key(in->container, k0)) ||
 	    dlfs_cache_contains(cache, dlfs_cache_file_key(in->ino)))
 		return 0;
 	return !dlfs_bags_mapped(b, in->ino);

@@ -643,6 +643,17 @@ int dlfs_cache_contains(struct dlfs_cache *c, uint64_t key)
 	return yes;
 }
 
+int dlfs_cache_held(struct dlfs_cache *c, uint64_t key)
+{
+	int found;
+	pthread_mutex_lock(&c->mu);
+	unsigned pos = probe(c, key, &found);
+	const struct slot *sl = found ? &c->slots[c->table[pos] - 1] : NULL;
+	int yes = sl && sl->state == SLOT_READY && sl->holds;
+	pthread_mutex_unlock(&c->mu);
+	return yes;
+}
+
 void dlfs_cache_get_stats(struct dlfs_cache *c, struct dlfs_cache_stats *s)
 {
 	pthread_mutex_lock(&c->mu);

@@ -191,6 +191,9 @@ unsigned dlfs_cache_demand_loading(struct dlfs_cache *cache);
 
 /* Is key present and loaded? Does not pin or count. */
 int dlfs_cache_contains(struct dlfs_cache *cache, uint64_t key);
+/* Is key present, loaded and held by a prefetch hold (so that it stays
+ * until the hold is put)? Does not pin or count. */
+int dlfs_cache_held(struct dlfs_cache *cache, uint64_t key);
 
 void dlfs_cache_get_stats(struct dlfs_cache *cache,
 			  struct dlfs_cache_stats *s);
