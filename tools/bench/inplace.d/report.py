@@ -41,7 +41,7 @@ def out(s=""):
 
 
 def head(meta, sets):
-    out("## inplace")
+    out("## " + meta.get("section", "inplace"))
     out()
     out("In-place datasets (`dlfs-pack --in-place`, issue 41) on the simulated PFS:")
     out("indexing tar archives where they are, reading their files through the")
