@@ -15,8 +15,8 @@
  * passed over. A chunk that is merely cached is not counted: bags load
  * by evicting such entries, and each file passed over for one evicted
  * before its reader came was read alone (measured: an epoch 2 at 25,145
- * PFS reads for 80,000 files, against 7,563 when they are planned). The rest are
- * sorted by container and offset and neighbours merged into one read, the
+ * PFS reads for 80,000 files, against 7,563 when they are planned). The
+ * rest are sorted by container and offset and neighbours merged into one read, the
  * smallest gaps first, while the pages read stay within DLFS_BAGS_WASTE
  * times the files' bytes (or what reading them one by one would read,
  * when more) and a run within an entry. Runs are then packed, in order

@@ -633,23 +633,28 @@ unsigned dlfs_cache_demand_loading(struct dlfs_cache *c)
 	return n;
 }
 
-int dlfs_cache_contains(struct dlfs_cache *c, uint64_t key)
+/* The loaded slot of key, or NULL (caller holds mu). */
+static const struct slot *ready_slot(struct dlfs_cache *c, uint64_t key)
 {
 	int found;
-	pthread_mutex_lock(&c->mu);
 	unsigned pos = probe(c, key, &found);
-	int yes = found && c->slots[c->table[pos] - 1].state == SLOT_READY;
+	const struct slot *sl = found ? &c->slots[c->table[pos] - 1] : NULL;
+	return sl && sl->state == SLOT_READY ? sl : NULL;
+}
+
+int dlfs_cache_contains(struct dlfs_cache *c, uint64_t key)
+{
+	pthread_mutex_lock(&c->mu);
+	int yes = ready_slot(c, key) != NULL;
 	pthread_mutex_unlock(&c->mu);
 	return yes;
 }
 
 int dlfs_cache_held(struct dlfs_cache *c, uint64_t key)
 {
-	int found;
 	pthread_mutex_lock(&c->mu);
-	unsigned pos = probe(c, key, &found);
-	const struct slot *sl = found ? &c->slots[c->table[pos] - 1] : NULL;
-	int yes = sl && sl->state == SLOT_READY && sl->holds;
+	const struct slot *sl = ready_slot(c, key);
+	int yes = sl && sl->holds;
 	pthread_mutex_unlock(&c->mu);
 	return yes;
 }
