@@ -232,11 +232,11 @@ mkdir "$OUT"
 export CHUNKS DS
 drun d1 -o cache_dir="$NV",ram_cache=128K "$DS:$P" -- bash -c "$INNER"'
 	step pass "$PYTHON" "$LIB_DIR/readtree.py" "$SRC" "$P"
-	step written "$PYTHON" "$HERE/direct.py" wait-nvme "$P/.dlfs/stats" "$CHUNKS" "$OUT/s.json" 30
+	step written "$PYTHON" "$HERE/direct.py" wait-nvme "$P/.dlfs/stats" "$CHUNKS" "$OUT/s.json" 60 "$SRC" "$P"
 	step wire env -u LD_PRELOAD "$PYTHON" "$HERE/wirecheck.py" --shm "${DLFS_PRELOAD#*=}" --nvme "$DS"
 '
 ok d pass "filling the NVMe tier: wrong bytes, or a failure"
-ok d written "the NVMe tier did not take every chunk within 30 s: $(sget "$OUT/s.json" tiers.nvme)"
+ok d written "the NVMe tier did not take every chunk within 60 s: $(sget "$OUT/s.json" tiers.nvme)"
 ok g wire "MAP or NVFD answered wrong (with a cache_dir)"
 check_log "$T/d1.log"
 ID=$(ds_id "$DS")
