@@ -371,6 +371,22 @@ int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
 		       struct dlfs_err *err);
 
 /*
+ * Read regular file in alone, the way chunks are read (as
+ * dlfs_ds_read_range): the whole 4 KiB pages around its bytes into buf
+ * (cap bytes, 4 KiB aligned), the file at buf + *head, and *pfs_bytes the
+ * bytes that took from the container. In an in-place dataset, a member
+ * stored as it is is read where it lies in its archive (its chunk's
+ * record, through txn, says where), and a deflated member through its
+ * chunk, which holds it alone. No checksum is checked. A compressed
+ * dataset's file cannot be read alone: -EINVAL. @return 0, -EUCLEAN for
+ * a record that does not hold together, or as dlfs_ds_read_range.
+ */
+int dlfs_file_read_alone(struct dlfs_ds *ds, struct dlfs_txn *txn,
+			 const struct dlfs_inode *in, void *buf, size_t cap,
+			 size_t *head, uint64_t *pfs_bytes,
+			 struct dlfs_err *err);
+
+/*
  * Read up to len bytes of regular file ino at file offset off, straight
  * from its container (no cache, no checksum: the daemon's read path and
  * dlfs_file_check do that). *got is set to the bytes read, 0 at or past

@@ -199,8 +199,8 @@ static int file_sum_ok(const struct dlfs_inode *in, const void *buf,
 	return XXH3_64bits((const uint8_t *)buf + off, in->size) == in->xxh3;
 }
 
-static int load_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
-		     struct dlfs_load *l)
+static int load_file(struct dlfs_fetch *f, struct dlfs_txn *txn,
+		     const struct dlfs_inode *in, struct dlfs_load *l)
 {
 	const uint8_t *data;
 	int stable, ret;
@@ -229,13 +229,12 @@ static int load_file(struct dlfs_fetch *f, const struct dlfs_inode *in,
 		for (uint64_t k = k0; k <= k1; k++)
 			dlfs_nvme_drop(f->nvme, in->container, k);
 	}
+	uint64_t pfs_bytes;
 	t0 = pfs_begin(f);
-	ret = dlfs_ds_read_range(f->ds, in->container, in->offset, l->len,
-				 l->buf, l->cap, &l->off, l->err);
-	pfs_end(f, t0, ret,
-		dlfs_roundup(in->offset + in->size, 4096) -
-			(in->offset & ~UINT64_C(4095)),
-		DLFS_PFS_MISS); /* a file read alone: no peer asked */
+	ret = dlfs_file_read_alone(f->ds, txn, in, l->buf, l->cap, &l->off,
+				   &pfs_bytes, l->err);
+	/* A file read alone: no peer asked. */
+	pfs_end(f, t0, ret, pfs_bytes, DLFS_PFS_MISS);
 	if (ret)
 		return ret;
 	if (!file_sum_ok(in, l->buf, l->off)) {
@@ -277,7 +276,7 @@ int dlfs_fetch_load(void *arg, void *ctx, uint64_t key, const void *what,
 {
 	struct dlfs_fetch *f = arg;
 	if (dlfs_cache_key_is_file(key))
-		return load_file(f, what, l);
+		return load_file(f, ctx, what, l);
 	if (dlfs_cache_key_is_bag(key))
 		return load_bag(what, l);
 	uint32_t c = (uint32_t)(key >> 40);

@@ -157,18 +157,14 @@ int dlfs_reader_open(struct dlfs_ds *ds, const struct dlfs_reader_conf *conf,
 	r->ds = ds;
 	r->conf = *conf;
 	r->chunk_size = cs;
-	/* A compressed or in-place dataset's file cannot be read alone
-	 * from its container: its chunk has to be read (and decompressed)
-	 * whole, and checked. */
-	if (dlfs_stored_apart(info->super.features)) {
+	/* A compressed dataset's file cannot be read alone from its
+	 * container: its chunk has to be read, decompressed whole and
+	 * checked. (An in-place dataset's can: dlfs_file_read_alone.) */
+	if (info->super.features & DLFS_FEATURE(COMPRESSED)) {
 		if (conf->read_unit == DLFS_UNIT_FILE)
 			dlfs_logf(conf->log, conf->log_arg, LOG_NOTICE,
-				  "read_unit=file: the dataset is %s, its "
-				  "chunks are read whole",
-				  info->super.features &
-						  DLFS_FEATURE(IN_PLACE)
-					  ? "in place"
-					  : "compressed");
+				  "read_unit=file: the dataset is "
+				  "compressed, its chunks are read whole");
 		r->conf.read_unit = DLFS_UNIT_CHUNK;
 	}
 	pthread_mutex_init(&r->log_lock, NULL);

@@ -14,10 +14,11 @@
 #  - pax long names and link names, GNU long names, ustar prefixes, a
 #    hard link, a symlink, a member over a chunk, an empty member, and a
 #    zip with stored and deflated members: byte for byte, and verify OK;
+#    the same with each file read alone (read_unit=file);
 #  - one byte flipped in a shard's member (mtime kept): EIO for exactly
 #    the files of that chunk, the right bytes for every other, the daemon
 #    up, the mismatch logged and counted; verify names the archive and
-#    the member;
+#    the member; with files read alone, EIO for that member alone;
 #  - a shard touched, cut short or removed: the mount refuses, naming it;
 #  - indexed by 1, 2 and 4 worker threads: the same index and seal; the
 #    archives read by at least two worker threads, not by dlfs-pack's own;
@@ -45,6 +46,10 @@ in_place() {
 
 # ---------------------------------------------------------------- shards
 in_place wds "$T"/wds/shard-*.tar
+# With 256K chunks, every member (up to 100 KB) can be read alone (files
+# over half a chunk are read with their chunk): for the flipped byte.
+pack --in-place "$T"/wds/shard-*.tar -o "$T/wds256.dlfs" --chunk-size 256K -q
+expect_ok "dlfs-pack --in-place wds256"
 DS="$T/wds.dlfs"
 [ "$(ls "$DS" | sort | tr '\n' ' ')" = "index index.sum " ] ||
 	fail "an in-place dataset holds the index and its seal alone, not: $(ls "$DS")"
@@ -142,6 +147,16 @@ diff_trees "$T/mixed/want" "$MNT"
 [ "$(stat -c %a "$MNT/u/sub")" = 750 ] || fail "u/sub: mode $(stat -c %a "$MNT/u/sub"), want 750"
 check_log "$DLFS_LOG"
 dlfs_umount "$MNT"
+# Files read alone (read_unit=file, what a dataset larger than the tiers
+# gets): a stored member's bytes where they lie in its archive, a deflated
+# one through its chunk, every one checked against its own checksum.
+dlfs_mount "$T/mixed.dlfs" "$MNT" -o read_unit=file
+diff_trees "$T/mixed/want" "$MNT"
+snap "$MNT" "$T/f.json"
+sassert "$T/f.json" -- 's.read_unit.option == "file"' 's.read_unit.file_reads >= 10' \
+	'not any(errors.values())' || fail "read_unit=file: the mixed archives' files were not read alone"
+check_log "$DLFS_LOG"
+dlfs_umount "$MNT"
 
 # ---------------------------------------------------------------- workers
 # Six archives indexed by 1, 2 and 4 threads: the same index and seal.
@@ -218,6 +233,24 @@ mountpoint -q "$MNT" && kill -0 "$DLFS_PID" || fail "the daemon died on a damage
 snap "$MNT" "$T/b.json"
 sassert "$T/b.json" -- 'errors.checksum >= 1' || fail "the bad chunk is not counted"
 grep -qF "checksum mismatch" "$DLFS_LOG" || fail "the daemon did not log the mismatch"
+check_log "$DLFS_LOG" 'checksum mismatch'
+dlfs_umount "$MNT"
+# Read alone, a file is checked against its own checksum: EIO for the
+# damaged member only, the right bytes for its chunk's other files (all
+# of them small enough to be read alone with 256K chunks).
+file_map "$T/wds/want" "$T/wds256.dlfs" "$T/map256.json"
+dlfs_mount "$T/wds256.dlfs" "$MNT" -o read_unit=file
+read -r VC VLO VHI <<<"$("$PYTHON" -c '
+import json, sys
+v = json.load(open(sys.argv[1]))[sys.argv[2]]
+print(v["container"], v["offset"], v["offset"] + v["size"])' "$T/map256.json" "$VNAME")"
+n=$(tmo "$PYTHON" "$LIB_DIR/chunk_eio.py" "$T/wds/want" "$MNT" "$T/map256.json" "$VC" "$VLO" "$VHI" 1) ||
+	fail "read_unit=file: wrong results reading the damaged shard (see above)"
+[ "${n%% *}" = 1 ] || fail "read_unit=file: $n (EIO, right): want EIO for the damaged member alone"
+note "a flipped byte, files read alone: $n (EIO, right)"
+snap "$MNT" "$T/b.json"
+sassert "$T/b.json" -- 's.read_unit.file_reads > 0' 'errors.checksum >= 1' ||
+	fail "read_unit=file: the damaged member was not read alone, or not counted"
 check_log "$DLFS_LOG" 'checksum mismatch'
 dlfs_umount "$MNT"
 cp -p "$T/victim.orig" "$VICTIM_TAR"
