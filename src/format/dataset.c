@@ -223,10 +223,21 @@ static void open_chunk_fd(struct dlfs_ds *ds, struct dlfs_container_slot *s,
 	s->dfd = -1;
 	s->rfd = -1;
 	s->dfd_direct = 0;
+	s->dio_align = 4096;
 	if (ds->chunk_io == DLFS_CHUNK_IO_DIRECT) {
 		s->dfd = open(cpath, O_RDONLY | O_CLOEXEC | O_DIRECT);
 		s->dfd_direct = s->dfd >= 0;
 	}
+	/* Finer than a page only when the file system says so, for both
+	 * the file offsets and the memory (buffers are page aligned). */
+	struct statx sx;
+	if (s->dfd_direct &&
+	    !statx(s->dfd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) &&
+	    (sx.stx_mask & STATX_DIOALIGN) && sx.stx_dio_offset_align &&
+	    sx.stx_dio_offset_align < 4096 &&
+	    !(sx.stx_dio_offset_align & (sx.stx_dio_offset_align - 1)) &&
+	    sx.stx_dio_mem_align && sx.stx_dio_mem_align <= 4096)
+		s->dio_align = sx.stx_dio_offset_align;
 	if (s->dfd_direct && ds->ix.arc) {
 		s->rfd = open(cpath, O_RDONLY | O_CLOEXEC);
 		if (s->rfd >= 0)

@@ -103,7 +103,8 @@ int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
 
 static int pages_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 		      uint64_t at, size_t len, int at_start, void *buf,
-		      size_t cap, size_t *head, struct dlfs_err *err);
+		      size_t cap, size_t *head, uint64_t *got,
+		      struct dlfs_err *err);
 
 int dlfs_file_read_alone(struct dlfs_ds *ds, struct dlfs_txn *txn,
 			 const struct dlfs_inode *in, void *buf, size_t cap,
@@ -145,12 +146,11 @@ int dlfs_file_read_alone(struct dlfs_ds *ds, struct dlfs_txn *txn,
 		}
 		/* A member stored as it is: its own bytes, in the archive. */
 		at = cr.stored_offset + (in->offset - cstart);
-		ret = pages_read(ds, in->container, k, at, len, 0, buf, cap,
-				 head, err);
-	} else {
-		ret = dlfs_ds_read_range(ds, in->container, at, len, buf, cap,
-					 head, err);
+		return pages_read(ds, in->container, k, at, len, 0, buf, cap,
+				  head, pfs_bytes, err);
 	}
+	ret = dlfs_ds_read_range(ds, in->container, at, len, buf, cap, head,
+				 err);
 	if (!ret)
 		*pfs_bytes = dlfs_roundup(at + len, 4096) - (at & ~UINT64_C(4095));
 	return ret;
@@ -253,16 +253,18 @@ void dlfs_decoder_free(struct dlfs_decoder *d)
 
 /*
  * Bytes [at, at + len) of container c (stored bytes of its chunk k) into
- * buf (cap bytes, 4 KiB aligned). When the whole pages around them fit
- * in cap, those pages are read, with O_DIRECT where the container has it
- * (an archive's bytes start anywhere, its pages do not), and the bytes
- * are at buf + *head. Else, or with at_start when at is not on a page,
- * they are read exactly, at buf (*head = 0), buffered through the fd with
- * no read-ahead, the pages dropped after.
+ * buf (cap bytes, 4 KiB aligned). When the whole blocks around them fit
+ * in cap, those blocks are read: with O_DIRECT where the container has
+ * it, blocks of its O_DIRECT alignment (an archive's bytes start
+ * anywhere, its blocks do not), else pages; the bytes are then at buf +
+ * *head. Else, or with at_start when at is not on a block, they are read
+ * exactly, at buf (*head = 0), buffered through the fd with no
+ * read-ahead, the pages dropped after. *got: the bytes read.
  */
 static int pages_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 		      uint64_t at, size_t len, int at_start, void *buf,
-		      size_t cap, size_t *head, struct dlfs_err *err)
+		      size_t cap, size_t *head, uint64_t *got,
+		      struct dlfs_err *err)
 {
 	int fd;
 	char name[DLFS_CPATH_MAX];
@@ -272,8 +274,9 @@ static int pages_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 	if (ret)
 		return ret;
 	const struct dlfs_container_slot *slot = &ds->containers[c];
-	uint64_t a0 = at & ~UINT64_C(4095);
-	size_t want = (size_t)(dlfs_roundup(at + len, 4096) - a0);
+	const uint64_t unit = slot->dfd_direct ? slot->dio_align : 4096;
+	uint64_t a0 = at & ~(unit - 1);
+	size_t want = (size_t)(dlfs_roundup(at + len, unit) - a0);
 	if (want > cap || (at_start && a0 != at)) {
 		a0 = at;
 		want = len;
@@ -286,7 +289,7 @@ static int pages_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 				    cap);
 	/* As dlfs_ds_read_range: no O_DIRECT past the end of the file. */
 	int direct = slot->dfd_direct && (uintptr_t)buf % 4096 == 0 &&
-		     a0 % 4096 == 0 && want % 4096 == 0 &&
+		     a0 % unit == 0 && want % unit == 0 &&
 		     a0 + want <= slot->size;
 	if (slot->dfd >= 0 && (direct || !slot->dfd_direct))
 		fd = slot->dfd;
@@ -308,6 +311,8 @@ static int pages_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 		posix_fadvise(fd, (off_t)a0, (off_t)want,
 			      POSIX_FADV_DONTNEED);
 	*head = (size_t)(at - a0);
+	if (got)
+		*got = want;
 	return 0;
 }
 
@@ -319,7 +324,7 @@ static int stored_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 		       size_t cap, size_t *head, struct dlfs_err *err)
 {
 	int ret = pages_read(ds, c, k, cr->stored_offset, cr->stored_length,
-			     at_start, buf, cap, head, err);
+			     at_start, buf, cap, head, NULL, err);
 	if (ret)
 		return ret;
 	if (XXH3_64bits((const uint8_t *)buf + *head, cr->stored_length) !=
@@ -378,9 +383,12 @@ int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 {
 	size_t head;
 	int ret;
-	/* A raw chunk goes to buf itself (an archive's, off a page
-	 * boundary, read exactly: measured no faster through O_DIRECT into
-	 * a decoder's room and a copy). */
+	/* A raw chunk goes to buf itself: a tar's chunk starts on a 512-byte
+	 * block, which O_DIRECT takes on most local file systems; a zip's,
+	 * or one on a file system that wants pages, is read exactly,
+	 * buffered (O_DIRECT into a decoder's room and a copy measured no
+	 * faster: that room is not in huge pages, so the PFS sees as many
+	 * requests). */
 	if (!(cr->flags & (DLFS_CHUNK_ZSTD | DLFS_CHUNK_DEFLATE)))
 		return stored_read(ds, c, k, cr, 1, buf, cap, &head, err);
 	struct dlfs_decoder *tmp = NULL;

@@ -22,6 +22,12 @@ struct dlfs_container_slot {
 			* file_size in a container cut short */
 	int dfd; /* the same file for chunk reads (RANDOM, DIRECT), or -1 */
 	int dfd_direct; /* dfd has O_DIRECT */
+	/* The file offsets and lengths O_DIRECT reads on dfd must be
+	 * multiples of (statx STATX_DIOALIGN; 4096 when the file system does
+	 * not say): a tar member's bytes start on 512 bytes, so on most
+	 * local file systems an archive's chunk is read straight into its
+	 * buffer. */
+	uint32_t dio_align;
 	/* With dfd O_DIRECT: the same file with no read-ahead (RANDOM), for
 	 * the reads O_DIRECT cannot do (an in-place dataset's chunks start
 	 * anywhere in their archive), or -1. Without it, such a read would
