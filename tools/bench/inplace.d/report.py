@@ -63,7 +63,8 @@ def head(meta, sets):
                           fmt(s["archive_bytes"] / MB)))
     out("- Reading: %s threads, each file whole once, a random order per epoch; "
         "a pass starts no file after %s s (rates marked * are of such a partial "
-        "pass)" % (meta["threads"], meta["limit"]))
+        "pass); the cache_dir mounts (packed, in-place) %s time(s) each, in turn, "
+        "and their medians given" % (meta["threads"], meta["limit"], meta.get("reps", "1")))
     out("- Versions: %s" % meta["versions"])
     out()
 
@@ -130,24 +131,28 @@ def written_table(rows, sets):
     out()
 
 
-def rate(r):
-    if r is None:
-        return None
+def rate1(r):
     x = r["r"]
     return x["files"] / x["secs"] if x["secs"] > 0 else None
 
 
-def cell(r):
-    v = rate(r)
+def rate(rs):
+    """The median files/s of a pass's rows (one per mount), or None."""
+    v = [x for x in (rate1(r) for r in rs or []) if x is not None]
+    return statistics.median(v) if v else None
+
+
+def cell(rs):
+    v = rate(rs)
     if v is None:
         return "n/a"
-    return fmt(v) + ("" if r["r"]["complete"] else "*")
+    return fmt(v) + ("" if all(r["r"]["complete"] for r in rs) else "*")
 
 
 def read_tables(rows):
     out("### Reading: files/s")
     out()
-    out("One mount per system and reader: epoch 1 cold (an empty cache_dir), epoch 2")
+    out("A fresh mount per system and reader: epoch 1 cold (an empty cache_dir), epoch 2")
     out("cold in another order (caches dropped, the mount and its tiers kept, as between")
     out("a job's epochs), hot (a warm-up pass, then epoch 3 with nothing dropped). *vs")
     out("packed* is the row's files/s over the packed dataset's in the same pass and")
@@ -157,8 +162,10 @@ def read_tables(rows):
     verdicts = []
     for k in ("shards", "nested"):
         for rd in ("c", "py"):
-            got = {(r["sys"], r["pass"]): r for r in rows
-                   if r["kind"] == "read" and r["set"] == k and r["reader"] == rd}
+            got = {}
+            for r in rows:
+                if r["kind"] == "read" and r["set"] == k and r["reader"] == rd:
+                    got.setdefault((r["sys"], r["pass"]), []).append(r)
             if not got:
                 continue
             out("%s, %s:" % (SETS[k], READERS[rd]))
@@ -176,9 +183,22 @@ def read_tables(rows):
                     cells += [cell(r), ratio(rate(r), rate(got.get((base, p)))),
                               ratio(rate(r), rate(got.get(("plain", p))))]
                 e1 = got.get((sys_, "e1"))
+                e1mb = statistics.median(r["pfs_bytes"] for r in e1) / MB if e1 else None
                 out("| %s | %s | %s |" % (what, " | ".join(cells),
-                                          fmt(e1["pfs_bytes"] / MB) if e1 else ""))
+                                          fmt(e1mb) if e1 else ""))
             out()
+            spread = []
+            for sys_, _ in SYSTEMS:
+                n = len(got.get((sys_, "e1"), []))
+                if n > 1:
+                    spread.append("%s %s" % (sys_, ", ".join(
+                        "%s %s-%s" % (pname, fmt(min(rate1(r) for r in got[(sys_, p)])),
+                                      fmt(max(rate1(r) for r in got[(sys_, p)])))
+                        for p, pname in PASSES if (sys_, p) in got)))
+            if spread:
+                out("Medians of %d mounts each, in turn; their ranges (files/s): %s." % (
+                    n, "; ".join(spread)))
+                out()
             for ip, pk in (("inplace", "packed"), ("inplace_def", "packed_def")):
                 parts = []
                 for p, pname in PASSES:
