@@ -187,9 +187,10 @@ def read_tables(rows):
                 out("| %s | %s | %s |" % (what, " | ".join(cells),
                                           fmt(e1mb) if e1 else ""))
             out()
-            spread = []
+            spread, reps = [], 1
             for sys_, _ in SYSTEMS:
                 n = len(got.get((sys_, "e1"), []))
+                reps = max(reps, n)
                 if n > 1:
                     spread.append("%s %s" % (sys_, ", ".join(
                         "%s %s-%s" % (pname, fmt(min(rate1(r) for r in got[(sys_, p)])),
@@ -197,7 +198,7 @@ def read_tables(rows):
                         for p, pname in PASSES if (sys_, p) in got)))
             if spread:
                 out("Medians of %d mounts each, in turn; their ranges (files/s): %s." % (
-                    n, "; ".join(spread)))
+                    reps, "; ".join(spread)))
                 out()
             for ip, pk in (("inplace", "packed"), ("inplace_def", "packed_def")):
                 parts = []
