@@ -376,8 +376,8 @@ int dlfs_ds_read_range(struct dlfs_ds *ds, uint32_t c, uint64_t off,
  * (cap bytes, 4 KiB aligned), the file at buf + *head, and *pfs_bytes the
  * bytes that took from the container. In an in-place dataset, a member
  * stored as it is is read where it lies in its archive (its chunk's
- * record, through txn, says where), and a deflated member through its
- * chunk, which holds it alone. No checksum is checked. A compressed
+ * record, through txn, says where), and a deflated member, which is its
+ * chunk alone, is inflated into buf (*head 0). No checksum is checked. A compressed
  * dataset's file cannot be read alone: -EINVAL. @return 0, -EUCLEAN for
  * a record that does not hold together, or as dlfs_ds_read_range.
  */

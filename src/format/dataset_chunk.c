@@ -106,6 +106,10 @@ static int pages_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 		      size_t cap, size_t *head, uint64_t *got,
 		      struct dlfs_err *err);
 
+static int inflate_alone(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+			 const struct dlfs_chunk_rec *cr, void *buf,
+			 size_t cap, struct dlfs_err *err);
+
 int dlfs_file_read_alone(struct dlfs_ds *ds, struct dlfs_txn *txn,
 			 const struct dlfs_inode *in, void *buf, size_t cap,
 			 size_t *head, uint64_t *pfs_bytes,
@@ -138,8 +142,17 @@ int dlfs_file_read_alone(struct dlfs_ds *ds, struct dlfs_txn *txn,
 					    (unsigned long long)k, in->container);
 		if (cr.flags) {
 			/* A deflated member: its chunk is the file. */
-			ret = dlfs_ds_read_range(ds, in->container, at, len,
-						 buf, cap, head, err);
+			*head = 0;
+			if (in->offset != cstart || len != cr.length)
+				return dlfs_err_set(
+					err, -DLFS_ECORRUPT,
+					"%s/index: inode %llu is not the "
+					"whole of its deflated chunk %llu "
+					"of container %u",
+					ds->path, (unsigned long long)in->ino,
+					(unsigned long long)k, in->container);
+			ret = inflate_alone(ds, in->container, k, &cr, buf,
+					    cap, err);
 			if (!ret)
 				*pfs_bytes = cr.stored_length;
 			return ret;
@@ -343,24 +356,24 @@ static int stored_read(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 /* A deflated zip member's chunk (record cr, its stored bytes at src in
  * d->stored) into buf, checked against cr->sum. */
 static int inflate_chunk(struct dlfs_ds *ds, uint32_t c, uint64_t k,
-			 const struct dlfs_chunk_rec *cr, struct dlfs_decoder *d,
+			 const struct dlfs_chunk_rec *cr, z_stream *zs,
 			 uint8_t *src, void *buf, size_t cap,
 			 struct dlfs_err *err)
 {
 	char name[DLFS_CPATH_MAX];
 	const char *why = "wrong length";
 	int rc = Z_DATA_ERROR;
-	if (cr->length <= cap && inflateReset(&d->zs) == Z_OK) {
-		d->zs.next_in = src;
-		d->zs.avail_in = cr->stored_length;
-		d->zs.next_out = buf;
-		d->zs.avail_out = cr->length;
-		rc = inflate(&d->zs, Z_FINISH);
+	if (cr->length <= cap && inflateReset(zs) == Z_OK) {
+		zs->next_in = src;
+		zs->avail_in = cr->stored_length;
+		zs->next_out = buf;
+		zs->avail_out = cr->length;
+		rc = inflate(zs, Z_FINISH);
 		if (rc != Z_STREAM_END)
-			why = d->zs.msg ? d->zs.msg : "cut short";
+			why = zs->msg ? zs->msg : "cut short";
 	}
 	dlfs_ds_cpath(ds, c, name, sizeof(name));
-	if (rc != Z_STREAM_END || d->zs.total_out != cr->length)
+	if (rc != Z_STREAM_END || zs->total_out != cr->length)
 		return dlfs_err_set(err, -DLFS_ECORRUPT,
 				    "%s: chunk %llu at offset %llu: does not "
 				    "inflate to its %u bytes (%s)",
@@ -374,6 +387,40 @@ static int inflate_chunk(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 				    name, (unsigned long long)k,
 				    (unsigned long long)cr->stored_offset);
 	return 0;
+}
+
+/* A deflated zip member's chunk k (record cr), read alone into buf: its
+ * stored bytes into room their size (not a decoder's chunk-sized room,
+ * and no zstd context: a file read alone is small and read once), then
+ * inflated. */
+static int inflate_alone(struct dlfs_ds *ds, uint32_t c, uint64_t k,
+			 const struct dlfs_chunk_rec *cr, void *buf,
+			 size_t cap, struct dlfs_err *err)
+{
+	/* The blocks around the stored bytes: at most a page each side. */
+	size_t room = (size_t)dlfs_roundup((uint64_t)cr->stored_length + 8192,
+					   4096);
+	uint8_t *stored = NULL;
+	size_t head;
+	z_stream zs;
+	memset(&zs, 0, sizeof(zs));
+	if (posix_memalign((void **)&stored, 4096, room))
+		return dlfs_err_set(err, -ENOMEM,
+				    "out of memory for a deflated member of "
+				    "%u bytes",
+				    cr->stored_length);
+	if (inflateInit2(&zs, -15) != Z_OK) {
+		free(stored);
+		return dlfs_err_set(err, -ENOMEM,
+				    "out of memory for an inflate stream");
+	}
+	int ret = stored_read(ds, c, k, cr, 0, stored, room, &head, err);
+	if (!ret)
+		ret = inflate_chunk(ds, c, k, cr, &zs, stored + head, buf,
+				    cap, err);
+	inflateEnd(&zs);
+	free(stored);
+	return ret;
 }
 
 int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
@@ -398,7 +445,7 @@ int dlfs_ds_chunk_logical(struct dlfs_ds *ds, uint32_t c, uint64_t k,
 	ret = stored_read(ds, c, k, cr, 0, d->stored, d->cap, &head, err);
 	uint8_t *src = (uint8_t *)d->stored + head;
 	if (!ret && (cr->flags & DLFS_CHUNK_DEFLATE)) {
-		ret = inflate_chunk(ds, c, k, cr, d, src, buf, cap, err);
+		ret = inflate_chunk(ds, c, k, cr, &d->zs, src, buf, cap, err);
 	} else if (!ret) {
 		size_t n = cr->length > cap
 				   ? 0
