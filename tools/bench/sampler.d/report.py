@@ -68,6 +68,13 @@ def overall(run):
     return sum(e["samples"] for e in ep) / secs if secs > 0 else None
 
 
+def median_run(rs):
+    """Of a mount and order's runs (--reps), the one of median overall
+    samples/s (the lower middle of an even number)."""
+    rs = sorted(rs, key=lambda r: overall(r) or 0)
+    return rs[(len(rs) - 1) // 2]
+
+
 def head(meta):
     out("## " + meta["section"])
     out()
@@ -115,6 +122,10 @@ def runs_table(meta, runs):
     out("*vs shuffle* is against `shuffle=True` on the same mount in this run; *vs")
     out("plain* against the plain tree's same epoch. PFS/data: the PFS device's bytes")
     out("over the data set's.")
+    if int(meta.get("reps", "1")) > 1:
+        out("Each dlfs row is the run of median samples/s (all epochs) of its %s"
+            % meta["reps"])
+        out("runs; the goals below list them all.")
     out()
     out("| mount | order | epoch | samples/s | vs shuffle | vs plain | PFS reads | reads ≤ 1 MiB | PFS read MB | device requests | PFS/data |")
     out("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -153,17 +164,23 @@ def goals(meta, runs):
         v, s = runs.get((m, "view")), runs.get((m, "shuffle"))
         if v is None or s is None:
             continue
-        x, y = overall(v), overall(s)
+        x, y = overall(median_run(v)), overall(median_run(s))
         what = dict(MOUNTS)[m]
         line = "%s: %s samples/s against %s, %s" % (
             what, fmt(x), fmt(y), ratio(x, y))
+        if len(v) > 1 or len(s) > 1:
+            line += " (medians of %d and %d runs: view %s; shuffle %s)" % (
+                len(v), len(s),
+                ", ".join(fmt(overall(r)) for r in sorted(v, key=lambda r: r["rep"])),
+                ", ".join(fmt(overall(r)) for r in sorted(s, key=lambda r: r["rep"])))
         if goal is None:
             line += " (no goal: the RAM tier holds the data)"
         else:
             line += ", goal >= %.1fx: %s" % (goal, verdict(
                 x is not None and y is not None and x >= goal * y))
         out("- " + line)
-    sums = {(k, e["label_sum"]) for k, r in runs.items() for e in r["l"]["epochs"]}
+    sums = {(k, e["label_sum"]) for k, rs in runs.items() for r in rs
+            for e in r["l"]["epochs"]}
     if len({s for _, s in sums}) > 1:
         out("- **The runs' label sums differ**: some run read other samples")
     out()
@@ -171,11 +188,16 @@ def goals(meta, runs):
 
 def main():
     meta, rows = load(sys.argv[1], sys.argv[2])
-    runs = {(r["mount"], r["order"]): r for r in rows if r["kind"] == "run"}
+    runs = {}
+    for r in rows:
+        if r["kind"] == "run":
+            r.setdefault("rep", 1)
+            runs.setdefault((r["mount"], r["order"]), []).append(r)
     head(meta)
-    runs_table(meta, runs)
+    runs_table(meta, {k: median_run(rs) for k, rs in runs.items()})
     goals(meta, runs)
-    busy = [r["busy"] for r in runs.values() if r["busy"] is not None]
+    busy = [r["busy"] for rs in runs.values() for r in rs
+            if r["busy"] is not None]
     if busy:
         out("Before each run the script waited for the CPUs to be < 10%% busy "
             "(up to %s s); busy %% seen: min %d, max %d." % (
