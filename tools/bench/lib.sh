@@ -79,6 +79,15 @@ bench_now() { date +%s.%N; }
 # Float arithmetic: bench_calc '1.5 * 2'.
 bench_calc() { "$BENCH_PY" -c "print('%.6f' % ($1))"; }
 
+# bench_pfs_up PFS_SIM DIR: is the simulated PFS in DIR mounted? (Its
+# status is read whole first: under pipefail, "status | grep -q" fails
+# with SIGPIPE whenever grep stops reading at its match.)
+bench_pfs_up() {
+	local st
+	st=$("$1" status --dir "$2" 2>/dev/null) || return 1
+	grep -q '^mount:.*mnt' <<<"$st"
+}
+
 # True when the page cache can be dropped (root and a writable knob).
 bench_can_drop() { [ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/drop_caches ]; }
 
