@@ -182,7 +182,10 @@ static int from_chunks(struct dlfs_reader_ctx *x, const struct dlfs_inode *in,
 		if (ret)
 			return ret;
 		x->served[x->n_refs++] = 0;
-		if (load)
+		/* Hits count too, once a file: a stream whose read-ahead
+		 * chunks were found unnoted would see its next miss as a
+		 * jump, end, and read the next chunks' files alone. */
+		if (load || off == 0)
 			dlfs_prefetch_note(r->prefetch, in->container, k,
 					   ref->prefetched);
 		if ((ret = span(r, in, off, len, done, k, ref->len, &from,

@@ -15,6 +15,13 @@
 # (e) prefetch_threads=1 and 8, pfs_io=direct and pfs_io=buffered: every
 #     file reads correctly, each chunk from the PFS once (pfs.bytes = the
 #     containers' data bytes).
+# (f) read_unit=file (as the defaults choose when the data outgrows the
+#     RAM tier), the small files read one by one in their containers'
+#     order: a stream forms after two steps and stays, its read-ahead
+#     chunks found in the RAM tier counting as steps; at most the files
+#     of each container's first four chunks are read alone (65 of 300
+#     here; a stream that saw only its misses ended at each one past its
+#     window, and read three chunks' files alone in every five: 151).
 # No errors counted, no error logged, the daemon exits 0 on unmount.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
@@ -145,4 +152,36 @@ for o in prefetch_threads=1 prefetch_threads=8 pfs_io=direct pfs_io=buffered; do
 	dlfs_umount "$MNT"
 	check_log "$DLFS_LOG"
 done
+
+# ---------------------------------------------------------------- (f)
+note "(f) read_unit=file, small files in their containers' order"
+dlfs_mount "$DS" "$MNT" -o read_unit=file
+BOUND=$("$PYTHON" - "$MNT" "$SRC" "$T/map.json" "$CS" <<'PY'
+import json, os, sys
+mnt, src, mp, cs = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3])), int(sys.argv[4])
+files = sorted((v["container"], v["offset"], k) for k, v in mp.items()
+               if k.startswith("small/") and v["size"] > 0)
+seen, bound = {}, 0
+for c, off, rel in files:
+    with open(os.path.join(mnt, rel), "rb") as f, open(os.path.join(src, rel), "rb") as g:
+        if f.read() != g.read():
+            sys.exit("(f) %s: wrong bytes" % rel)
+    ks = seen.setdefault(c, [])
+    if off // cs not in ks:
+        ks.append(off // cs)
+    bound += len(ks) <= 4
+chunks = sum(len(v) for v in seen.values())
+if chunks < 8:
+    sys.exit("(f) the small files span %d chunks: too few to tell" % chunks)
+print(bound)
+PY
+) || fail "(f) reading the small files in order"
+snap "$MNT" "$T/f.json"
+sassert "$T/f.json" BOUND="$BOUND" -- 's.read_unit.file_reads <= BOUND' 'prefetch.used > 0' \
+	'not any(errors.values())' ||
+	fail "(f) a sequential reader in file mode read more than its first four chunks' files alone (at most $BOUND)"
+note "(f) file_reads $(sget "$T/f.json" read_unit.file_reads) (at most $BOUND), prefetch: $(sget "$T/f.json" prefetch | tr -d '\n')"
+check_log "$DLFS_LOG"
+dlfs_umount "$MNT"
+check_log "$DLFS_LOG"
 exit 0
