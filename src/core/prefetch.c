@@ -42,6 +42,27 @@ struct dlfs_prefetch {
 	pthread_mutex_t stripe[STRIPES];
 };
 
+/* The window a stream that ran to the last chunk of container c - 1
+ * (or the one before it: a reader of its last may not have told yet)
+ * hands on to c, whose chunk 0 comes next in the containers' order (a
+ * reader of shards one after another); 0: none. Takes c - 1's stripe
+ * alone: no caller holds another. */
+static uint32_t carried(struct dlfs_prefetch *pf, uint32_t c)
+{
+	if (c == 0)
+		return 0;
+	const struct stream *p = &pf->streams[c - 1];
+	uint64_t nk = dlfs_ds_container(pf->ds, c - 1)->n_chunks;
+	pthread_mutex_t *mu = &pf->stripe[(c - 1) % STRIPES];
+	pthread_mutex_lock(mu);
+	uint32_t w = p->run >= p->min_run && p->last != UINT64_MAX &&
+				     p->last + 2 >= nk
+			     ? (p->window ? p->window : 1)
+			     : 0;
+	pthread_mutex_unlock(mu);
+	return w;
+}
+
 void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 			int was_prefetched)
 {
@@ -51,19 +72,29 @@ void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 	struct stream *s = &pf->streams[c];
 	uint64_t from = 0, to = 0;
 	pthread_mutex_t *mu = &pf->stripe[c % STRIPES];
+	/* Asked before c's stripe is taken: one stripe at a time. */
+	uint32_t carry = k == 0 ? carried(pf, c) : 0;
 
 	pthread_mutex_lock(mu);
-	/* The same chunk again; or, in a stream, the chunk before the last:
-	 * a second reader of the stream just behind the first. */
-	if (k == s->last ||
-	    (s->run >= s->min_run && s->last != UINT64_MAX && k + 1 == s->last)) {
+	/* The same chunk again; or, after a step, the chunk before the
+	 * last: a second reader just behind the first (readers that start
+	 * together at chunk 0 step apart, and would otherwise never make
+	 * a stream). */
+	const int carry_on = carry && s->run < s->min_run;
+	if ((k == s->last && !carry_on) ||
+	    (s->run > 0 && s->last != UINT64_MAX && k + 1 == s->last)) {
 		pthread_mutex_unlock(mu);
 		return;
 	}
-	if (s->last != UINT64_MAX && k == s->last + 1)
+	if (s->last != UINT64_MAX && k == s->last + 1) {
 		s->run++;
-	else
+	} else if (carry_on) {
+		s->run = s->min_run; /* the last container's stream goes on */
+		s->window = carry;
+		s->next = 1;
+	} else {
 		s->run = 0;
+	}
 	if (s->run >= s->min_run && pf->window_max) {
 		dlfs_cache_get_stats(pf->cache, &cs);
 		if (cs.pf_wasted > s->wasted_seen && s->window > 1)
@@ -107,7 +138,10 @@ int dlfs_prefetch_in_stream(struct dlfs_prefetch *pf, uint32_t c,
 	/* Steps to the next chunk were seen: random readers that happen to
 	 * touch the same chunk twice, or the next one once, are not a
 	 * stream. */
-	return run >= min_run && (k == last || k == last + 1);
+	if (run >= min_run && (k == last || k == last + 1))
+		return 1;
+	/* Chunk 0 after a stream that ended the container before. */
+	return k == 0 && carried(pf, c) != 0;
 }
 
 /* The steps that make a stream in a container of n chunks: the fewest r

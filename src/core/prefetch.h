@@ -11,9 +11,12 @@
  * ahead; the window starts at two chunks,
  * doubles each time a demand read finds a chunk the read-ahead loaded, is
  * capped by window_max, and halves when read-ahead chunks are evicted
- * unread. Touching the stream's last chunk again, or the one before it (a
- * second reader just behind), changes nothing; a jump anywhere else ends
- * the stream.
+ * unread. Touching the stream's last chunk again, or, once a step was
+ * seen, the one before it (a second reader just behind), changes
+ * nothing; a jump anywhere else ends the stream. A stream that reached
+ * the last chunk of container c - 1 (or the one before it) goes on at
+ * chunk 0 of container c, with its window: shards read one after another
+ * make one stream, not one per container.
  *
  * Thread-safety: every call is safe from any thread. Lock order: a stripe
  * lock, a leaf (the background reads are told after it is released).
@@ -50,7 +53,8 @@ void dlfs_prefetch_set_fill(struct dlfs_prefetch *pf, struct dlfs_fill *f);
 void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 			int was_prefetched);
 
-/* Is (c, k) the chunk a stream in c last read, or the one after it? A
+/* Is (c, k) the chunk a stream in c last read, or the one after it, or
+ * chunk 0 after a stream that reached the end of container c - 1? A
  * stream is there once a reader stepped twice from a chunk to the next. */
 int dlfs_prefetch_in_stream(struct dlfs_prefetch *pf, uint32_t c,
 			    uint64_t k);

@@ -20,8 +20,16 @@
 #     order: a stream forms after two steps and stays, its read-ahead
 #     chunks found in the RAM tier counting as steps; at most the files
 #     of each container's first four chunks are read alone (65 of 300
-#     here; a stream that saw only its misses ended at each one past its
-#     window, and read three chunks' files alone in every five: 151).
+#     here: three chunks' and the first of the fourth, whose step makes
+#     the stream; a stream that saw only its misses ended at each one past
+#     its window, and read three chunks' files alone in every five: 151).
+# (g) the same over a dataset of several containers (1,300 small files,
+#     1M containers of 16 chunks), read in order as shards are: the
+#     stream goes on from the end of one container into the next one's
+#     chunk 0, so only files of the first container's first four chunks
+#     are read alone (64 here: three chunks' and the first of the fourth,
+#     whose step makes the stream; one that began again in each container
+#     read as many in each).
 # No errors counted, no error logged, the daemon exits 0 on unmount.
 set -euo pipefail
 . "$(dirname "$0")/../lib/lib.sh"
@@ -156,11 +164,18 @@ done
 # ---------------------------------------------------------------- (f)
 note "(f) read_unit=file, small files in their containers' order"
 dlfs_mount "$DS" "$MNT" -o read_unit=file
-BOUND=$("$PYTHON" - "$MNT" "$SRC" "$T/map.json" "$CS" <<'PY'
-import json, os, sys
+BOUND=$("$PYTHON" - "$MNT" "$SRC" "$T/map.json" "$CS" "$DS" <<'PY'
+import json, os, struct, sys
 mnt, src, mp, cs = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3])), int(sys.argv[4])
-files = sorted((v["container"], v["offset"], k) for k, v in mp.items()
-               if k.startswith("small/") and v["size"] > 0)
+# A file's offset counts from its container's start; its chunk, from the
+# container's data (the header's data offset).
+def data_off(c, memo={}):
+    if c not in memo:
+        h = open(os.path.join(sys.argv[5], "%06d.dlc" % c), "rb").read(64)
+        memo[c] = struct.unpack_from("<QQQ", h, 40)[1]
+    return memo[c]
+files = sorted((v["container"], v["offset"] - data_off(v["container"]), k)
+               for k, v in mp.items() if k.startswith("small/") and v["size"] > 0)
 seen, bound = {}, 0
 for c, off, rel in files:
     with open(os.path.join(mnt, rel), "rb") as f, open(os.path.join(src, rel), "rb") as g:
@@ -181,6 +196,52 @@ sassert "$T/f.json" BOUND="$BOUND" -- 's.read_unit.file_reads <= BOUND' 'prefetc
 	'not any(errors.values())' ||
 	fail "(f) a sequential reader in file mode read more than its first four chunks' files alone (at most $BOUND)"
 note "(f) file_reads $(sget "$T/f.json" read_unit.file_reads) (at most $BOUND), prefetch: $(sget "$T/f.json" prefetch | tr -d '\n')"
+check_log "$DLFS_LOG"
+dlfs_umount "$MNT"
+check_log "$DLFS_LOG"
+
+# ---------------------------------------------------------------- (g)
+note "(g) read_unit=file, small files of several containers in order"
+SRC2="$T/src2"
+mkdir -p "$SRC2/many"
+"$PYTHON" - "$SRC2/many" <<'PY'
+import os, random, sys
+r = random.Random(22)
+for i in range(1300):
+    open(os.path.join(sys.argv[1], "m%04d" % i), "wb").write(r.randbytes(r.randrange(1000, 5000)))
+PY
+DS2="$T/ds2.dlfs"
+pack "$SRC2" -o "$DS2" --chunk-size 64K --container-size 1M -q
+expect_ok "pack of (g)"
+file_map "$SRC2" "$DS2" "$T/map2.json"
+dlfs_mount "$DS2" "$MNT" -o read_unit=file
+BOUND=$("$PYTHON" - "$MNT" "$SRC2" "$T/map2.json" "$CS" "$DS2" <<'PY'
+import json, os, struct, sys
+mnt, src, mp, cs = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3])), int(sys.argv[4])
+def data_off(c, memo={}):
+    if c not in memo:
+        h = open(os.path.join(sys.argv[5], "%06d.dlc" % c), "rb").read(64)
+        memo[c] = struct.unpack_from("<QQQ", h, 40)[1]
+    return memo[c]
+files = sorted((v["container"], v["offset"] - data_off(v["container"]), k)
+               for k, v in mp.items())
+first = files[0][0]
+bound = sum(1 for c, off, _ in files if c == first and off // cs < 4)
+for c, off, rel in files:
+    with open(os.path.join(mnt, rel), "rb") as f, open(os.path.join(src, rel), "rb") as g:
+        if f.read() != g.read():
+            sys.exit("(g) %s: wrong bytes" % rel)
+conts = len({c for c, _, _ in files})
+if conts < 3:
+    sys.exit("(g) the files fill %d containers: too few to tell" % conts)
+print(bound)
+PY
+) || fail "(g) reading the files of several containers in order"
+snap "$MNT" "$T/g.json"
+sassert "$T/g.json" BOUND="$BOUND" -- 's.read_unit.file_reads <= BOUND' 'prefetch.used > 0' \
+	'not any(errors.values())' ||
+	fail "(g) a sequential reader in file mode began its stream again in each container (files read alone: at most $BOUND, those of the first container's first four chunks)"
+note "(g) file_reads $(sget "$T/g.json" read_unit.file_reads) (at most $BOUND), prefetch: $(sget "$T/g.json" prefetch | tr -d '\n')"
 check_log "$DLFS_LOG"
 dlfs_umount "$MNT"
 check_log "$DLFS_LOG"
