@@ -237,14 +237,17 @@ check_log "$DLFS_LOG" 'checksum mismatch'
 dlfs_umount "$MNT"
 # Read alone, a file is checked against its own checksum: EIO for the
 # damaged member only, the right bytes for its chunk's other files (all
-# of them small enough to be read alone with 256K chunks).
+# of them small enough to be read alone with 256K chunks). Read in
+# reverse order: in order, the read-ahead stream of the shard before
+# goes on into the damaged shard's chunk 0, which is then read whole, and
+# fails whole, as in a packed dataset.
 file_map "$T/wds/want" "$T/wds256.dlfs" "$T/map256.json"
 dlfs_mount "$T/wds256.dlfs" "$MNT" -o read_unit=file
 read -r VC VLO VHI <<<"$("$PYTHON" -c '
 import json, sys
 v = json.load(open(sys.argv[1]))[sys.argv[2]]
 print(v["container"], v["offset"], v["offset"] + v["size"])' "$T/map256.json" "$VNAME")"
-n=$(tmo "$PYTHON" "$LIB_DIR/chunk_eio.py" "$T/wds/want" "$MNT" "$T/map256.json" "$VC" "$VLO" "$VHI" 1) ||
+n=$(tmo "$PYTHON" "$LIB_DIR/chunk_eio.py" "$T/wds/want" "$MNT" "$T/map256.json" "$VC" "$VLO" "$VHI" 1 reverse) ||
 	fail "read_unit=file: wrong results reading the damaged shard (see above)"
 [ "${n%% *}" = 1 ] || fail "read_unit=file: $n (EIO, right): want EIO for the damaged member alone"
 note "a flipped byte, files read alone: $n (EIO, right)"
