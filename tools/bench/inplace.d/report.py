@@ -222,10 +222,10 @@ def mount_table(rows, sets):
     out("### Mount at %s members" % fmt(members))
     out()
     out("Set many, indexed in place, mounted with no options. dlfs: from the command's")
-    out("start (inside the group) to `.dlfs/info` answering, cold (caches dropped) and")
-    out("warm (median of the remounts); RSS of the daemon once mounted and after an")
-    out("`ls` of one directory. archivemount: one cold mount, to its first directory")
-    out("answering.")
+    out("start (inside the group) to `.dlfs/info` answering, cold (caches dropped; the")
+    out("median of the cold mounts) and warm (median of the remounts); RSS of the daemon")
+    out("once mounted and after an `ls` of one directory. archivemount: one cold mount,")
+    out("to its first directory answering.")
     out()
     out("| system | cold ms | warm ms | RSS MiB | RSS after ls MiB | cold vs archivemount | RSS vs archivemount |")
     out("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -246,6 +246,9 @@ def mount_table(rows, sets):
             "warm %s ms %s" % (fmt(members), fmt(ip["cold_s"] * 1000, 1),
                                verdict(ip["cold_s"] < 0.1), fmt(warm, 1),
                                verdict(warm is not None and warm < 100)))
+        if ip.get("cold_all_s"):
+            out("- dlfs cold mounts: %s ms" % ", ".join(
+                fmt(v * 1000, 1) for v in ip["cold_all_s"]))
     out()
 
 
