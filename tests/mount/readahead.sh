@@ -161,36 +161,48 @@ for o in prefetch_threads=1 prefetch_threads=8 pfs_io=direct pfs_io=buffered; do
 	check_log "$DLFS_LOG"
 done
 
-# ---------------------------------------------------------------- (f)
-note "(f) read_unit=file, small files in their containers' order"
-dlfs_mount "$DS" "$MNT" -o read_unit=file
-BOUND=$("$PYTHON" - "$MNT" "$SRC" "$T/map.json" "$CS" "$DS" <<'PY'
+# in_order TAG SRC MAP DS PREFIX SCOPE: reads the files of MAP under
+# PREFIX through MNT in their containers' order (a file's chunk counted
+# from its container's data offset, in the header), each against SRC's
+# bytes; prints the most files that may be read alone: those of the
+# first four chunks of each container (SCOPE each) or of the first one
+# only (SCOPE first). Fails on wrong bytes or when the files span fewer
+# than 8 chunks, or with SCOPE first fewer than 3 containers (too few to
+# tell).
+in_order() {
+	"$PYTHON" - "$MNT" "$@" "$CS" <<'PY'
 import json, os, struct, sys
-mnt, src, mp, cs = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3])), int(sys.argv[4])
-# A file's offset counts from its container's start; its chunk, from the
-# container's data (the header's data offset).
+mnt, tag, src, mp, ds, prefix, scope, cs = sys.argv[1:9]
+mp, cs = json.load(open(mp)), int(cs)
 def data_off(c, memo={}):
     if c not in memo:
-        h = open(os.path.join(sys.argv[5], "%06d.dlc" % c), "rb").read(64)
+        h = open(os.path.join(ds, "%06d.dlc" % c), "rb").read(64)
         memo[c] = struct.unpack_from("<QQQ", h, 40)[1]
     return memo[c]
 files = sorted((v["container"], v["offset"] - data_off(v["container"]), k)
-               for k, v in mp.items() if k.startswith("small/") and v["size"] > 0)
+               for k, v in mp.items() if k.startswith(prefix) and v["size"] > 0)
 seen, bound = {}, 0
 for c, off, rel in files:
     with open(os.path.join(mnt, rel), "rb") as f, open(os.path.join(src, rel), "rb") as g:
         if f.read() != g.read():
-            sys.exit("(f) %s: wrong bytes" % rel)
+            sys.exit("%s %s: wrong bytes" % (tag, rel))
     ks = seen.setdefault(c, [])
     if off // cs not in ks:
         ks.append(off // cs)
-    bound += len(ks) <= 4
+    bound += len(ks) <= 4 and (scope == "each" or c == files[0][0])
 chunks = sum(len(v) for v in seen.values())
-if chunks < 8:
-    sys.exit("(f) the small files span %d chunks: too few to tell" % chunks)
+if chunks < 8 or (scope == "first" and len(seen) < 3):
+    sys.exit("%s the files span %d chunks in %d containers: too few to tell"
+             % (tag, chunks, len(seen)))
 print(bound)
 PY
-) || fail "(f) reading the small files in order"
+}
+
+# ---------------------------------------------------------------- (f)
+note "(f) read_unit=file, small files in their containers' order"
+dlfs_mount "$DS" "$MNT" -o read_unit=file
+BOUND=$(in_order "(f)" "$SRC" "$T/map.json" "$DS" small/ each) ||
+	fail "(f) reading the small files in order"
 snap "$MNT" "$T/f.json"
 sassert "$T/f.json" BOUND="$BOUND" -- 's.read_unit.file_reads <= BOUND' 'prefetch.used > 0' \
 	'not any(errors.values())' ||
@@ -215,28 +227,8 @@ pack "$SRC2" -o "$DS2" --chunk-size 64K --container-size 1M -q
 expect_ok "pack of (g)"
 file_map "$SRC2" "$DS2" "$T/map2.json"
 dlfs_mount "$DS2" "$MNT" -o read_unit=file
-BOUND=$("$PYTHON" - "$MNT" "$SRC2" "$T/map2.json" "$CS" "$DS2" <<'PY'
-import json, os, struct, sys
-mnt, src, mp, cs = sys.argv[1], sys.argv[2], json.load(open(sys.argv[3])), int(sys.argv[4])
-def data_off(c, memo={}):
-    if c not in memo:
-        h = open(os.path.join(sys.argv[5], "%06d.dlc" % c), "rb").read(64)
-        memo[c] = struct.unpack_from("<QQQ", h, 40)[1]
-    return memo[c]
-files = sorted((v["container"], v["offset"] - data_off(v["container"]), k)
-               for k, v in mp.items())
-first = files[0][0]
-bound = sum(1 for c, off, _ in files if c == first and off // cs < 4)
-for c, off, rel in files:
-    with open(os.path.join(mnt, rel), "rb") as f, open(os.path.join(src, rel), "rb") as g:
-        if f.read() != g.read():
-            sys.exit("(g) %s: wrong bytes" % rel)
-conts = len({c for c, _, _ in files})
-if conts < 3:
-    sys.exit("(g) the files fill %d containers: too few to tell" % conts)
-print(bound)
-PY
-) || fail "(g) reading the files of several containers in order"
+BOUND=$(in_order "(g)" "$SRC2" "$T/map2.json" "$DS2" many/ first) ||
+	fail "(g) reading the files of several containers in order"
 snap "$MNT" "$T/g.json"
 sassert "$T/g.json" BOUND="$BOUND" -- 's.read_unit.file_reads <= BOUND' 'prefetch.used > 0' \
 	'not any(errors.values())' ||
