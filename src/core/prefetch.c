@@ -29,6 +29,7 @@ struct stream {
 	uint32_t window; /* chunks ahead; 0 = no stream */
 	uint32_t run;    /* steps to the next chunk in a row */
 	uint32_t min_run; /* steps that make a stream, for its container */
+	int handed; /* its stream went on in the next container already */
 	uint64_t wasted_seen;
 };
 
@@ -45,20 +46,24 @@ struct dlfs_prefetch {
 /* The window a stream that ran to the last chunk of container c - 1
  * (or the one before it: a reader of its last may not have told yet)
  * hands on to c, whose chunk 0 comes next in the containers' order (a
- * reader of shards one after another); 0: none. Takes c - 1's stripe
- * alone: no caller holds another. */
-static uint32_t carried(struct dlfs_prefetch *pf, uint32_t c)
+ * reader of shards one after another); 0: none. Once: take marks it
+ * handed on, so that random readers who later touch c's chunk 0 start
+ * no stream from it (the stream of c - 1 stays at its end until a jump
+ * there). Takes c - 1's stripe alone: no caller holds another. */
+static uint32_t carried(struct dlfs_prefetch *pf, uint32_t c, int take)
 {
 	if (c == 0)
 		return 0;
-	const struct stream *p = &pf->streams[c - 1];
+	struct stream *p = &pf->streams[c - 1];
 	uint64_t nk = dlfs_ds_container(pf->ds, c - 1)->n_chunks;
 	pthread_mutex_t *mu = &pf->stripe[(c - 1) % STRIPES];
 	pthread_mutex_lock(mu);
-	uint32_t w = p->run >= p->min_run && p->last != UINT64_MAX &&
-				     p->last + 2 >= nk
+	uint32_t w = !p->handed && p->run >= p->min_run &&
+				     p->last != UINT64_MAX && p->last + 2 >= nk
 			     ? (p->window ? p->window : 1)
 			     : 0;
+	if (w && take)
+		p->handed = 1;
 	pthread_mutex_unlock(mu);
 	return w;
 }
@@ -72,8 +77,15 @@ void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 	struct stream *s = &pf->streams[c];
 	uint64_t from = 0, to = 0;
 	pthread_mutex_t *mu = &pf->stripe[c % STRIPES];
-	/* Asked before c's stripe is taken: one stripe at a time. */
-	uint32_t carry = k == 0 ? carried(pf, c) : 0;
+	/* Asked before c's stripe is taken: one stripe at a time. (Two
+	 * readers may both take it: the second finds c's stream formed.) */
+	uint32_t carry = 0;
+	if (k == 0) {
+		pthread_mutex_lock(mu);
+		int formed = s->run >= s->min_run;
+		pthread_mutex_unlock(mu);
+		carry = formed ? 0 : carried(pf, c, 1);
+	}
 
 	pthread_mutex_lock(mu);
 	/* The same chunk again; or, after a step, the chunk before the
@@ -94,6 +106,7 @@ void dlfs_prefetch_note(struct dlfs_prefetch *pf, uint32_t c, uint64_t k,
 		s->next = 1;
 	} else {
 		s->run = 0;
+		s->handed = 0; /* a new stream here may hand on again */
 	}
 	if (s->run >= s->min_run && pf->window_max) {
 		dlfs_cache_get_stats(pf->cache, &cs);
@@ -141,7 +154,7 @@ int dlfs_prefetch_in_stream(struct dlfs_prefetch *pf, uint32_t c,
 	if (run >= min_run && (k == last || k == last + 1))
 		return 1;
 	/* Chunk 0 after a stream that ended the container before. */
-	return k == 0 && carried(pf, c) != 0;
+	return k == 0 && carried(pf, c, 0) != 0;
 }
 
 /* The steps that make a stream in a container of n chunks: the fewest r
