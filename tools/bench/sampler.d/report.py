@@ -121,7 +121,8 @@ def runs_table(meta, runs):
     out()
     out("*vs shuffle* is against `shuffle=True` on the same mount in this run; *vs")
     out("plain* against the plain tree's same epoch. PFS/data: the PFS device's bytes")
-    out("over the data set's.")
+    out("over the data set's. The plain row is the slower of its two runs (the first")
+    out("and the last of the run).")
     if int(meta.get("reps", "1")) > 1:
         out("Each dlfs row is the run of median samples/s (all epochs) of its %s"
             % meta["reps"])
@@ -155,9 +156,39 @@ def runs_table(meta, runs):
     out()
 
 
+def pfs_check(meta, runs):
+    """The PFS check (see tools/bench/sampler): None when the plain shuffle
+    runs show the PFS gave its configured request rate throughout, else why
+    not. Prints the plain runs' device requests/s."""
+    plain = sorted(runs.get(("plain", "shuffle"), []), key=lambda r: r["rep"])
+    iops = int(meta.get("iops", "0"))
+    if len(plain) < 2 or not iops:
+        return "the run has no first and last plain shuffle runs to check the PFS by"
+    rates = []
+    for r in plain:
+        ep = r["l"]["epochs"]
+        secs = sum(e["secs"] for e in ep)
+        rates.append(sum(e["pfs_reqs"] for e in ep) / secs if secs > 0 else 0)
+    out("PFS check: the plain shuffle runs, first and last, drew %s device requests/s "
+        "(the cap: %d)." % (" and ".join(fmt(x) for x in rates), iops))
+    out()
+    lo, hi = min(rates), max(rates)
+    if lo < 0.8 * iops:
+        return "a plain run drew %s requests/s, under 80%% of the cap of %d" % (fmt(lo), iops)
+    if hi > 1.1 * lo:
+        return "the first and last plain runs differ by more than 10%% (%s)" % (
+            " and ".join(fmt(x) for x in rates))
+    return None
+
+
 def goals(meta, runs):
     out("### Goals (issue 42): `ViewSampler` against `shuffle=True`, same mount, all epochs")
     out()
+    why = pfs_check(meta, runs)
+    if why is not None:
+        out("**No verdict: the PFS was not the one configured for the whole run** (%s)."
+            % why)
+        out()
     big = int(meta["dlc_bytes"]) > size_bytes(meta["ram_default"])
     want = [("nocache", 1.5), ("default", 1.5 if big else None), ("cache", 1.0)]
     for m, goal in want:
@@ -176,7 +207,7 @@ def goals(meta, runs):
         if goal is None:
             line += " (no goal: the RAM tier holds the data)"
         else:
-            line += ", goal >= %.1fx: %s" % (goal, verdict(
+            line += ", goal >= %.1fx: %s" % (goal, "no verdict" if why else verdict(
                 x is not None and y is not None and x >= goal * y))
         out("- " + line)
     sums = {(k, e["label_sum"]) for k, rs in runs.items() for r in rs
