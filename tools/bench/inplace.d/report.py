@@ -247,8 +247,12 @@ def mount_table(rows, sets):
                                verdict(ip["cold_s"] < 0.1), fmt(warm, 1),
                                verdict(warm is not None and warm < 100)))
         if ip.get("cold_all_s"):
-            out("- dlfs cold mounts: %s ms" % ", ".join(
-                fmt(v * 1000, 1) for v in ip["cold_all_s"]))
+            line = "- dlfs cold mounts: %s ms" % ", ".join(
+                fmt(v * 1000, 1) for v in ip["cold_all_s"])
+            if ip.get("cold_reqs"):
+                line += "; PFS device requests of each (to the probe's answer): %s" % (
+                    ", ".join(fmt(v) for v in ip["cold_reqs"]))
+            out(line)
     out()
 
 
